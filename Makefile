@@ -1,0 +1,44 @@
+# lake — PGXS build. `make && make install`, then `make check` runs every
+# suite (regress, isolation, TAP) against throwaway servers; run it as a
+# non-root user (scripts/test.sh does the set-up as root).
+
+EXTENSION   = lake
+EXTVERSION  = 0.1.0
+MODULE_big  = lake
+OBJS        = src/lake.o src/guc.o src/args.o src/admission.o src/codec.o \
+              src/digest.o src/store.o src/append.o src/worker.o
+DATA        = sql/lake--$(EXTVERSION).sql
+SHLIB_LINK  = -lzstd
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS   = -Wall -Werror
+EXTRA_CLEAN = results output_iso tmp_check log regression.diffs regression.out
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+PGXS_DIR  := $(dir $(PGXS))
+BINDIR    := $(shell $(PG_CONFIG) --bindir)
+REGRESS_T := $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
+
+.PHONY: check check-regress check-isolation check-tap bench
+
+check: check-regress check-isolation check-tap
+
+check-regress:
+	$(PGXS_DIR)../../src/test/regress/pg_regress --bindir=$(BINDIR) \
+	  --inputdir=test --outputdir=results --temp-instance=tmp_check/regress \
+	  --temp-config=test/conf/regress.conf --dbname=contrib_regression \
+	  $(REGRESS_T)
+
+check-isolation:
+	test/run-isolation $(PGXS_DIR)../../src/test/isolation/pg_isolation_regress $(BINDIR)
+
+check-tap:
+	rm -rf tmp_check/tap
+	PATH="$(BINDIR):$$PATH" PG_REGRESS=$(PGXS_DIR)../../src/test/regress/pg_regress \
+	  TESTDIR=$(CURDIR) PG_TEST_EXTRA="$(PG_TEST_EXTRA)" \
+	  prove -I $(PGXS_DIR)../../src/test/perl -I test/t $(PROVE_FLAGS) test/t/*.pl
+
+bench:
+	bench/run.sh

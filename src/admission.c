@@ -1,0 +1,306 @@
+/*
+ * admission.c — lock-free append admission.
+ *
+ * Design: the slots in use and the bytes reserved live in ONE 64-bit atomic
+ * word (slots in the high half, bytes in the low half; both limits fit in
+ * 32 bits by the GUC rules). A permit is taken or grown by one
+ * compare-and-swap of that word, so "one slot and a byte reservation, both
+ * or neither" holds without any lock. Waiters sleep on a condition
+ * variable with a deadline; a releaser broadcasts only when the waiter
+ * count says someone sleeps, so the uncontended path touches nothing but
+ * the atomics.
+ *
+ * The effective (stream, buffered) pair is published in shared memory too:
+ * the worker validates each reload and keeps the previous pair when the new
+ * one breaks max_buffered_bytes >= max_stream_bytes.
+ */
+#include "lake.h"
+
+#include "access/xact.h"
+#include "admission.h"
+#include "args.h"
+#include "funcapi.h"
+#include "guc.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#define SLOT_ONE	(UINT64CONST(1) << 32)
+#define LOW32(x)	((uint32) ((x) & UINT64CONST(0xFFFFFFFF)))
+#define HIGH32(x)	((uint32) ((x) >> 32))
+
+typedef struct AdmissionShared
+{
+	pg_atomic_uint64 usage;		/* slots << 32 | bytes reserved */
+	pg_atomic_uint64 limits;	/* max_stream_bytes << 32 | max_buffered_bytes */
+	pg_atomic_uint32 sleepers;	/* backends sleeping on cv */
+	pg_atomic_uint64 admitted;
+	pg_atomic_uint64 waited;
+	pg_atomic_uint64 rejected;
+	ConditionVariable cv;
+} AdmissionShared;
+
+static AdmissionShared *adm = NULL;
+
+/* This backend's permit. */
+static bool held = false;
+static uint32 held_bytes = 0;
+static bool exit_hook_set = false;
+
+/*
+ * The pair in force before the server started serving: what a crash
+ * restart falls back on if the configuration has since been reloaded with
+ * a bad pair.
+ */
+static uint64 start_limits = 0;
+
+static uint64
+pack_limits(void)
+{
+	return ((uint64) lake_max_stream_bytes << 32) | (uint32) lake_max_buffered_bytes;
+}
+
+void
+admission_shmem_request(void)
+{
+	RequestAddinShmemSpace(MAXALIGN(sizeof(AdmissionShared)));
+}
+
+void
+admission_shmem_startup(void)
+{
+	bool		found;
+
+	adm = ShmemInitStruct("lake admission", sizeof(AdmissionShared), &found);
+	if (!found)
+	{
+		pg_atomic_init_u64(&adm->usage, 0);
+		pg_atomic_init_u64(&adm->limits,
+						   lake_guc_byte_pair_valid() ? pack_limits() : start_limits);
+		pg_atomic_init_u32(&adm->sleepers, 0);
+		pg_atomic_init_u64(&adm->admitted, 0);
+		pg_atomic_init_u64(&adm->waited, 0);
+		pg_atomic_init_u64(&adm->rejected, 0);
+		ConditionVariableInit(&adm->cv);
+	}
+}
+
+bool
+admission_shmem_ready(void)
+{
+	return adm != NULL;
+}
+
+uint32
+admission_max_stream_bytes(void)
+{
+	return HIGH32(pg_atomic_read_u64(&adm->limits));
+}
+
+void
+admission_publish_limits(void)
+{
+	uint64		old = pg_atomic_read_u64(&adm->limits);
+
+	if (lake_guc_byte_pair_valid())
+	{
+		pg_atomic_write_u64(&adm->limits, pack_limits());
+		return;
+	}
+	ereport(WARNING,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("lake.max_buffered_bytes (%d) is less than lake.max_stream_bytes (%d); keeping %u and %u",
+					lake_max_buffered_bytes, lake_max_stream_bytes,
+					LOW32(old), HIGH32(old)),
+			 errhint("Set lake.max_buffered_bytes to at least lake.max_stream_bytes and reload.")));
+}
+
+/*
+ * One CAS attempt loop: add a slot (if need_slot) and 'bytes' to usage
+ * when both fit under the limits. Returns false, changing nothing, when
+ * either does not fit.
+ */
+static bool
+try_take(bool need_slot, uint32 bytes)
+{
+	uint64		cur = pg_atomic_read_u64(&adm->usage);
+	uint32		max_buffered = LOW32(pg_atomic_read_u64(&adm->limits));
+
+	for (;;)
+	{
+		uint64		next;
+
+		if (need_slot && HIGH32(cur) >= (uint32) lake_max_concurrent_appends)
+			return false;
+		if ((uint64) LOW32(cur) + bytes > max_buffered)
+			return false;
+		next = cur + (need_slot ? SLOT_ONE : 0) + bytes;
+		if (pg_atomic_compare_exchange_u64(&adm->usage, &cur, next))
+			return true;
+	}
+}
+
+static void
+release_permit(void)
+{
+	if (!held)
+		return;
+	/* Clear our fields first: an error below must not release twice. */
+	held = false;
+	pg_atomic_sub_fetch_u64(&adm->usage, SLOT_ONE + held_bytes);
+	held_bytes = 0;
+	if (pg_atomic_read_u32(&adm->sleepers) > 0)
+		ConditionVariableBroadcast(&adm->cv);
+}
+
+static void
+admission_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			release_permit();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+admission_exit_callback(int code, Datum arg)
+{
+	release_permit();
+}
+
+void
+admission_init(void)
+{
+	start_limits = pack_limits();
+	RegisterXactCallback(admission_xact_callback, NULL);
+}
+
+/* Sleep on the condition variable until try_take succeeds or time runs out. */
+static bool
+wait_and_take(bool need_slot, uint32 bytes)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   lake_admission_queue_wait_ms);
+	bool		ok = false;
+
+	pg_atomic_fetch_add_u64(&adm->waited, 1);
+	pg_atomic_fetch_add_u32(&adm->sleepers, 1);
+	PG_TRY();
+	{
+		ConditionVariablePrepareToSleep(&adm->cv);
+		for (;;)
+		{
+			long		left;
+
+			if (try_take(need_slot, bytes))
+			{
+				ok = true;
+				break;
+			}
+			left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			if (left <= 0)
+				break;
+			ConditionVariableTimedSleep(&adm->cv, left, PG_WAIT_EXTENSION);
+		}
+		ConditionVariableCancelSleep();
+	}
+	PG_FINALLY();
+	{
+		pg_atomic_fetch_sub_u32(&adm->sleepers, 1);
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+void
+admission_reserve(uint64 bytes)
+{
+	uint32		max_stream;
+	bool		need_slot;
+	uint32		grow;
+	uint64		usage;
+
+	lake_require_preload();
+	max_stream = admission_max_stream_bytes();
+	if (bytes > max_stream)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("stream of " UINT64_FORMAT " bytes exceeds lake.max_stream_bytes (%u)",
+						bytes, max_stream),
+				 errhint("Split the payload with lake.begin_append and lake.append_chunk, or raise lake.max_stream_bytes.")));
+
+	if (held && held_bytes >= bytes)
+		return;					/* the permit already covers this call */
+
+	need_slot = !held;
+	grow = (uint32) bytes - (held ? held_bytes : 0);
+
+	if (!exit_hook_set)
+	{
+		before_shmem_exit(admission_exit_callback, (Datum) 0);
+		exit_hook_set = true;
+	}
+
+	if (!try_take(need_slot, grow) && !wait_and_take(need_slot, grow))
+	{
+		pg_atomic_fetch_add_u64(&adm->rejected, 1);
+		usage = pg_atomic_read_u64(&adm->usage);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("append admission limit reached"),
+				 errdetail("%u of %d slots in use and %u of %u bytes reserved; this call needs %s and " UINT64_FORMAT " bytes after waiting %d ms.",
+						   HIGH32(usage), lake_max_concurrent_appends,
+						   LOW32(usage), LOW32(pg_atomic_read_u64(&adm->limits)),
+						   need_slot ? "a slot" : "no new slot",
+						   bytes, lake_admission_queue_wait_ms),
+				 errhint("Retry later, or raise lake.max_concurrent_appends or lake.max_buffered_bytes.")));
+	}
+
+	if (need_slot)
+		pg_atomic_fetch_add_u64(&adm->admitted, 1);
+	held = true;
+	held_bytes = (uint32) bytes;
+}
+
+PG_FUNCTION_INFO_V1(lake_admission);
+
+/* lake.admission(): live usage, limits in force and totals since start. */
+Datum
+lake_admission(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[8];
+	bool		nulls[8] = {0};
+	uint64		usage;
+	uint64		limits;
+
+	lake_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	usage = pg_atomic_read_u64(&adm->usage);
+	limits = pg_atomic_read_u64(&adm->limits);
+	values[0] = Int32GetDatum((int32) HIGH32(usage));
+	values[1] = Int64GetDatum((int64) LOW32(usage));
+	values[2] = Int32GetDatum(lake_max_concurrent_appends);
+	values[3] = Int64GetDatum((int64) HIGH32(limits));
+	values[4] = Int64GetDatum((int64) LOW32(limits));
+	values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&adm->admitted));
+	values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&adm->waited));
+	values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&adm->rejected));
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

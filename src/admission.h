@@ -1,0 +1,25 @@
+/*
+ * admission.h — the lock-free append admission permit (SPEC §3 Admission).
+ *
+ * A backend holds at most one permit: one concurrency slot plus a byte
+ * reservation, taken together or not at all, and released exactly once at
+ * transaction end however the transaction ends.
+ */
+#ifndef LAKE_ADMISSION_H
+#define LAKE_ADMISSION_H
+
+extern void admission_shmem_request(void);
+extern void admission_shmem_startup(void);
+extern void admission_init(void);
+extern bool admission_shmem_ready(void);
+
+/* Take or grow this backend's permit to cover 'bytes'; 54000 / 53000. */
+extern void admission_reserve(uint64 bytes);
+
+/* Effective stream limit (the last valid pair). */
+extern uint32 admission_max_stream_bytes(void);
+
+/* Worker: validate the reloaded byte pair and publish it, or keep the old. */
+extern void admission_publish_limits(void);
+
+#endif							/* LAKE_ADMISSION_H */

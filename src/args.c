@@ -1,0 +1,85 @@
+/*
+ * args.c — argument checks shared by every SQL entry point.
+ *
+ * SQL functions of lake are not STRICT: a NULL argument is a caller bug
+ * that deserves a 22004 naming the argument, not a silent NULL result.
+ */
+#include "lake.h"
+
+#include "args.h"
+#include "admission.h"
+#include "utils/builtins.h"
+
+/* Refuse (55000) when the library was not preloaded: no shared state. */
+void
+lake_require_preload(void)
+{
+	if (!admission_shmem_ready())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake must be loaded via shared_preload_libraries"),
+				 errhint("Add lake to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+static void
+require_not_null(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what)));
+}
+
+/* A non-empty text name of at most LAKE_NAME_MAX_BYTES bytes. */
+char *
+lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	text	   *t;
+	int			len;
+
+	require_not_null(fcinfo, argno, what);
+	t = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", what)));
+	if (len > LAKE_NAME_MAX_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too long", what),
+				 errdetail("It is %d bytes; the limit is %d bytes.",
+						   len, LAKE_NAME_MAX_BYTES)));
+	return text_to_cstring(t);
+}
+
+bytea *
+lake_arg_bytea(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	require_not_null(fcinfo, argno, what);
+	return PG_GETARG_BYTEA_PP(argno);
+}
+
+int64
+lake_arg_int64(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	require_not_null(fcinfo, argno, what);
+	return PG_GETARG_INT64(argno);
+}
+
+/* An optional digest: NULL, or exactly LAKE_DIGEST_LEN bytes. */
+const uint8 *
+lake_arg_digest(FunctionCallInfo fcinfo, int argno)
+{
+	bytea	   *d;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	d = PG_GETARG_BYTEA_PP(argno);
+	if (VARSIZE_ANY_EXHDR(d) != LAKE_DIGEST_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("digest must be %d bytes (SHA-256), not %d",
+						LAKE_DIGEST_LEN, (int) VARSIZE_ANY_EXHDR(d))));
+	return (const uint8 *) VARDATA_ANY(d);
+}

@@ -1,0 +1,16 @@
+/*
+ * args.h — argument checks shared by every SQL entry point: NULLs (22004),
+ * malformed values (22023) and the preload requirement (55000).
+ */
+#ifndef LAKE_ARGS_H
+#define LAKE_ARGS_H
+
+#include "fmgr.h"
+
+extern void lake_require_preload(void);
+extern char *lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what);
+extern bytea *lake_arg_bytea(FunctionCallInfo fcinfo, int argno, const char *what);
+extern int64 lake_arg_int64(FunctionCallInfo fcinfo, int argno, const char *what);
+extern const uint8 *lake_arg_digest(FunctionCallInfo fcinfo, int argno);
+
+#endif							/* LAKE_ARGS_H */

@@ -1,0 +1,95 @@
+/*
+ * guc.c — definitions and validation of lake's configuration parameters.
+ *
+ * Per-parameter bounds (zero, negative, out of range) are enforced by the
+ * GUC machinery itself, so a bad value is refused with PostgreSQL's own
+ * message before the server serves. The one cross-parameter rule,
+ * max_buffered_bytes >= max_stream_bytes, is checked here at start and by
+ * the worker at each reload (see admission_publish_limits).
+ */
+#include "lake.h"
+
+#include <limits.h>
+
+#include "guc.h"
+#include "utils/guc.h"
+
+char	   *lake_database = NULL;
+int			lake_max_concurrent_appends = 8;
+int			lake_admission_queue_wait_ms = 100;
+int			lake_max_stream_bytes = 64 * 1024 * 1024;
+int			lake_max_buffered_bytes = 256 * 1024 * 1024;
+int			lake_compression_level = 3;
+
+bool
+lake_guc_byte_pair_valid(void)
+{
+	return lake_max_buffered_bytes >= lake_max_stream_bytes;
+}
+
+void
+lake_guc_init(void)
+{
+	DefineCustomStringVariable("lake.database",
+							   "Database the lake background worker serves.",
+							   NULL,
+							   &lake_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("lake.max_concurrent_appends",
+							"Most appends admitted at once.",
+							NULL,
+							&lake_max_concurrent_appends,
+							8, 1, 65535,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("lake.admission_queue_wait",
+							"How long an append waits for admission before it is refused.",
+							NULL,
+							&lake_admission_queue_wait_ms,
+							100, 1, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("lake.max_stream_bytes",
+							"Largest payload one append stream may carry.",
+							NULL,
+							&lake_max_stream_bytes,
+							64 * 1024 * 1024, 1, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("lake.max_buffered_bytes",
+							"Most payload bytes all admitted appends may reserve together.",
+							"Must be at least lake.max_stream_bytes.",
+							&lake_max_buffered_bytes,
+							256 * 1024 * 1024, 1, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("lake.compression_level",
+							"zstd level used to compress stored payloads.",
+							NULL,
+							&lake_compression_level,
+							3, 1, 19,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("lake");
+
+	if (!lake_guc_byte_pair_valid())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lake.max_buffered_bytes (%d) must be at least lake.max_stream_bytes (%d)",
+						lake_max_buffered_bytes, lake_max_stream_bytes),
+				 errhint("Raise lake.max_buffered_bytes or lower lake.max_stream_bytes.")));
+}

@@ -1,0 +1,21 @@
+/*
+ * guc.h — lake's configuration parameters (SPEC §2).
+ *
+ * The stream/buffer byte pair is read by backends through admission.h's
+ * effective limits, never from these raw variables: a reload with an
+ * inconsistent pair must leave the previous valid pair in force.
+ */
+#ifndef LAKE_GUC_H
+#define LAKE_GUC_H
+
+extern char *lake_database;
+extern int	lake_max_concurrent_appends;
+extern int	lake_admission_queue_wait_ms;
+extern int	lake_max_stream_bytes;
+extern int	lake_max_buffered_bytes;
+extern int	lake_compression_level;
+
+extern void lake_guc_init(void);
+extern bool lake_guc_byte_pair_valid(void);
+
+#endif							/* LAKE_GUC_H */

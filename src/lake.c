@@ -1,0 +1,61 @@
+/*
+ * lake.c — library entry point: each module defines its parameters,
+ * shared memory and workers; _PG_init only wires them together.
+ */
+#include "lake.h"
+
+#include "admission.h"
+#include "fmgr.h"
+#include "guc.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "worker.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void
+lake_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	admission_shmem_request();
+	worker_shmem_request();
+}
+
+static void
+lake_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	admission_shmem_startup();
+	worker_shmem_startup();
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+_PG_init(void)
+{
+	/*
+	 * Without preloading there is no shared memory: every function then
+	 * refuses with 55000 (lake_require_preload) instead of misbehaving.
+	 */
+	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
+		return;
+
+	lake_guc_init();
+	admission_init();
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = lake_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = lake_shmem_startup;
+
+	worker_register();
+}

@@ -1,0 +1,29 @@
+/*
+ * lake.h — what every module of the extension shares: error codes and
+ * the limits on names.
+ */
+#ifndef LAKE_H
+#define LAKE_H
+
+#include "postgres.h"
+
+/* Custom SQLSTATEs, class LK (SPEC §1). */
+#define ERRCODE_LAKE_IDEMPOTENCY_CONFLICT	MAKE_SQLSTATE('L','K','0','0','1')
+#define ERRCODE_LAKE_STALE_PHASE			MAKE_SQLSTATE('L','K','0','0','2')
+#define ERRCODE_LAKE_ILLEGAL_MOVE			MAKE_SQLSTATE('L','K','0','0','3')
+#define ERRCODE_LAKE_LAP_MISMATCH			MAKE_SQLSTATE('L','K','0','0','4')
+#define ERRCODE_LAKE_INCOMPLETE_LINEAGE		MAKE_SQLSTATE('L','K','0','0','5')
+#define ERRCODE_LAKE_NOT_DURABLE			MAKE_SQLSTATE('L','K','0','0','6')
+#define ERRCODE_LAKE_OWNER_QUARANTINED		MAKE_SQLSTATE('L','K','0','0','7')
+
+/*
+ * Names (datasets, tenants, operation ids) are index keys; a bound well
+ * under the btree tuple limit keeps every refusal a clear 22023 instead
+ * of an index error deep in an insert.
+ */
+#define LAKE_NAME_MAX_BYTES 256
+
+/* SHA-256 digest length; the content identity of every payload. */
+#define LAKE_DIGEST_LEN 32
+
+#endif							/* LAKE_H */
