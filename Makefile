@@ -19,15 +19,16 @@ include $(PGXS)
 
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
-REGRESS_T := $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
+REGRESS_T := extension append read admission guc worker
 
 .PHONY: check check-regress check-isolation check-tap bench
 
 check: check-regress check-isolation check-tap
 
 check-regress:
+	mkdir -p tmp_check
 	$(PGXS_DIR)../../src/test/regress/pg_regress --bindir=$(BINDIR) \
-	  --inputdir=test --outputdir=results --temp-instance=tmp_check/regress \
+	  --inputdir=test --outputdir=. --temp-instance=tmp_check/regress \
 	  --temp-config=test/conf/regress.conf --dbname=contrib_regression \
 	  $(REGRESS_T)
 
@@ -35,7 +36,7 @@ check-isolation:
 	test/run-isolation $(PGXS_DIR)../../src/test/isolation/pg_isolation_regress $(BINDIR)
 
 check-tap:
-	rm -rf tmp_check/tap
+	rm -rf tmp_check/tap tmp_check/t_* && mkdir -p tmp_check
 	PATH="$(BINDIR):$$PATH" PG_REGRESS=$(PGXS_DIR)../../src/test/regress/pg_regress \
 	  TESTDIR=$(CURDIR) PG_TEST_EXTRA="$(PG_TEST_EXTRA)" \
 	  prove -I $(PGXS_DIR)../../src/test/perl -I test/t $(PROVE_FLAGS) test/t/*.pl

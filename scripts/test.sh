@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every suite (regress, isolation, TAP) against throwaway servers and
+# exits non-zero on any failure. Works as root on a fresh Debian 12 machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+
+# Run the suites from a copy the server's OS user owns, so a root-owned
+# checkout stays as it is.
+work=$(mktemp -d /tmp/lake-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cp -a . "$work/src"
+chown -R "$LAKE_OS_USER" "$work"
+chmod 755 "$work"
+
+status=0
+for suite in check-regress check-isolation check-tap; do
+  echo "== $suite"
+  if ! runuser -u "$LAKE_OS_USER" -- make -C "$work/src" -s \
+       PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config $suite; then
+    status=1
+    for f in "$work"/src/regression.diffs "$work"/src/output_iso/*/regression.diffs; do
+      [ -f "$f" ] && { echo "---- $f"; cat "$f"; }
+    done
+    for f in "$work"/src/tmp_check/log/regress_log_*; do
+      [ -f "$f" ] && { echo "---- tail of $f"; tail -n 60 "$f"; }
+    done
+  fi
+done
+if [ $status -eq 0 ]; then echo "== all suites passed"; else echo "== FAILED"; fi
+exit $status

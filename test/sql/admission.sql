@@ -1,0 +1,55 @@
+-- Admission: one permit per backend, grown as needed, released at
+-- transaction end however it ends.
+SELECT slots_in_use, bytes_reserved, max_concurrent, max_stream_bytes, max_buffered_bytes
+FROM lake.admission();
+CREATE TEMP TABLE before AS SELECT * FROM lake.admission();
+
+BEGIN;
+SELECT lake.append('events', 'acme', 'adm-1', decode(repeat('00', 1000), 'hex')) AS v;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+-- A larger payload grows the reservation; the slot is reused.
+SELECT lake.append('events', 'acme', 'adm-2', decode(repeat('00', 5000), 'hex')) AS v;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+-- A smaller one fits in what is held.
+SELECT lake.append('events', 'acme', 'adm-3', decode(repeat('00', 10), 'hex')) AS v;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+COMMIT;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+SELECT a.admitted - b.admitted AS admitted_since FROM lake.admission() a, before b;
+
+-- Rollback releases.
+BEGIN;
+SELECT lake.append('events', 'acme', 'adm-4', '\x01'::bytea) AS v;
+ROLLBACK;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+
+-- An error releases at the end of the failed transaction.
+BEGIN;
+SELECT lake.append('events', 'acme', 'adm-5', '\x01'::bytea) AS v;
+SELECT lake.append('events', 'acme', 'adm-5', '\x02'::bytea) AS conflict;
+ROLLBACK;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+
+-- A subtransaction's error does not release the top transaction's permit:
+-- it is released exactly once, at the top-level end.
+BEGIN;
+SELECT lake.append('events', 'acme', 'adm-6', '\x01'::bytea) AS v;
+SAVEPOINT s;
+SELECT lake.append('events', 'acme', 'adm-6', '\x02'::bytea) AS conflict;
+ROLLBACK TO SAVEPOINT s;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+COMMIT;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+
+-- statement_timeout and a refused stream also leave nothing held.
+SELECT t.err($$SELECT lake.append('events', 'acme', 'adm-7', decode(repeat('00', 3 * 1024 * 1024 + 1), 'hex'))$$);
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+SET statement_timeout = '100ms';
+SELECT lake.append('events', 'acme', 'adm-8', '\x01'::bytea), pg_sleep(5);
+RESET statement_timeout;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+SELECT count(*) AS adm_8_versions FROM lake.versions('events') WHERE operation_id = 'adm-8';
+
+-- Nothing was waited for or refused in a single session.
+SELECT a.waited - b.waited AS waited, a.rejected - b.rejected AS rejected
+FROM lake.admission() a, before b;

@@ -1,0 +1,96 @@
+-- Idempotent single-shot appends (SPEC §3).
+SELECT lake.create_dataset('orders');
+SELECT lake.create_dataset('events');
+
+-- create_dataset refusals: duplicate, NULL, empty, too long.
+SELECT t.err($$SELECT lake.create_dataset('orders')$$);
+SELECT t.err($$SELECT lake.create_dataset(NULL)$$);
+SELECT t.err($$SELECT lake.create_dataset('')$$);
+SELECT t.err(format('SELECT lake.create_dataset(%L)', repeat('n', 10240)));
+SELECT t.err(format('SELECT lake.create_dataset(%L)', repeat('n', 257)));
+SELECT lake.create_dataset(repeat('n', 256));
+SELECT count(*) AS longest_name_ok FROM lake.dataset WHERE length(name) = 256;
+
+-- A first append makes version 1; versions are per dataset and gap-free.
+SELECT lake.append('orders', 'acme', 'op-1', '\x01'::bytea) AS v;
+SELECT lake.append('orders', 'acme', 'op-2', '\x02'::bytea) AS v;
+SELECT lake.append('events', 'acme', 'op-1', '\x01'::bytea) AS v;
+
+-- A replay returns the original version and writes nothing.
+SELECT lake.append('orders', 'acme', 'op-1', '\x01'::bytea) AS replay;
+SELECT lake.append('orders', 'acme', 'op-1', '\x01'::bytea,
+                   sha256('\x01'::bytea)) AS replay_with_digest;
+SELECT count(*) AS versions FROM lake.versions('orders');
+
+-- The same operation id under another tenant is another operation.
+SELECT lake.append('orders', 'globex', 'op-1', '\x01'::bytea) AS other_tenant;
+
+-- Different content under the same operation id: LK001, nothing written.
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-1', '\x02'::bytea)$$);
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-1', '\x02'::bytea, sha256('\x02'::bytea))$$);
+SELECT count(*) AS versions FROM lake.versions('orders');
+
+-- A supplied digest must match the payload (22000) and be 32 bytes (22023).
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, sha256('\x04'::bytea))$$);
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, ''::bytea)$$);
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, substr(sha256('\x03'::bytea), 1, 31))$$);
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, sha256('\x03'::bytea) || '\x00'::bytea)$$);
+SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, sha256('\x03'::bytea)) AS v;
+
+-- NULL in every argument that must not be NULL: 22004.
+SELECT t.err($$SELECT lake.append(NULL, 'acme', 'op-x', '\x00'::bytea)$$);
+SELECT t.err($$SELECT lake.append('orders', NULL, 'op-x', '\x00'::bytea)$$);
+SELECT t.err($$SELECT lake.append('orders', 'acme', NULL, '\x00'::bytea)$$);
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-x', NULL)$$);
+
+-- Empty and oversized names: 22023.
+SELECT t.err($$SELECT lake.append('', 'acme', 'op-x', '\x00'::bytea)$$);
+SELECT t.err($$SELECT lake.append('orders', '', 'op-x', '\x00'::bytea)$$);
+SELECT t.err($$SELECT lake.append('orders', 'acme', '', '\x00'::bytea)$$);
+SELECT t.err(format('SELECT lake.append(%L, %L, %L, %L::bytea)', repeat('d', 10240), 'acme', 'op-x', '\x00'));
+SELECT t.err(format('SELECT lake.append(%L, %L, %L, %L::bytea)', 'orders', repeat('t', 10240), 'op-x', '\x00'));
+SELECT t.err(format('SELECT lake.append(%L, %L, %L, %L::bytea)', 'orders', 'acme', repeat('o', 10240), '\x00'));
+
+-- Unknown dataset: 42704.
+SELECT t.err($$SELECT lake.append('nope', 'acme', 'op-x', '\x00'::bytea)$$);
+
+-- Nothing above left a version behind.
+SELECT version, tenant, operation_id, bytes FROM lake.versions('orders');
+
+-- An empty payload is a valid payload.
+SELECT lake.append('orders', 'acme', 'empty', ''::bytea) AS v;
+SELECT lake.read('orders', 5) = ''::bytea AS empty_reads_back;
+
+-- lake.max_stream_bytes is 3MB here: exactly at the limit is fine (three
+-- chunks), one byte over is 54000 and leaves the dataset as it was.
+SELECT lake.append('orders', 'acme', 'at-limit', decode(repeat('ab', 3 * 1024 * 1024), 'hex')) AS v;
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'over-limit', decode(repeat('ab', 3 * 1024 * 1024 + 1), 'hex'))$$);
+SELECT max(version) AS head FROM lake.versions('orders');
+SELECT length(lake.read('orders', 6)) AS at_limit_bytes,
+       lake.read('orders', 6) = decode(repeat('ab', 3 * 1024 * 1024), 'hex') AS at_limit_intact;
+
+-- Payloads are compressed when that helps and stored raw (one tag byte)
+-- when it does not.
+SELECT lake.append('events', 'acme', 'json',
+         convert_to(string_agg(format('{"id": %s, "kind": "click", "page": "/home"}', i), E'\n'), 'UTF8')) AS v
+FROM generate_series(1, 2000) i;
+SELECT lake.append('events', 'acme', 'random',
+         (SELECT string_agg(decode(md5(i::text), 'hex'), ''::bytea) FROM generate_series(1, 1000) i)) AS v;
+SELECT operation_id, bytes, stored_bytes < bytes / 5 AS compressed_5x, stored_bytes - bytes AS growth
+FROM lake.versions('events') WHERE operation_id IN ('json', 'random') ORDER BY version;
+
+-- Under REPEATABLE READ a lone append behaves the same.
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT lake.append('events', 'acme', 'rr', '\x0a'::bytea) AS v;
+SELECT lake.append('events', 'acme', 'rr', '\x0a'::bytea) AS replay;
+COMMIT;
+
+-- Several appends in one transaction get consecutive versions; an abort
+-- leaves no gap behind.
+BEGIN;
+SELECT lake.append('events', 'acme', 'tx-a', '\x0b'::bytea) AS v;
+SELECT lake.append('events', 'acme', 'tx-b', '\x0c'::bytea) AS v;
+ROLLBACK;
+SELECT lake.append('events', 'acme', 'tx-c', '\x0d'::bytea) AS v;
+SELECT count(*) AS versions, bool_and(version = n) AS gap_free
+FROM (SELECT version, row_number() OVER (ORDER BY version) AS n FROM lake.versions('events')) s;

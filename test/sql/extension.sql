@@ -1,0 +1,39 @@
+-- The extension installs in the database the worker serves, and only there.
+CREATE EXTENSION lake;
+SELECT extversion FROM pg_extension WHERE extname = 'lake';
+
+-- t.err(sql): run a statement and show its SQLSTATE and message, so every
+-- refusal in these tests is asserted by its exact code.
+CREATE SCHEMA t;
+CREATE FUNCTION t.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    detail text;
+BEGIN
+    EXECUTE q;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN SQLSTATE || ': ' || SQLERRM || coalesce(nullif(' [' || detail || ']', ' []'), '');
+END $$;
+
+-- Every function carries a fixed search_path.
+SELECT p.proname, p.proconfig
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = 'lake' ORDER BY p.proname;
+
+-- The tables are closed to PUBLIC: data is reached through the functions.
+SELECT c.relname, c.relacl IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM aclexplode(c.relacl) a WHERE a.grantee = 0) AS closed_to_public
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'lake' AND c.relkind = 'r' ORDER BY c.relname;
+
+-- Another database is not served by the worker: CREATE EXTENSION is refused.
+CREATE DATABASE lake_elsewhere;
+\c lake_elsewhere
+\set VERBOSITY sqlstate
+CREATE EXTENSION lake;
+\set VERBOSITY default
+CREATE EXTENSION lake;
+SELECT count(*) AS lake_schemas FROM pg_namespace WHERE nspname = 'lake';
+\c contrib_regression
+DROP DATABASE lake_elsewhere;

@@ -1,0 +1,47 @@
+-- Parameters (SPEC §2): values in force and refusals by the GUC machinery.
+SELECT name, setting, unit, context FROM pg_settings WHERE name LIKE 'lake.%' ORDER BY name;
+
+-- compression_level is a user setting, 1..19.
+SET lake.compression_level = 19;
+SHOW lake.compression_level;
+SELECT lake.append('events', 'acme', 'level-19', convert_to(repeat('level nineteen ', 100), 'UTF8')) > 0 AS ok;
+RESET lake.compression_level;
+SELECT t.err($$SET lake.compression_level = 0$$);
+SELECT t.err($$SET lake.compression_level = 20$$);
+SELECT t.err($$SET lake.compression_level = -1$$);
+SELECT t.err($$SET lake.compression_level = 'fast'$$);
+-- As for PostgreSQL's own integer parameters, a fraction is rounded.
+SET lake.compression_level = 2.5;
+SHOW lake.compression_level;
+RESET lake.compression_level;
+
+-- Server-wide settings cannot be changed in a session.
+SELECT t.err($$SET lake.max_concurrent_appends = 2$$);
+SELECT t.err($$SET lake.database = 'other'$$);
+
+-- ALTER SYSTEM validates before anything is written: zero, negative,
+-- non-numeric and out-of-range values are refused (fractions round, as for
+-- every integer parameter of PostgreSQL).
+ALTER SYSTEM SET lake.max_concurrent_appends = 0;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.max_concurrent_appends = -3;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.max_concurrent_appends = 'eight';
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.admission_queue_wait = 0;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.admission_queue_wait = '-5ms';
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.max_stream_bytes = 0;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.max_stream_bytes = '4GB';
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.max_buffered_bytes = -1;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.max_buffered_bytes = 'lots';
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.no_such_setting = 1;
+\echo :SQLSTATE
+-- Nothing was written to postgresql.auto.conf.
+SELECT count(*) AS lake_auto_settings FROM pg_file_settings
+WHERE name LIKE 'lake.%' AND sourcefile LIKE '%postgresql.auto.conf';
