@@ -8,9 +8,13 @@
 
 #include "args.h"
 #include "admission.h"
+#include "worker.h"
 #include "utils/builtins.h"
 
-/* Refuse (55000) when the library was not preloaded: no shared state. */
+/*
+ * Refuse (55000) when the library was not preloaded: no shared state.
+ * Every entry point passes here first.
+ */
 void
 lake_require_preload(void)
 {
@@ -19,6 +23,7 @@ lake_require_preload(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("lake must be loaded via shared_preload_libraries"),
 				 errhint("Add lake to shared_preload_libraries in postgresql.conf and restart the server.")));
+	worker_wake_if_waiting();
 }
 
 static void

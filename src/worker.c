@@ -45,6 +45,7 @@ typedef struct WorkerShared
 {
 	pg_atomic_uint32 pid;
 	pg_atomic_uint32 state;
+	Latch	   *latch;			/* the worker's latch, NULL when none runs */
 	TimestampTz started_at;		/* written by the worker only, before pid */
 	pg_atomic_uint64 starts;	/* worker lifetimes since server start */
 	pg_atomic_uint64 reloads;
@@ -68,6 +69,7 @@ worker_shmem_startup(void)
 	{
 		pg_atomic_init_u32(&ws->pid, 0);
 		pg_atomic_init_u32(&ws->state, WORKER_STOPPED);
+		ws->latch = NULL;
 		ws->started_at = 0;
 		pg_atomic_init_u64(&ws->starts, 0);
 		pg_atomic_init_u64(&ws->reloads, 0);
@@ -93,6 +95,7 @@ worker_register(void)
 static void
 worker_exit(int code, Datum arg)
 {
+	ws->latch = NULL;
 	pg_atomic_write_u32(&ws->state, WORKER_STOPPED);
 	pg_atomic_write_u32(&ws->pid, 0);
 }
@@ -120,6 +123,7 @@ lake_worker_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 
 	ws->started_at = GetCurrentTimestamp();
+	ws->latch = MyLatch;
 	pg_atomic_fetch_add_u64(&ws->starts, 1);
 	pg_atomic_write_u32(&ws->pid, (uint32) MyProcPid);
 	before_shmem_exit(worker_exit, (Datum) 0);
@@ -162,6 +166,23 @@ lake_worker_main(Datum arg)
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+}
+
+/*
+ * A session using lake while the worker still believes the extension is
+ * absent (it was just created) wakes it, so it starts serving at once
+ * instead of at its next idle tick.
+ */
+void
+worker_wake_if_waiting(void)
+{
+	Latch	   *latch;
+
+	if (pg_atomic_read_u32(&ws->state) != WORKER_WAITING)
+		return;
+	latch = ws->latch;
+	if (latch != NULL)
+		SetLatch(latch);
 }
 
 PG_FUNCTION_INFO_V1(lake_stats);

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The main job: build and install lake, start a throwaway cluster with lake
+# preloaded, create the extension and run a short visible demo. Run as root
+# on a fresh Debian 12 machine (or as a user who can run PostgreSQL).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+
+DEMO_DIR=${LAKE_DEMO_DIR:-/tmp/lake-demo}
+PORT=${LAKE_DEMO_PORT:-5433}
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u "$LAKE_OS_USER" -- "$@"; else "$@"; fi; }
+
+if [ -f "$DEMO_DIR/data/postmaster.pid" ]; then
+  as_pg pg_ctl -D "$DEMO_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+fi
+rm -rf "$DEMO_DIR"
+mkdir -p "$DEMO_DIR"
+[ "$(id -u)" = 0 ] && chown "$LAKE_OS_USER" "$DEMO_DIR"
+
+echo "== starting a throwaway cluster in $DEMO_DIR (port $PORT)"
+as_pg initdb -D "$DEMO_DIR/data" -A trust -U postgres >/dev/null
+cat >> "$DEMO_DIR/data/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$DEMO_DIR'
+shared_preload_libraries = 'lake'
+lake.database = 'postgres'
+lake.max_concurrent_appends = 4
+CONF
+as_pg pg_ctl -D "$DEMO_DIR/data" -l "$DEMO_DIR/server.log" -w start >/dev/null
+
+PSQL=(psql -X -q -h "$DEMO_DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1)
+sql() { as_pg "${PSQL[@]}" "$@"; }
+
+sql -c "CREATE EXTENSION lake"
+echo
+echo "== idempotent appends"
+sql <<'SQL'
+\pset footer off
+\echo '-- a dataset, and three appends under their own operation ids'
+SELECT lake.create_dataset('invoices');
+SELECT lake.append('invoices', 'acme', 'inv-1001', convert_to('{"total": 120.00}', 'UTF8')) AS version;
+SELECT lake.append('invoices', 'acme', 'inv-1002', convert_to('{"total": 75.50}', 'UTF8')) AS version;
+SELECT lake.append('invoices', 'globex', 'inv-1001', convert_to('{"total": 9.99}', 'UTF8')) AS version;
+\echo '-- the client retries inv-1001 (same content): the original version comes back, nothing new is written'
+SELECT lake.append('invoices', 'acme', 'inv-1001', convert_to('{"total": 120.00}', 'UTF8')) AS version;
+\echo '-- a retry of inv-1001 with different content is refused (SQLSTATE LK001)'
+\set ON_ERROR_STOP 0
+SELECT lake.append('invoices', 'acme', 'inv-1001', convert_to('{"total": 999.00}', 'UTF8')) AS version;
+\echo 'SQLSTATE' :SQLSTATE
+\set ON_ERROR_STOP 1
+\echo '-- a large, compressible payload is stored zstd-compressed in 1 MB chunks'
+SELECT lake.append('invoices', 'acme', 'export-2026-12',
+         convert_to(string_agg(format('{"invoice": %s, "customer": "acme", "total": %s}', i, i % 500), E'\n'), 'UTF8')) AS version
+FROM generate_series(1, 50000) i;
+\echo '-- the version history'
+SELECT version, tenant, operation_id, bytes, stored_bytes FROM lake.versions('invoices');
+\echo '-- reads decompress and verify the SHA-256 digest'
+SELECT convert_from(lake.read('invoices', 1), 'UTF8') AS v1,
+       convert_from(lake.read_operation('invoices', 'globex', 'inv-1001'), 'UTF8') AS globex_inv_1001;
+\echo '-- admission: live slots and bytes, limits in force, totals since start'
+SELECT * FROM lake.admission();
+\echo '-- the worker'
+SELECT * FROM lake.stats();
+SELECT pid, backend_type, datname FROM pg_stat_activity WHERE backend_type = 'lake worker';
+SQL
+
+cat <<EOT
+
+== the demo cluster is still running
+connect:  $( [ "$(id -u)" = 0 ] && echo "runuser -u $LAKE_OS_USER -- " )psql -h $DEMO_DIR -p $PORT -U postgres postgres
+stop:     $( [ "$(id -u)" = 0 ] && echo "runuser -u $LAKE_OS_USER -- " )/usr/lib/postgresql/$PG_MAJOR/bin/pg_ctl -D $DEMO_DIR/data stop
+log:      $DEMO_DIR/server.log
+EOT
