@@ -6,7 +6,8 @@ EXTENSION   = lake
 EXTVERSION  = 0.1.0
 MODULE_big  = lake
 OBJS        = src/lake.o src/guc.o src/args.o src/admission.o src/codec.o \
-              src/digest.o src/store.o src/append.o src/worker.o
+              src/digest.o src/store.o src/access.o src/operation.o \
+              src/append.o src/stage.o src/worker.o
 DATA        = sql/lake--$(EXTVERSION).sql
 SHLIB_LINK  = -lzstd
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -19,7 +20,7 @@ include $(PGXS)
 
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
-REGRESS_T := extension append read admission guc worker
+REGRESS_T := extension append read stage tenant admission guc worker
 
 .PHONY: check check-regress check-isolation check-tap bench
 

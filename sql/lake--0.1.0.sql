@@ -1,4 +1,5 @@
--- lake 0.1.0: idempotent versioned appends and lock-free admission.
+-- lake 0.1.0: idempotent versioned appends (single-shot and staged), tenants
+-- and lock-free admission.
 \echo Use "CREATE EXTENSION lake" to load this file. \quit
 
 -- The worker serves one database (lake.database); the extension lives only
@@ -18,6 +19,16 @@ BEGIN
 END
 $$;
 
+-- Administrative functions are open to superusers, the extension's owner
+-- and members of lake_admin.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'lake_admin') THEN
+        CREATE ROLE lake_admin NOLOGIN;
+    END IF;
+END
+$$;
+
 -- Datasets: named, append-only, versioned collections.
 CREATE TABLE lake.dataset (
     id          int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -25,40 +36,76 @@ CREATE TABLE lake.dataset (
     created_at  timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 
--- One row per version; the first stored chunk is inline (data).
+-- Ids of stored payloads ("blobs") whose chunks live in lake.chunk. A
+-- stage's id is the blob its chunks are uploaded to, so committing a stage
+-- hands its chunks to the version without copying them.
+CREATE SEQUENCE lake.blob_seq;
+
+-- One row per version. A payload of one chunk is stored inline (data) with
+-- no blob; larger payloads and staged ones keep their chunks in lake.chunk
+-- under blob (chunk 0 inline when data is set, else from lake.chunk too).
 CREATE TABLE lake.version (
     dataset_id    int NOT NULL,
     nchunks       int NOT NULL,
     version       bigint NOT NULL,
     bytes         bigint NOT NULL,
     stored_bytes  bigint NOT NULL,
+    blob          bigint,
     committed_at  timestamptz NOT NULL,
     tenant        text NOT NULL,
     operation_id  text NOT NULL,
     digest        bytea NOT NULL,
-    data          bytea NOT NULL,
+    data          bytea,
     PRIMARY KEY (dataset_id, version),
     UNIQUE (dataset_id, tenant, operation_id)
 );
--- Chunks 1..n-1 of payloads larger than one chunk.
+-- A commit of a stage that was already committed and retired finds its
+-- version here.
+CREATE UNIQUE INDEX version_blob ON lake.version (blob) WHERE blob IS NOT NULL;
+
+-- Stored chunks (codec.h): of versions, and of open stages.
 CREATE TABLE lake.chunk (
-    dataset_id  int NOT NULL,
-    version     bigint NOT NULL,
+    blob        bigint NOT NULL,
     chunk_no    int NOT NULL,
+    bytes       int NOT NULL,           -- decoded size
+    digest      bytea,                  -- SHA-256 of the decoded chunk (staged chunks)
     data        bytea NOT NULL,
-    PRIMARY KEY (dataset_id, version, chunk_no)
+    PRIMARY KEY (blob, chunk_no)
 );
 -- Chunks are already zstd-compressed (or stored raw because they do not
 -- compress): TOAST must not try again.
 ALTER TABLE lake.version ALTER COLUMN data SET STORAGE EXTERNAL;
 ALTER TABLE lake.chunk ALTER COLUMN data SET STORAGE EXTERNAL;
 
+-- Open staged appends: at most one per operation.
+CREATE TABLE lake.stage (
+    id            bigint PRIMARY KEY,
+    dataset_id    int NOT NULL,
+    tenant        text NOT NULL,
+    operation_id  text NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    touched_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    UNIQUE (dataset_id, tenant, operation_id)
+);
+CREATE INDEX stage_touched_at ON lake.stage (touched_at);
+
+-- Which roles may append to and read which tenants.
+CREATE TABLE lake.tenant_grant (
+    tenant  text NOT NULL,
+    role    oid NOT NULL,
+    PRIMARY KEY (tenant, role)
+);
+
 SELECT pg_catalog.pg_extension_config_dump('lake.dataset', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.version', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.chunk', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.stage', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.tenant_grant', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.blob_seq', '');
 
 -- Data is reached only through the functions.
-REVOKE ALL ON lake.dataset, lake.version, lake.chunk FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA lake FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA lake FROM PUBLIC;
 
 CREATE FUNCTION lake.create_dataset(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_create_dataset'
@@ -83,6 +130,30 @@ CREATE FUNCTION lake.versions(dataset text, after_version bigint DEFAULT 0)
     AS 'MODULE_PATHNAME', 'lake_versions'
     LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
 
+CREATE FUNCTION lake.begin_append(dataset text, tenant text, operation_id text) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'lake_begin_append'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.append_chunk(stage bigint, chunk_no int, data bytea) RETURNS void
+    AS 'MODULE_PATHNAME', 'lake_append_chunk'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.commit_append(stage bigint, digest bytea DEFAULT NULL) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'lake_commit_append'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.abort_append(stage bigint) RETURNS void
+    AS 'MODULE_PATHNAME', 'lake_abort_append'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.grant_tenant(role regrole, tenant text) RETURNS void
+    AS 'MODULE_PATHNAME', 'lake_grant_tenant'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.revoke_tenant(role regrole, tenant text) RETURNS void
+    AS 'MODULE_PATHNAME', 'lake_revoke_tenant'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
 CREATE FUNCTION lake.admission(
     OUT slots_in_use int, OUT bytes_reserved bigint, OUT max_concurrent int,
     OUT max_stream_bytes bigint, OUT max_buffered_bytes bigint,
@@ -93,6 +164,7 @@ CREATE FUNCTION lake.admission(
 CREATE FUNCTION lake.stats(
     OUT database text, OUT worker_pid int, OUT worker_state text,
     OUT worker_started_at timestamptz, OUT worker_starts bigint,
-    OUT config_reloads bigint)
+    OUT config_reloads bigint, OUT stages_open bigint, OUT stages_expired bigint,
+    OUT stage_chunks_expired bigint)
     AS 'MODULE_PATHNAME', 'lake_stats'
     LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp;

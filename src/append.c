@@ -1,31 +1,23 @@
 /*
- * append.c — idempotent single-shot appends and reads (SPEC §3).
+ * append.c — single-shot appends and the read functions (SPEC §3).
  *
- * The protocol of lake.append, in order:
- *   1. check arguments (22004 / 22023), then take the admission permit for
- *      the payload's size (54000 / 53000) before touching the payload;
- *   2. digest the payload; a supplied digest must match (22000);
- *   3. look the operation up without any lock: a replay is answered here,
- *      with the original version or LK001, and never serializes;
- *   4. otherwise lock the dataset, look again with a fresh snapshot (the
- *      contender we waited for may have committed this operation), and
- *      write version max+1.
- * Under REPEATABLE READ / SERIALIZABLE the transaction snapshot cannot see
- * what a contender committed meanwhile; step 4 then compares it with the
- * latest snapshot and refuses with 40001 rather than write a version its
- * own snapshot could not explain.
+ * lake.append checks its arguments, takes the admission permit for the
+ * payload's size before touching the payload, digests it, and then follows
+ * the idempotency protocol of operation.c. Reads stream the version's
+ * chunks one at a time through the decoder and verify the digest: damage
+ * is LK005, never partial data.
  */
 #include "lake.h"
 
-#include "access/xact.h"
+#include "access.h"
 #include "admission.h"
 #include "args.h"
 #include "digest.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "operation.h"
 #include "store.h"
 #include "utils/builtins.h"
-#include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(lake_create_dataset);
 PG_FUNCTION_INFO_V1(lake_append);
@@ -40,35 +32,11 @@ lake_create_dataset(PG_FUNCTION_ARGS)
 
 	lake_require_preload();
 	name = lake_arg_name(fcinfo, 0, "dataset name");
-	SPI_connect();
+	access_require_admin();
+	store_connect();
 	store_create_dataset(name);
-	SPI_finish();
+	store_finish();
 	PG_RETURN_VOID();
-}
-
-/* The answer to a replay: the original version, or LK001. */
-static int64
-replay_result(const OperationLookup *op, const uint8 *digest,
-			  const char *dataset, const char *tenant, const char *operation_id)
-{
-	if (memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
-				 errmsg("operation \"%s\" of tenant \"%s\" already committed version " INT64_FORMAT " of dataset \"%s\" with different content",
-						operation_id, tenant, op->version, dataset),
-				 errdetail("The stored digest differs from this payload's digest."),
-				 errhint("Use a new operation id for new content.")));
-	return op->version;
-}
-
-static void
-concurrent_append(const char *dataset)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("could not serialize access due to a concurrent append to dataset \"%s\"",
-					dataset),
-			 errhint("Retry the transaction.")));
 }
 
 Datum
@@ -95,45 +63,80 @@ lake_append(PG_FUNCTION_ARGS)
 	admission_reserve((uint64) len);
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
-	if (supplied != NULL && memcmp(supplied, digest, LAKE_DIGEST_LEN) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("supplied digest does not match the payload"),
-				 errdetail("The SHA-256 of the %lld-byte payload differs from the digest given.",
-						   (long long) len)));
+	lake_check_digest(supplied, digest);
 
-	SPI_connect();
+	store_connect();
+	access_require_tenant(tenant);
 	store_lookup_operation(dataset, tenant, operation_id, &op);
-	if (op.found)
-	{
-		version = replay_result(&op, digest, dataset, tenant, operation_id);
-		SPI_finish();
-		PG_RETURN_INT64(version);
-	}
-
-	store_lock_dataset(op.dataset_id);
-	if (IsolationUsesXactSnapshot())
-	{
-		OperationLookup mine = op;
-
-		store_recheck_operation(tenant, operation_id, InvalidSnapshot, &mine);
-		store_recheck_operation(tenant, operation_id, GetLatestSnapshot(), &op);
-		if (mine.found != op.found || mine.max_version != op.max_version)
-			concurrent_append(dataset);
-	}
-	else
-		store_recheck_operation(tenant, operation_id, InvalidSnapshot, &op);
-
-	if (op.found)
-		version = replay_result(&op, digest, dataset, tenant, operation_id);
-	else
-	{
-		version = op.max_version + 1;
+	if (operation_resolve(&op, digest, dataset, tenant, operation_id, &version))
 		store_write_version(op.dataset_id, version, tenant, operation_id, digest,
 							VARDATA_ANY(payload), len);
-	}
-	SPI_finish();
+	store_finish();
 	PG_RETURN_INT64(version);
+}
+
+/* Where a read decodes to: the result, filled in order, and its digest. */
+typedef struct ReadTarget
+{
+	char	   *out;
+	int64		filled;
+	LakeDigest *digest;
+} ReadTarget;
+
+static void
+read_visit(const char *data, size_t len, void *arg)
+{
+	ReadTarget *t = (ReadTarget *) arg;
+
+	memcpy(t->out + t->filled, data, len);
+	t->filled += len;
+	lake_digest_update(t->digest, data, len);
+}
+
+static void
+lineage_broken(const char *dataset, int64 version, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LAKE_INCOMPLETE_LINEAGE),
+			 errmsg("version " INT64_FORMAT " of dataset \"%s\" is incomplete", version, dataset),
+			 errdetail("%s", why),
+			 errhint("The stored chunks are missing or damaged; restore them from a backup.")));
+}
+
+/* Read, decode and verify one version; the caller's tenant rights checked. */
+static bytea *
+read_version(const char *dataset, int32 dataset_id, int64 version)
+{
+	VersionHead head;
+	ReadTarget	t;
+	bytea	   *result;
+	const char *why;
+	uint8		got[LAKE_DIGEST_LEN];
+
+	if (!store_version_head(dataset_id, version, &head))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("version " INT64_FORMAT " of dataset \"%s\" does not exist",
+						version, dataset)));
+	access_require_tenant(head.tenant);
+	if (head.bytes < 0 || head.bytes > (int64) (MaxAllocSize - VARHDRSZ))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("version " INT64_FORMAT " of dataset \"%s\" is too large to read as one value",
+						version, dataset)));
+
+	result = SPI_palloc(VARHDRSZ + head.bytes);
+	SET_VARSIZE(result, VARHDRSZ + head.bytes);
+	t.out = VARDATA(result);
+	t.filled = 0;
+	t.digest = lake_digest_begin();
+	why = store_visit_version(&head, read_visit, &t);
+	if (why != NULL)
+		lineage_broken(dataset, version, why);
+	lake_digest_end(t.digest, got);
+	if (memcmp(head.digest, got, LAKE_DIGEST_LEN) != 0)
+		lineage_broken(dataset, version, "the payload does not match its digest");
+	return result;
 }
 
 Datum
@@ -150,9 +153,9 @@ lake_read(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("version must be at least 1, not " INT64_FORMAT, version)));
-	SPI_connect();
-	result = store_read_version(dataset, store_dataset_id(dataset), version);
-	SPI_finish();
+	store_connect();
+	result = read_version(dataset, store_dataset_id(dataset), version);
+	store_finish();
 	PG_RETURN_BYTEA_P(result);
 }
 
@@ -169,15 +172,16 @@ lake_read_operation(PG_FUNCTION_ARGS)
 	dataset = lake_arg_name(fcinfo, 0, "dataset");
 	tenant = lake_arg_name(fcinfo, 1, "tenant");
 	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
-	SPI_connect();
+	store_connect();
+	access_require_tenant(tenant);
 	store_lookup_operation(dataset, tenant, operation_id, &op);
 	if (!op.found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("operation \"%s\" of tenant \"%s\" has no version in dataset \"%s\"",
 						operation_id, tenant, dataset)));
-	result = store_read_version(dataset, op.dataset_id, op.version);
-	SPI_finish();
+	result = read_version(dataset, op.dataset_id, op.version);
+	store_finish();
 	PG_RETURN_BYTEA_P(result);
 }
 
@@ -196,8 +200,11 @@ lake_versions(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("after_version must not be negative, not " INT64_FORMAT, after)));
 	InitMaterializedSRF(fcinfo, 0);
-	SPI_connect();
-	store_list_versions(store_dataset_id(dataset), after, rsinfo);
-	SPI_finish();
+	store_connect();
+	/* Callers limited to granted tenants see only those tenants' versions. */
+	store_list_versions(store_dataset_id(dataset), after,
+						access_all_tenants() ? InvalidOid : store_caller(),
+						rsinfo);
+	store_finish();
 	return (Datum) 0;
 }

@@ -65,6 +65,13 @@ lake_arg_bytea(FunctionCallInfo fcinfo, int argno, const char *what)
 	return PG_GETARG_BYTEA_PP(argno);
 }
 
+int32
+lake_arg_int32(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	require_not_null(fcinfo, argno, what);
+	return PG_GETARG_INT32(argno);
+}
+
 int64
 lake_arg_int64(FunctionCallInfo fcinfo, int argno, const char *what)
 {
@@ -87,4 +94,15 @@ lake_arg_digest(FunctionCallInfo fcinfo, int argno)
 				 errmsg("digest must be %d bytes (SHA-256), not %d",
 						LAKE_DIGEST_LEN, (int) VARSIZE_ANY_EXHDR(d))));
 	return (const uint8 *) VARDATA_ANY(d);
+}
+
+/* A supplied digest (may be NULL: none) must equal the computed one: 22000. */
+void
+lake_check_digest(const uint8 *supplied, const uint8 *computed)
+{
+	if (supplied != NULL && memcmp(supplied, computed, LAKE_DIGEST_LEN) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("supplied digest does not match the payload"),
+				 errdetail("The SHA-256 of the payload differs from the digest given.")));
 }

@@ -10,7 +10,9 @@
 extern void lake_require_preload(void);
 extern char *lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what);
 extern bytea *lake_arg_bytea(FunctionCallInfo fcinfo, int argno, const char *what);
+extern int32 lake_arg_int32(FunctionCallInfo fcinfo, int argno, const char *what);
 extern int64 lake_arg_int64(FunctionCallInfo fcinfo, int argno, const char *what);
 extern const uint8 *lake_arg_digest(FunctionCallInfo fcinfo, int argno);
+extern void lake_check_digest(const uint8 *supplied, const uint8 *computed);
 
 #endif							/* LAKE_ARGS_H */

@@ -8,4 +8,10 @@
 
 extern void lake_sha256(const void *data, size_t len, uint8 *out);
 
+/* Incremental SHA-256 over a stream of pieces. */
+typedef struct pg_cryptohash_ctx LakeDigest;
+extern LakeDigest *lake_digest_begin(void);
+extern void lake_digest_update(LakeDigest *ctx, const void *data, size_t len);
+extern void lake_digest_end(LakeDigest *ctx, uint8 *out);
+
 #endif							/* LAKE_DIGEST_H */

@@ -20,6 +20,7 @@ int			lake_admission_queue_wait_ms = 100;
 int			lake_max_stream_bytes = 64 * 1024 * 1024;
 int			lake_max_buffered_bytes = 256 * 1024 * 1024;
 int			lake_compression_level = 3;
+int			lake_stage_ttl_s = 3600;
 
 bool
 lake_guc_byte_pair_valid(void)
@@ -82,6 +83,15 @@ lake_guc_init(void)
 							3, 1, 19,
 							PGC_USERSET,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("lake.stage_ttl",
+							"Staged appends idle this long are removed by the worker.",
+							NULL,
+							&lake_stage_ttl_s,
+							3600, 1, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("lake");

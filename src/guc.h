@@ -14,6 +14,7 @@ extern int	lake_admission_queue_wait_ms;
 extern int	lake_max_stream_bytes;
 extern int	lake_max_buffered_bytes;
 extern int	lake_compression_level;
+extern int	lake_stage_ttl_s;
 
 extern void lake_guc_init(void);
 extern bool lake_guc_byte_pair_valid(void);

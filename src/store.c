@@ -1,47 +1,92 @@
 /*
- * store.c — the tables behind datasets and versions.
+ * store.c — the tables behind datasets, versions, stages and tenants.
  *
- *   lake.dataset (id, name, created_at)
- *   lake.version (dataset_id, version, tenant, operation_id, digest, bytes,
- *                 stored_bytes, nchunks, committed_at, data)
- *   lake.chunk   (dataset_id, version, chunk_no, data)      chunk_no >= 1
+ *   lake.dataset      (id, name, created_at)
+ *   lake.version      (dataset_id, version, tenant, operation_id, digest,
+ *                      bytes, stored_bytes, nchunks, blob, committed_at, data)
+ *   lake.chunk        (blob, chunk_no, bytes, digest, data)
+ *   lake.stage        (id, dataset_id, tenant, operation_id, created_at,
+ *                      touched_at)
+ *   lake.tenant_grant (tenant, role)
  *
- * A version's first stored chunk lives in its own row (lake.version.data),
- * so the common small append writes one heap row; chunks 1..n-1 of larger
- * payloads go to lake.chunk. Every query is prepared once per backend,
- * names its tables with their schema and uses pg_catalog operators, so no
- * search_path can change what it means; caller input only ever travels as
- * parameters.
+ * A payload of one chunk lives in its version row (data), so the common
+ * small append writes one heap row. Larger payloads keep their chunks in
+ * lake.chunk under a blob id; a stage's id is the blob its chunks are
+ * uploaded to, so committing a stage hands them to the version as they are.
+ *
+ * Every query is prepared once per backend, names its tables with their
+ * schema and uses pg_catalog operators, so no search_path can change what
+ * it means; caller input only ever travels as parameters.
  */
 #include "lake.h"
 
 #include <zstd.h>
 
 #include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
-#include "digest.h"
 #include "executor/spi.h"
 #include "guc.h"
+#include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "store.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/snapmgr.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-static SPIPlanPtr plan_insert_dataset;
-static SPIPlanPtr plan_dataset_id;
-static SPIPlanPtr plan_lookup_operation;
-static SPIPlanPtr plan_recheck_operation;
-static SPIPlanPtr plan_insert_version;
-static SPIPlanPtr plan_insert_chunk;
-static SPIPlanPtr plan_version_head;
-static SPIPlanPtr plan_version_chunks;
-static SPIPlanPtr plan_list_versions;
+/* The caller's identity, saved while the store runs as the schema owner. */
+static Oid	saved_userid;
+static int	saved_sec_context;
+static Oid	lake_owner;
 
 /* zstd context reused for the life of the backend (zstd's own allocator). */
 static ZSTD_CCtx *cctx = NULL;
+
+static Oid
+lookup_owner(void)
+{
+	Oid			nsp = get_namespace_oid("lake", false);
+	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "lake: cache lookup failed for schema %u", nsp);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+void
+store_connect(void)
+{
+	lake_owner = lookup_owner();
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SPI_connect();
+	SetUserIdAndSecContext(lake_owner,
+						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void
+store_finish(void)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+}
+
+Oid
+store_caller(void)
+{
+	return saved_userid;
+}
+
+Oid
+store_owner(void)
+{
+	return lookup_owner();
+}
 
 static SPIPlanPtr
 prepared(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
@@ -60,7 +105,7 @@ prepared(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
 }
 
 static void
-run(SPIPlanPtr plan, Datum *values, Snapshot snapshot, int expected)
+run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot, int expected)
 {
 	int			rc;
 
@@ -74,11 +119,37 @@ run(SPIPlanPtr plan, Datum *values, Snapshot snapshot, int expected)
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
 }
 
+static void
+run(SPIPlanPtr plan, Datum *values, int expected)
+{
+	run_snapshot(plan, values, InvalidSnapshot, expected);
+}
+
+/* Column colno of result row 'row'; NULL only where the caller allows it. */
 static Datum
-col(int row, int colno, bool *isnull)
+col(uint64 row, int colno, bool *isnull)
 {
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
 						 colno, isnull);
+}
+
+static Datum
+colv(uint64 row, int colno)
+{
+	bool		isnull;
+
+	return col(row, colno, &isnull);
+}
+
+/* Text column copied out of SPI memory into the caller's context. */
+static char *
+col_text(uint64 row, int colno)
+{
+	char	   *s = TextDatumGetCString(colv(row, colno));
+	char	   *copy = SPI_palloc(strlen(s) + 1);
+
+	strcpy(copy, s);
+	return copy;
 }
 
 static void
@@ -91,17 +162,32 @@ copy_digest(Datum d, uint8 *out)
 	memcpy(out, VARDATA_ANY(b), LAKE_DIGEST_LEN);
 }
 
+static Datum
+digest_datum(const uint8 *digest)
+{
+	bytea	   *d = palloc(VARHDRSZ + LAKE_DIGEST_LEN);
+
+	SET_VARSIZE(d, VARHDRSZ + LAKE_DIGEST_LEN);
+	memcpy(VARDATA(d), digest, LAKE_DIGEST_LEN);
+	return PointerGetDatum(d);
+}
+
+/* ----------------------------------------------------------------------
+ * Datasets
+ * ---------------------------------------------------------------------- */
+
 void
 store_create_dataset(const char *name)
 {
+	static SPIPlanPtr plan;
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
-	run(prepared(&plan_insert_dataset,
+	run(prepared(&plan,
 				 "INSERT INTO lake.dataset AS d (name) VALUES ($1) "
 				 "ON CONFLICT (name) DO NOTHING RETURNING d.id",
 				 1, types),
-		values, InvalidSnapshot, SPI_OK_INSERT_RETURNING);
+		values, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -120,17 +206,17 @@ dataset_missing(const char *name)
 int32
 store_dataset_id(const char *name)
 {
+	static SPIPlanPtr plan;
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
-	bool		isnull;
 
-	run(prepared(&plan_dataset_id,
+	run(prepared(&plan,
 				 "SELECT d.id FROM lake.dataset d WHERE d.name OPERATOR(pg_catalog.=) $1",
 				 1, types),
-		values, InvalidSnapshot, SPI_OK_SELECT);
+		values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		dataset_missing(name);
-	return DatumGetInt32(col(0, 1, &isnull));
+	return DatumGetInt32(colv(0, 1));
 }
 
 /*
@@ -150,6 +236,10 @@ store_lock_dataset(int32 dataset_id)
 	LockDatabaseObject(relid, (Oid) dataset_id, 0, ExclusiveLock);
 }
 
+/* ----------------------------------------------------------------------
+ * Operations
+ * ---------------------------------------------------------------------- */
+
 static void
 fill_operation(OperationLookup *out, int versioncol)
 {
@@ -160,7 +250,7 @@ fill_operation(OperationLookup *out, int versioncol)
 	if (out->found)
 	{
 		out->version = DatumGetInt64(v);
-		copy_digest(col(0, versioncol + 1, &isnull), out->digest);
+		copy_digest(colv(0, versioncol + 1), out->digest);
 	}
 }
 
@@ -168,22 +258,22 @@ void
 store_lookup_operation(const char *dataset, const char *tenant,
 					   const char *operation_id, OperationLookup *out)
 {
+	static SPIPlanPtr plan;
 	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[3] = {CStringGetTextDatum(dataset),
 		CStringGetTextDatum(tenant), CStringGetTextDatum(operation_id)};
-	bool		isnull;
 
-	run(prepared(&plan_lookup_operation,
+	run(prepared(&plan,
 				 "SELECT d.id, v.version, v.digest FROM lake.dataset d "
 				 "LEFT JOIN lake.version v ON v.dataset_id OPERATOR(pg_catalog.=) d.id "
 				 " AND v.tenant OPERATOR(pg_catalog.=) $2 "
 				 " AND v.operation_id OPERATOR(pg_catalog.=) $3 "
 				 "WHERE d.name OPERATOR(pg_catalog.=) $1",
 				 3, types),
-		values, InvalidSnapshot, SPI_OK_SELECT);
+		values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		dataset_missing(dataset);
-	out->dataset_id = DatumGetInt32(col(0, 1, &isnull));
+	out->dataset_id = DatumGetInt32(colv(0, 1));
 	fill_operation(out, 2);
 }
 
@@ -191,28 +281,33 @@ void
 store_recheck_operation(const char *tenant, const char *operation_id,
 						Snapshot snapshot, OperationLookup *out)
 {
+	static SPIPlanPtr plan;
 	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
 	Datum		values[3] = {Int32GetDatum(out->dataset_id),
 		CStringGetTextDatum(tenant), CStringGetTextDatum(operation_id)};
 	bool		isnull;
 	Datum		max;
 
-	run(prepared(&plan_recheck_operation,
-				 "SELECT (SELECT pg_catalog.max(m.version) FROM lake.version m "
-				 "        WHERE m.dataset_id OPERATOR(pg_catalog.=) $1), "
-				 "       v.version, v.digest "
-				 "FROM (VALUES (1)) AS one(x) "
-				 "LEFT JOIN lake.version v ON v.dataset_id OPERATOR(pg_catalog.=) $1 "
-				 " AND v.tenant OPERATOR(pg_catalog.=) $2 "
-				 " AND v.operation_id OPERATOR(pg_catalog.=) $3",
-				 3, types),
-		values, snapshot, SPI_OK_SELECT);
+	run_snapshot(prepared(&plan,
+						  "SELECT (SELECT pg_catalog.max(m.version) FROM lake.version m "
+						  "        WHERE m.dataset_id OPERATOR(pg_catalog.=) $1), "
+						  "       v.version, v.digest "
+						  "FROM (VALUES (1)) AS one(x) "
+						  "LEFT JOIN lake.version v ON v.dataset_id OPERATOR(pg_catalog.=) $1 "
+						  " AND v.tenant OPERATOR(pg_catalog.=) $2 "
+						  " AND v.operation_id OPERATOR(pg_catalog.=) $3",
+						  3, types),
+				 values, snapshot, SPI_OK_SELECT);
 	max = col(0, 1, &isnull);
 	out->max_version = isnull ? 0 : DatumGetInt64(max);
 	fill_operation(out, 2);
 }
 
-/* Encode one chunk of the payload into a freshly palloc'd bytea. */
+/* ----------------------------------------------------------------------
+ * Versions
+ * ---------------------------------------------------------------------- */
+
+/* Encode one chunk into a freshly palloc'd bytea. */
 static bytea *
 encode_chunk(const char *data, size_t len)
 {
@@ -234,173 +329,602 @@ encode_chunk(const char *data, size_t len)
 	return out;
 }
 
-int64
-store_write_version(int32 dataset_id, int64 version, const char *tenant,
-					const char *operation_id, const uint8 *digest,
-					const char *payload, int64 len)
+static int64
+insert_chunk(int64 blob, int32 chunk_no, const uint8 *digest, const char *data,
+			 size_t len)
 {
-	Oid			vtypes[10] = {INT4OID, INT8OID, TEXTOID, TEXTOID, BYTEAOID,
-	INT8OID, INT8OID, INT4OID, TIMESTAMPTZOID, BYTEAOID};
-	Oid			ctypes[4] = {INT4OID, INT8OID, INT4OID, BYTEAOID};
-	int32		nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
-	bytea	   *first = encode_chunk(payload, Min(len, LAKE_CHUNK_BYTES));
-	int64		stored = VARSIZE(first) - VARHDRSZ;
-	bytea	   *dg = palloc(VARHDRSZ + LAKE_DIGEST_LEN);
-	Datum		values[10];
+	static SPIPlanPtr plan;
+	Oid			types[5] = {INT8OID, INT4OID, INT4OID, BYTEAOID, BYTEAOID};
+	bytea	   *enc = encode_chunk(data, len);
+	int64		stored = VARSIZE(enc) - VARHDRSZ;
+	Datum		values[5] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
+		Int32GetDatum((int32) len), (Datum) 0, PointerGetDatum(enc)};
+	char		nulls[5] = {' ', ' ', ' ', 'n', ' '};
+	int			rc;
 
-	/* Later chunks first: their encoded sizes complete stored_bytes. */
-	for (int32 i = 1; i < nchunks; i++)
+	if (digest != NULL)
 	{
-		int64		off = (int64) i * LAKE_CHUNK_BYTES;
-		bytea	   *enc = encode_chunk(payload + off, Min(len - off, LAKE_CHUNK_BYTES));
-		Datum		cvalues[4] = {Int32GetDatum(dataset_id), Int64GetDatum(version),
-		Int32GetDatum(i), PointerGetDatum(enc)};
-
-		run(prepared(&plan_insert_chunk,
-					 "INSERT INTO lake.chunk (dataset_id, version, chunk_no, data) "
-					 "VALUES ($1, $2, $3, $4)",
-					 4, ctypes),
-			cvalues, InvalidSnapshot, SPI_OK_INSERT);
-		stored += VARSIZE(enc) - VARHDRSZ;
-		pfree(enc);
+		values[3] = digest_datum(digest);
+		nulls[3] = ' ';
 	}
+	rc = SPI_execute_plan(prepared(&plan,
+								   "INSERT INTO lake.chunk (blob, chunk_no, bytes, digest, data) "
+								   "VALUES ($1, $2, $3, $4, $5)",
+								   5, types),
+						  values, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "lake: SPI returned %s inserting a chunk", SPI_result_code_string(rc));
+	pfree(enc);
+	return stored;
+}
 
-	SET_VARSIZE(dg, VARHDRSZ + LAKE_DIGEST_LEN);
-	memcpy(VARDATA(dg), digest, LAKE_DIGEST_LEN);
+static int64
+next_blob(void)
+{
+	static SPIPlanPtr plan;
+
+	run(prepared(&plan, "SELECT pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass)",
+				 0, NULL),
+		NULL, SPI_OK_SELECT);
+	return DatumGetInt64(colv(0, 1));
+}
+
+static void
+insert_version(int32 dataset_id, int64 version, const char *tenant,
+			   const char *operation_id, const uint8 *digest, int64 bytes,
+			   int64 stored, int32 nchunks, int64 blob, bytea *inline_chunk)
+{
+	static SPIPlanPtr plan;
+	Oid			types[10] = {INT4OID, INT8OID, TEXTOID, TEXTOID, BYTEAOID,
+	INT8OID, INT8OID, INT4OID, INT8OID, BYTEAOID};
+	Datum		values[10];
+	char		nulls[10];
+	int			rc;
+
+	memset(nulls, ' ', sizeof(nulls));
 	values[0] = Int32GetDatum(dataset_id);
 	values[1] = Int64GetDatum(version);
 	values[2] = CStringGetTextDatum(tenant);
 	values[3] = CStringGetTextDatum(operation_id);
-	values[4] = PointerGetDatum(dg);
-	values[5] = Int64GetDatum(len);
+	values[4] = digest_datum(digest);
+	values[5] = Int64GetDatum(bytes);
 	values[6] = Int64GetDatum(stored);
 	values[7] = Int32GetDatum(nchunks);
-	values[8] = TimestampTzGetDatum(GetCurrentTimestamp());
-	values[9] = PointerGetDatum(first);
-	run(prepared(&plan_insert_version,
-				 "INSERT INTO lake.version (dataset_id, version, tenant, operation_id, "
-				 " digest, bytes, stored_bytes, nchunks, committed_at, data) "
-				 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-				 10, vtypes),
-		values, InvalidSnapshot, SPI_OK_INSERT);
-	pfree(first);
-	return stored;
-}
+	values[8] = Int64GetDatum(blob);
+	nulls[8] = blob == 0 ? 'n' : ' ';
+	values[9] = PointerGetDatum(inline_chunk);
+	nulls[9] = inline_chunk == NULL ? 'n' : ' ';
 
-static void
-lineage_broken(const char *dataset, int64 version, const char *why)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_LAKE_INCOMPLETE_LINEAGE),
-			 errmsg("version " INT64_FORMAT " of dataset \"%s\" is incomplete", version, dataset),
-			 errdetail("%s", why),
-			 errhint("The stored chunks are missing or damaged; restore them from a backup.")));
-}
-
-/* Decode one stored chunk into out[*filled..total), advancing *filled. */
-static void
-decode_into(const char *dataset, int64 version, Datum stored, char *out,
-			int64 total, int64 *filled)
-{
-	bytea	   *b = DatumGetByteaPP(stored);
-	size_t		got;
-	LakeCodecStatus st;
-
-	st = lake_chunk_decode((const uint8_t *) VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b),
-						   (uint8_t *) out + *filled, (size_t) (total - *filled), &got);
-	if (st != LAKE_CODEC_OK)
-		lineage_broken(dataset, version, lake_codec_status_text(st));
-	*filled += got;
-	if ((Pointer) b != DatumGetPointer(stored))
-		pfree(b);
-}
-
-bytea *
-store_read_version(const char *dataset, int32 dataset_id, int64 version)
-{
-	Oid			types[2] = {INT4OID, INT8OID};
-	Datum		values[2] = {Int32GetDatum(dataset_id), Int64GetDatum(version)};
-	bool		isnull;
-	int64		total;
-	int32		nchunks;
-	int64		filled = 0;
-	uint8		want[LAKE_DIGEST_LEN];
-	uint8		got[LAKE_DIGEST_LEN];
-	bytea	   *result;
-
-	run(prepared(&plan_version_head,
-				 "SELECT v.bytes, v.digest, v.nchunks, v.data FROM lake.version v "
-				 "WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 "
-				 "  AND v.version OPERATOR(pg_catalog.=) $2",
-				 2, types),
-		values, InvalidSnapshot, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("version " INT64_FORMAT " of dataset \"%s\" does not exist",
-						version, dataset)));
-	total = DatumGetInt64(col(0, 1, &isnull));
-	copy_digest(col(0, 2, &isnull), want);
-	nchunks = DatumGetInt32(col(0, 3, &isnull));
-	if (total < 0 || total > (int64) (MaxAllocSize - VARHDRSZ))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("version " INT64_FORMAT " of dataset \"%s\" is too large to read in one value",
-						version, dataset)));
-
-	result = SPI_palloc(VARHDRSZ + total);
-	SET_VARSIZE(result, VARHDRSZ + total);
-	decode_into(dataset, version, col(0, 4, &isnull), VARDATA(result), total, &filled);
-
-	if (nchunks > 1)
-	{
-		run(prepared(&plan_version_chunks,
-					 "SELECT c.chunk_no, c.data FROM lake.chunk c "
-					 "WHERE c.dataset_id OPERATOR(pg_catalog.=) $1 "
-					 "  AND c.version OPERATOR(pg_catalog.=) $2 ORDER BY c.chunk_no",
-					 2, types),
-			values, InvalidSnapshot, SPI_OK_SELECT);
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			if (DatumGetInt32(col(i, 1, &isnull)) != (int32) i + 1)
-				lineage_broken(dataset, version,
-							   psprintf("chunk %d is missing", (int) i + 1));
-			decode_into(dataset, version, col(i, 2, &isnull), VARDATA(result), total, &filled);
-		}
-		if (SPI_processed != (uint64) nchunks - 1)
-			lineage_broken(dataset, version,
-						   psprintf("%d of %d chunks are present",
-									(int) SPI_processed + 1, nchunks));
-	}
-	if (filled != total)
-		lineage_broken(dataset, version,
-					   psprintf("chunks hold " INT64_FORMAT " of " INT64_FORMAT " bytes",
-								filled, total));
-	lake_sha256(VARDATA(result), total, got);
-	if (memcmp(want, got, LAKE_DIGEST_LEN) != 0)
-		lineage_broken(dataset, version, "the payload does not match its digest");
-	return result;
+	/*
+	 * committed_at is the clock at insert, taken under the dataset lock, so
+	 * it never goes backwards within a dataset (now() would: it is the
+	 * start of a transaction that may have waited for the lock).
+	 */
+	rc = SPI_execute_plan(prepared(&plan,
+								   "INSERT INTO lake.version (dataset_id, version, tenant, operation_id, "
+								   " digest, bytes, stored_bytes, nchunks, blob, committed_at, data) "
+								   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+								   "        pg_catalog.clock_timestamp(), $10)",
+								   10, types),
+						  values, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "lake: SPI returned %s inserting a version", SPI_result_code_string(rc));
 }
 
 void
-store_list_versions(int32 dataset_id, int64 after_version, ReturnSetInfo *rsinfo)
+store_write_version(int32 dataset_id, int64 version, const char *tenant,
+					const char *operation_id, const uint8 *digest,
+					const char *payload, int64 len)
 {
-	Oid			types[2] = {INT4OID, INT8OID};
-	Datum		values[2] = {Int32GetDatum(dataset_id), Int64GetDatum(after_version)};
+	int32		nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
+	bytea	   *first = encode_chunk(payload, Min(len, LAKE_CHUNK_BYTES));
+	int64		stored = VARSIZE(first) - VARHDRSZ;
+	int64		blob = nchunks > 1 ? next_blob() : 0;
 
-	run(prepared(&plan_list_versions,
-				 "SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes, "
-				 "       v.stored_bytes, v.committed_at FROM lake.version v "
-				 "WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 "
-				 "  AND v.version OPERATOR(pg_catalog.>) $2 ORDER BY v.version",
-				 2, types),
-		values, InvalidSnapshot, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	for (int32 i = 1; i < nchunks; i++)
 	{
-		Datum		row[7];
-		bool		nulls[7];
+		int64		off = (int64) i * LAKE_CHUNK_BYTES;
 
-		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, row, nulls);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+		stored += insert_chunk(blob, i, NULL, payload + off,
+							   Min(len - off, LAKE_CHUNK_BYTES));
 	}
+	insert_version(dataset_id, version, tenant, operation_id, digest, len,
+				   stored, nchunks, blob, first);
+	pfree(first);
+}
+
+/* The stage's chunks become the version's: insert its row, retire the stage. */
+void
+store_adopt_stage(const StageRow *stage, int64 version, const uint8 *digest,
+				  const StageSummary *sum)
+{
+	insert_version(stage->dataset_id, version, stage->tenant, stage->operation_id,
+				   digest, sum->bytes, sum->stored_bytes, (int32) sum->nchunks,
+				   stage->id, NULL);
+	store_drop_stage(stage->id, false);
+}
+
+bool
+store_version_head(int32 dataset_id, int64 version, VersionHead *head)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT4OID, INT8OID};
+	Datum		values[2] = {Int32GetDatum(dataset_id), Int64GetDatum(version)};
+	bool		isnull;
+	Datum		d;
+
+	run(prepared(&plan,
+				 "SELECT v.tenant, v.bytes, v.digest, v.nchunks, v.blob, v.data "
+				 "FROM lake.version v "
+				 "WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 "
+				 "  AND v.version OPERATOR(pg_catalog.=) $2",
+				 2, types),
+		values, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	head->tenant = col_text(0, 1);
+	head->bytes = DatumGetInt64(colv(0, 2));
+	copy_digest(colv(0, 3), head->digest);
+	head->nchunks = DatumGetInt32(colv(0, 4));
+	d = col(0, 5, &isnull);
+	head->blob = isnull ? 0 : DatumGetInt64(d);
+	d = col(0, 6, &isnull);
+	head->inline_chunk = isnull ? NULL : DatumGetByteaPCopy(d);
+	return true;
+}
+
+/*
+ * Decode one stored chunk and hand it to 'visit'. Returns NULL, or why the
+ * chunk is unreadable. A raw chunk is handed over in place.
+ */
+static const char *
+visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
+			 size_t *decoded)
+{
+	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
+	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
+	size_t		size;
+	LakeCodecStatus st = lake_chunk_decoded_size(in, inlen, &size);
+	char	   *out;
+
+	if (st == LAKE_CODEC_OK && size > room)
+		st = LAKE_CODEC_TOO_BIG;
+	if (st == LAKE_CODEC_OK && in[0] == LAKE_CODEC_RAW)
+	{
+		visit((const char *) in + 1, size, arg);
+		*decoded = size;
+		return NULL;
+	}
+	if (st != LAKE_CODEC_OK)
+		return lake_codec_status_text(st);
+	out = palloc(Max(size, 1));
+	st = lake_chunk_decode(in, inlen, (uint8_t *) out, size, decoded);
+	if (st != LAKE_CODEC_OK)
+		return lake_codec_status_text(st);
+	visit(out, *decoded, arg);
+	pfree(out);
+	return NULL;
+}
+
+/*
+ * Stream the chunks [first, first+count) of a blob, in order, one at a time
+ * through a cursor: memory stays at one chunk whatever the payload's size.
+ * 'total' bounds the decoded bytes. Returns NULL, or why the chunks do not
+ * make up the payload (a chunk missing, extra, undecodable or oversized).
+ */
+const char *
+store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
+				   ChunkVisitor visit, void *arg)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(first)};
+	MemoryContext chunkcxt = AllocSetContextCreate(CurrentMemoryContext,
+												   "lake chunk",
+												   ALLOCSET_DEFAULT_SIZES);
+	Portal		portal;
+	int64		seen = 0;
+	int64		filled = 0;
+	const char *why = NULL;
+
+	portal = SPI_cursor_open(NULL,
+							 prepared(&plan,
+									  "SELECT c.chunk_no, c.data FROM lake.chunk c "
+									  "WHERE c.blob OPERATOR(pg_catalog.=) $1 "
+									  "  AND c.chunk_no OPERATOR(pg_catalog.>=) $2 "
+									  "ORDER BY c.chunk_no",
+									  2, types),
+							 values, NULL, true);
+	for (;;)
+	{
+		int32		chunk_no;
+		MemoryContext old;
+		size_t		decoded = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, 1);
+		if (SPI_processed == 0)
+			break;
+		chunk_no = DatumGetInt32(colv(0, 1));
+		if (chunk_no != first + seen)
+		{
+			why = psprintf("chunk " INT64_FORMAT " is missing", first + seen);
+			break;
+		}
+		if (seen == count)
+		{
+			why = psprintf("chunk %d is beyond the " INT64_FORMAT " the version declares",
+						   chunk_no, count);
+			break;
+		}
+		old = MemoryContextSwitchTo(chunkcxt);
+		why = visit_stored(DatumGetByteaPP(colv(0, 2)), (size_t) (total - filled),
+						   visit, arg, &decoded);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(chunkcxt);
+		SPI_freetuptable(SPI_tuptable);
+		if (why != NULL)
+			break;
+		filled += decoded;
+		seen++;
+	}
+	SPI_cursor_close(portal);
+	MemoryContextDelete(chunkcxt);
+	if (why == NULL && seen != count)
+		why = psprintf("chunk " INT64_FORMAT " is missing", first + seen);
+	if (why == NULL && filled != total)
+		why = psprintf("chunks hold " INT64_FORMAT " of " INT64_FORMAT " bytes",
+					   filled, total);
+	return why;
+}
+
+/* Hand a version's decoded payload to 'visit'; NULL, or why it is damaged. */
+const char *
+store_visit_version(const VersionHead *head, ChunkVisitor visit, void *arg)
+{
+	size_t		first_len = 0;
+	const char *why;
+
+	if (head->inline_chunk == NULL)
+		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, visit, arg);
+
+	why = visit_stored(head->inline_chunk, (size_t) head->bytes, visit, arg, &first_len);
+	if (why != NULL)
+		return why;
+	if (head->nchunks == 1)
+		return first_len == (size_t) head->bytes ? NULL :
+			psprintf("chunks hold %zu of " INT64_FORMAT " bytes", first_len, head->bytes);
+	return store_visit_chunks(head->blob, 1, head->nchunks - 1,
+							  head->bytes - (int64) first_len, visit, arg);
+}
+
+void
+store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
+					ReturnSetInfo *rsinfo)
+{
+	static SPIPlanPtr plan_all;
+	static SPIPlanPtr plan_granted;
+	Oid			types[3] = {INT4OID, INT8OID, OIDOID};
+	Datum		values[3] = {Int32GetDatum(dataset_id), Int64GetDatum(after_version),
+	ObjectIdGetDatum(only_role)};
+	SPIPlanPtr	plan;
+	Portal		portal;
+
+#define VERSION_COLUMNS \
+	"SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes, " \
+	"       v.stored_bytes, v.committed_at FROM lake.version v " \
+	"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 " \
+	"  AND v.version OPERATOR(pg_catalog.>) $2 "
+
+	if (OidIsValid(only_role))
+		plan = prepared(&plan_granted,
+						VERSION_COLUMNS
+						"  AND EXISTS (SELECT 1 FROM lake.tenant_grant g "
+						"    JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
+						"    WHERE g.tenant OPERATOR(pg_catalog.=) v.tenant "
+						"      AND pg_catalog.pg_has_role($3, g.role, 'USAGE')) "
+						"ORDER BY v.version",
+						3, types);
+	else
+		plan = prepared(&plan_all, VERSION_COLUMNS "ORDER BY v.version", 2, types);
+#undef VERSION_COLUMNS
+
+	/* A cursor keeps memory flat however long the history is. */
+	portal = SPI_cursor_open(NULL, plan, values, NULL, true);
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, 1000);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			Datum		row[7];
+			bool		nulls[7];
+
+			heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, row, nulls);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+}
+
+/* ----------------------------------------------------------------------
+ * Stages
+ * ---------------------------------------------------------------------- */
+
+/* Open a stage for the operation, or return the one already open. */
+int64
+store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id)
+{
+	static SPIPlanPtr plan_insert;
+	static SPIPlanPtr plan_find;
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		values[3] = {Int32GetDatum(dataset_id), CStringGetTextDatum(tenant),
+	CStringGetTextDatum(operation_id)};
+
+	/*
+	 * ON CONFLICT waits for a concurrent begin of the same operation; if
+	 * that stage is then committed or aborted before we can read it, try
+	 * again.
+	 */
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		run(prepared(&plan_insert,
+					 "INSERT INTO lake.stage AS s (id, dataset_id, tenant, operation_id) "
+					 "VALUES (pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass), $1, $2, $3) "
+					 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
+					 3, types),
+			values, SPI_OK_INSERT_RETURNING);
+		if (SPI_processed == 1)
+			return DatumGetInt64(colv(0, 1));
+		run(prepared(&plan_find,
+					 "SELECT s.id FROM lake.stage s "
+					 "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 "
+					 "  AND s.tenant OPERATOR(pg_catalog.=) $2 "
+					 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
+					 3, types),
+			values, SPI_OK_SELECT);
+		if (SPI_processed == 1)
+			return DatumGetInt64(colv(0, 1));
+	}
+}
+
+/* Lock an open stage (and mark it active); false if it is not open. */
+bool
+store_lock_stage(int64 stage, StageRow *row)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(stage)};
+
+	run(prepared(&plan,
+				 "UPDATE lake.stage s SET touched_at = pg_catalog.now() "
+				 "FROM lake.dataset d "
+				 "WHERE s.id OPERATOR(pg_catalog.=) $1 AND d.id OPERATOR(pg_catalog.=) s.dataset_id "
+				 "RETURNING s.dataset_id, d.name, s.tenant, s.operation_id",
+				 1, types),
+		values, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed == 0)
+		return false;
+	row->id = stage;
+	row->dataset_id = DatumGetInt32(colv(0, 1));
+	row->dataset = col_text(0, 2);
+	row->tenant = col_text(0, 3);
+	row->operation_id = col_text(0, 4);
+	return true;
+}
+
+/* The version a retired stage was committed as, if any. */
+bool
+store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(stage)};
+
+	run(prepared(&plan,
+				 "SELECT v.dataset_id, d.name, v.tenant, v.operation_id, v.version, v.digest "
+				 "FROM lake.version v JOIN lake.dataset d ON d.id OPERATOR(pg_catalog.=) v.dataset_id "
+				 "WHERE v.blob OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	row->id = stage;
+	row->dataset_id = DatumGetInt32(colv(0, 1));
+	row->dataset = col_text(0, 2);
+	row->tenant = col_text(0, 3);
+	row->operation_id = col_text(0, 4);
+	op->dataset_id = row->dataset_id;
+	op->found = true;
+	op->version = DatumGetInt64(colv(0, 5));
+	copy_digest(colv(0, 6), op->digest);
+	return true;
+}
+
+bool
+store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(chunk_no)};
+
+	run(prepared(&plan,
+				 "SELECT c.digest FROM lake.chunk c "
+				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.=) $2",
+				 2, types),
+		values, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	copy_digest(colv(0, 1), digest);
+	return true;
+}
+
+int64
+store_stage_bytes(int64 blob, int32 except_chunk_no)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(except_chunk_no)};
+
+	run(prepared(&plan,
+				 "SELECT pg_catalog.sum(c.bytes)::pg_catalog.int8 FROM lake.chunk c "
+				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.<>) $2",
+				 2, types),
+		values, SPI_OK_SELECT);
+	{
+		bool		isnull;
+		Datum		d = col(0, 1, &isnull);
+
+		return isnull ? 0 : DatumGetInt64(d);
+	}
+}
+
+void
+store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
+				const char *data, size_t len)
+{
+	(void) insert_chunk(blob, chunk_no, digest, data, len);
+}
+
+void
+store_stage_summary(int64 blob, StageSummary *sum)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(blob)};
+
+	run(prepared(&plan,
+				 "SELECT pg_catalog.count(*), "
+				 "       COALESCE(pg_catalog.max(c.chunk_no), -1)::pg_catalog.int8, "
+				 "       COALESCE(pg_catalog.max(c.bytes), 0)::pg_catalog.int8, "
+				 "       COALESCE(pg_catalog.sum(c.bytes), 0)::pg_catalog.int8, "
+				 "       COALESCE(pg_catalog.sum(pg_catalog.octet_length(c.data)), 0)::pg_catalog.int8 "
+				 "FROM lake.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_SELECT);
+	sum->nchunks = DatumGetInt64(colv(0, 1));
+	sum->last_chunk_no = DatumGetInt64(colv(0, 2));
+	sum->largest_chunk = DatumGetInt64(colv(0, 3));
+	sum->bytes = DatumGetInt64(colv(0, 4));
+	sum->stored_bytes = DatumGetInt64(colv(0, 5));
+}
+
+/* The first chunk number missing below the last one uploaded. */
+int64
+store_first_missing_chunk(int64 blob)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(blob)};
+
+	run(prepared(&plan,
+				 "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM lake.chunk z "
+				 "   WHERE z.blob OPERATOR(pg_catalog.=) $1 AND z.chunk_no OPERATOR(pg_catalog.=) 0) "
+				 "THEN 0::pg_catalog.int8 ELSE "
+				 " (SELECT pg_catalog.min(c.chunk_no::pg_catalog.int8 OPERATOR(pg_catalog.+) 1) "
+				 "  FROM lake.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1 AND NOT EXISTS "
+				 "  (SELECT 1 FROM lake.chunk n WHERE n.blob OPERATOR(pg_catalog.=) $1 "
+				 "     AND n.chunk_no OPERATOR(pg_catalog.=) (c.chunk_no::pg_catalog.int8 OPERATOR(pg_catalog.+) 1))) "
+				 "END",
+				 1, types),
+		values, SPI_OK_SELECT);
+	return DatumGetInt64(colv(0, 1));
+}
+
+void
+store_drop_stage(int64 stage, bool with_chunks)
+{
+	static SPIPlanPtr plan_stage;
+	static SPIPlanPtr plan_chunks;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(stage)};
+
+	run(prepared(&plan_stage,
+				 "DELETE FROM lake.stage s WHERE s.id OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_DELETE);
+	if (with_chunks)
+		run(prepared(&plan_chunks,
+					 "DELETE FROM lake.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
+					 1, types),
+			values, SPI_OK_DELETE);
+}
+
+/*
+ * Remove stages idle since before 'idle_before', with their chunks. A stage
+ * being committed or written to right now is locked and skipped.
+ */
+void
+store_expire_stages(TimestampTz idle_before, int64 *stages, int64 *chunks,
+					int64 *open)
+{
+	static SPIPlanPtr plan;
+	static SPIPlanPtr plan_open;
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {TimestampTzGetDatum(idle_before)};
+
+	run(prepared(&plan,
+				 "WITH gone AS ("
+				 "  DELETE FROM lake.stage s WHERE s.id IN ("
+				 "    SELECT x.id FROM lake.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
+				 "    FOR UPDATE SKIP LOCKED) RETURNING s.id), "
+				 "chunks AS ("
+				 "  DELETE FROM lake.chunk c USING gone "
+				 "  WHERE c.blob OPERATOR(pg_catalog.=) gone.id RETURNING 1) "
+				 "SELECT (SELECT pg_catalog.count(*) FROM gone), "
+				 "       (SELECT pg_catalog.count(*) FROM chunks)",
+				 1, types),
+		values, SPI_OK_SELECT);
+	*stages = DatumGetInt64(colv(0, 1));
+	*chunks = DatumGetInt64(colv(0, 2));
+	run(prepared(&plan_open, "SELECT pg_catalog.count(*) FROM lake.stage", 0, NULL),
+		NULL, SPI_OK_SELECT);
+	*open = DatumGetInt64(colv(0, 1));
+}
+
+/* ----------------------------------------------------------------------
+ * Tenants
+ * ---------------------------------------------------------------------- */
+
+bool
+store_tenant_granted(const char *tenant, Oid role)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {TEXTOID, OIDOID};
+	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
+
+	run(prepared(&plan,
+				 "SELECT 1 FROM lake.tenant_grant g "
+				 "JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
+				 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 "
+				 "  AND pg_catalog.pg_has_role($2, g.role, 'USAGE') LIMIT 1",
+				 2, types),
+		values, SPI_OK_SELECT);
+	return SPI_processed > 0;
+}
+
+void
+store_set_tenant_grant(const char *tenant, Oid role, bool grant)
+{
+	static SPIPlanPtr plan_grant;
+	static SPIPlanPtr plan_revoke;
+	Oid			types[2] = {TEXTOID, OIDOID};
+	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
+
+	if (grant)
+		run(prepared(&plan_grant,
+					 "INSERT INTO lake.tenant_grant (tenant, role) VALUES ($1, $2) "
+					 "ON CONFLICT DO NOTHING",
+					 2, types),
+			values, SPI_OK_INSERT);
+	else
+		run(prepared(&plan_revoke,
+					 "DELETE FROM lake.tenant_grant g "
+					 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
+					 2, types),
+			values, SPI_OK_DELETE);
 }

@@ -1,6 +1,10 @@
 /*
- * store.h — lake's append-side tables, reached only through SPI plans with
- * schema-qualified names and pg_catalog operators. Callers connect SPI.
+ * store.h — lake's append-side tables (see store.c), reached only through
+ * kept SPI plans with schema-qualified names and pg_catalog operators.
+ *
+ * Every entry point brackets its table work with store_connect() /
+ * store_finish(): SPI, run as the owner of the lake schema after the
+ * caller's own rights were checked (access.h).
  */
 #ifndef LAKE_STORE_H
 #define LAKE_STORE_H
@@ -9,6 +13,11 @@
 
 #include "funcapi.h"
 #include "utils/snapshot.h"
+
+extern void store_connect(void);
+extern void store_finish(void);
+extern Oid	store_caller(void);
+extern Oid	store_owner(void);
 
 /* What the version history says about one operation. */
 typedef struct OperationLookup
@@ -20,28 +29,82 @@ typedef struct OperationLookup
 	int64		max_version;	/* store_recheck_operation only */
 } OperationLookup;
 
+/* A version's header row, as store_version_head finds it. */
+typedef struct VersionHead
+{
+	char	   *tenant;
+	int64		bytes;
+	int32		nchunks;
+	int64		blob;			/* 0: no chunks outside the row */
+	uint8		digest[LAKE_DIGEST_LEN];
+	bytea	   *inline_chunk;	/* chunk 0 when stored in the row, else NULL */
+} VersionHead;
+
+/* An open stage, locked by store_lock_stage. */
+typedef struct StageRow
+{
+	int64		id;
+	int32		dataset_id;
+	char	   *dataset;
+	char	   *tenant;
+	char	   *operation_id;
+} StageRow;
+
+/* Sizes of a stage's uploaded chunks. */
+typedef struct StageSummary
+{
+	int64		nchunks;
+	int64		last_chunk_no;	/* -1 when there are none */
+	int64		largest_chunk;
+	int64		bytes;
+	int64		stored_bytes;
+} StageSummary;
+
+/* Receives each decoded chunk of a payload, in order. */
+typedef void (*ChunkVisitor) (const char *data, size_t len, void *arg);
+
+/* datasets */
 extern void store_create_dataset(const char *name);
 extern int32 store_dataset_id(const char *name);
 extern void store_lock_dataset(int32 dataset_id);
 
-/* Dataset and operation in one query, before any lock (42704 if no dataset). */
+/* operations */
 extern void store_lookup_operation(const char *dataset, const char *tenant,
 								   const char *operation_id, OperationLookup *out);
-
-/* Operation and the dataset's highest version, under a given snapshot. */
 extern void store_recheck_operation(const char *tenant, const char *operation_id,
 									Snapshot snapshot, OperationLookup *out);
 
-/* Encode and insert a new version; returns the stored (encoded) bytes. */
-extern int64 store_write_version(int32 dataset_id, int64 version,
-								 const char *tenant, const char *operation_id,
-								 const uint8 *digest, const char *payload,
-								 int64 len);
-
-/* Read, decode and verify a version (42704 if absent, LK005 if damaged). */
-extern bytea *store_read_version(const char *dataset, int32 dataset_id, int64 version);
-
+/* versions */
+extern void store_write_version(int32 dataset_id, int64 version,
+								const char *tenant, const char *operation_id,
+								const uint8 *digest, const char *payload, int64 len);
+extern void store_adopt_stage(const StageRow *stage, int64 version,
+							  const uint8 *digest, const StageSummary *sum);
+extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);
+extern const char *store_visit_version(const VersionHead *head, ChunkVisitor visit,
+									   void *arg);
 extern void store_list_versions(int32 dataset_id, int64 after_version,
-								ReturnSetInfo *rsinfo);
+								Oid only_role, ReturnSetInfo *rsinfo);
+
+/* stages */
+extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
+							   const char *operation_id);
+extern bool store_lock_stage(int64 stage, StageRow *row);
+extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
+extern bool store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest);
+extern int64 store_stage_bytes(int64 blob, int32 except_chunk_no);
+extern void store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
+							const char *data, size_t len);
+extern void store_stage_summary(int64 blob, StageSummary *sum);
+extern int64 store_first_missing_chunk(int64 blob);
+extern const char *store_visit_chunks(int64 blob, int32 first, int64 count,
+									  int64 total, ChunkVisitor visit, void *arg);
+extern void store_drop_stage(int64 stage, bool with_chunks);
+extern void store_expire_stages(TimestampTz idle_before, int64 *stages,
+								int64 *chunks, int64 *open);
+
+/* tenants */
+extern bool store_tenant_granted(const char *tenant, Oid role);
+extern void store_set_tenant_grant(const char *tenant, Oid role, bool grant);
 
 #endif							/* LAKE_STORE_H */

@@ -8,6 +8,11 @@
  * shutdown. Its loop sleeps on its latch, never polls faster than once a
  * second while idle, and republishes the admission byte limits after each
  * reload so an inconsistent pair is refused in one place.
+ *
+ * Duties so far: expire staged appends idle for lake.stage_ttl. A staged
+ * commit is a single transaction, so a crash in the middle leaves either
+ * the stage untouched or the complete version: there is no half-commit for
+ * the worker to finish, only abandoned stages to discard.
  */
 #include "lake.h"
 
@@ -21,6 +26,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "store.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
@@ -49,6 +55,9 @@ typedef struct WorkerShared
 	TimestampTz started_at;		/* written by the worker only, before pid */
 	pg_atomic_uint64 starts;	/* worker lifetimes since server start */
 	pg_atomic_uint64 reloads;
+	pg_atomic_uint64 stages_open;	/* as of the last expiry pass */
+	pg_atomic_uint64 stages_expired;
+	pg_atomic_uint64 chunks_expired;
 } WorkerShared;
 
 static WorkerShared *ws = NULL;
@@ -73,6 +82,9 @@ worker_shmem_startup(void)
 		ws->started_at = 0;
 		pg_atomic_init_u64(&ws->starts, 0);
 		pg_atomic_init_u64(&ws->reloads, 0);
+		pg_atomic_init_u64(&ws->stages_open, 0);
+		pg_atomic_init_u64(&ws->stages_expired, 0);
+		pg_atomic_init_u64(&ws->chunks_expired, 0);
 	}
 }
 
@@ -113,10 +125,63 @@ extension_installed(void)
 	return installed;
 }
 
+/*
+ * Remove stages idle for longer than lake.stage_ttl. A failure is logged
+ * and retried at the next pass rather than ending the worker.
+ */
+static void
+expire_stages(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int64		stages = 0;
+	int64		chunks = 0;
+	int64		open = 0;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "lake: expiring idle stages");
+	PG_TRY();
+	{
+		store_connect();
+		store_expire_stages(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														-(int64) lake_stage_ttl_s * 1000),
+							&stages, &chunks, &open);
+		store_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	pg_atomic_write_u64(&ws->stages_open, (uint64) open);
+	pg_atomic_fetch_add_u64(&ws->stages_expired, (uint64) stages);
+	pg_atomic_fetch_add_u64(&ws->chunks_expired, (uint64) chunks);
+	if (stages > 0)
+		ereport(LOG,
+				(errmsg("lake worker expired " INT64_FORMAT " idle stages (" INT64_FORMAT " chunks)",
+						stages, chunks)));
+}
+
+/* How often to look for idle stages: a quarter of the TTL, 1 s to 60 s. */
+static long
+expiry_interval_ms(void)
+{
+	return Max(1000L, Min(60000L, (long) lake_stage_ttl_s * 250L));
+}
+
 void
 lake_worker_main(Datum arg)
 {
 	bool		said_waiting = false;
+	TimestampTz next_expiry = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -150,6 +215,12 @@ lake_worker_main(Datum arg)
 						(errmsg("lake worker serving database \"%s\"", lake_database)));
 			pg_atomic_write_u32(&ws->state, WORKER_SERVING);
 			said_waiting = false;
+			if (GetCurrentTimestamp() >= next_expiry)
+			{
+				expire_stages();
+				next_expiry = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														  expiry_interval_ms());
+			}
 		}
 		else
 		{
@@ -193,8 +264,8 @@ lake_stats(PG_FUNCTION_ARGS)
 {
 	static const char *const state_names[] = {"stopped", "waiting for extension", "serving"};
 	TupleDesc	tupdesc;
-	Datum		values[6];
-	bool		nulls[6] = {0};
+	Datum		values[9];
+	bool		nulls[9] = {0};
 	uint32		pid;
 	uint32		state;
 
@@ -212,6 +283,9 @@ lake_stats(PG_FUNCTION_ARGS)
 	nulls[3] = (pid == 0);
 	values[4] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->starts));
 	values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->reloads));
+	values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->stages_open));
+	values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->stages_expired));
+	values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->chunks_expired));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -45,3 +45,7 @@ ALTER SYSTEM SET lake.no_such_setting = 1;
 -- Nothing was written to postgresql.auto.conf.
 SELECT count(*) AS lake_auto_settings FROM pg_file_settings
 WHERE name LIKE 'lake.%' AND sourcefile LIKE '%postgresql.auto.conf';
+ALTER SYSTEM SET lake.stage_ttl = 0;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.stage_ttl = '-1h';
+\echo :SQLSTATE

@@ -1,0 +1,66 @@
+/*
+ * operation.c — the idempotency protocol.
+ *
+ *   1. look the operation up without any lock: a replay is answered there,
+ *      with the original version or LK001, and never serializes;
+ *   2. otherwise lock the dataset, look again with a fresh snapshot (the
+ *      contender we waited for may have committed this very operation), and
+ *      hand back version max+1 for the caller to write under the lock.
+ *
+ * The lock is held to commit, which makes versions gap-free and visible in
+ * commit order. Under REPEATABLE READ / SERIALIZABLE the transaction
+ * snapshot cannot see what a contender committed meanwhile; step 2 then
+ * compares it with the latest snapshot and refuses with 40001 rather than
+ * write a version its own snapshot could not explain.
+ */
+#include "lake.h"
+
+#include "access/xact.h"
+#include "operation.h"
+#include "utils/snapmgr.h"
+
+int64
+operation_replay(const OperationLookup *op, const uint8 *digest,
+				 const char *dataset, const char *tenant, const char *operation_id)
+{
+	if (memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
+				 errmsg("operation \"%s\" of tenant \"%s\" already committed version " INT64_FORMAT " of dataset \"%s\" with different content",
+						operation_id, tenant, op->version, dataset),
+				 errdetail("The stored digest differs from this payload's digest."),
+				 errhint("Use a new operation id for new content.")));
+	return op->version;
+}
+
+bool
+operation_resolve(OperationLookup *op, const uint8 *digest, const char *dataset,
+				  const char *tenant, const char *operation_id, int64 *version)
+{
+	if (!op->found)
+	{
+		store_lock_dataset(op->dataset_id);
+		if (IsolationUsesXactSnapshot())
+		{
+			OperationLookup mine = *op;
+
+			store_recheck_operation(tenant, operation_id, InvalidSnapshot, &mine);
+			store_recheck_operation(tenant, operation_id, GetLatestSnapshot(), op);
+			if (mine.found != op->found || mine.max_version != op->max_version)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to a concurrent append to dataset \"%s\"",
+								dataset),
+						 errhint("Retry the transaction.")));
+		}
+		else
+			store_recheck_operation(tenant, operation_id, InvalidSnapshot, op);
+	}
+	if (op->found)
+	{
+		*version = operation_replay(op, digest, dataset, tenant, operation_id);
+		return false;
+	}
+	*version = op->max_version + 1;
+	return true;
+}

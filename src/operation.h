@@ -1,0 +1,26 @@
+/*
+ * operation.h — the idempotency protocol shared by lake.append and
+ * lake.commit_append: an operation (dataset, tenant, operation_id) makes
+ * at most one version, replays get it back, other content is LK001.
+ */
+#ifndef LAKE_OPERATION_H
+#define LAKE_OPERATION_H
+
+#include "store.h"
+
+/*
+ * Given an unlocked lookup of the operation (op->dataset_id set), decide:
+ * returns false with *version = the existing version for a replay (LK001
+ * if its digest differs), or true with *version = the next version number
+ * and the dataset's append lock held, when the caller must write it.
+ */
+extern bool operation_resolve(OperationLookup *op, const uint8 *digest,
+							  const char *dataset, const char *tenant,
+							  const char *operation_id, int64 *version);
+
+/* The answer to a replay: op->version, or LK001 if the digests differ. */
+extern int64 operation_replay(const OperationLookup *op, const uint8 *digest,
+							  const char *dataset, const char *tenant,
+							  const char *operation_id);
+
+#endif							/* LAKE_OPERATION_H */

@@ -1,0 +1,244 @@
+/*
+ * stage.c — staged (multi-part, resumable) appends (SPEC §3).
+ *
+ *   begin_append   opens a stage for an operation, or returns the open one;
+ *   append_chunk   uploads chunk n (idempotent for identical bytes, LK001
+ *                  for others), compressed on arrival;
+ *   commit_append  checks 0..n-1 are all there, streams them once through
+ *                  the decoder into an incremental SHA-256 (memory: one
+ *                  chunk), then follows the idempotency protocol and makes
+ *                  the stage's chunks the new version's — no copy;
+ *   abort_append   drops the stage and its chunks.
+ *
+ * Each call locks the stage row first, so a chunk, a commit and an abort
+ * of one stage never interleave. A commit is one transaction: a crash
+ * leaves either the stage as it was or the complete version. The version
+ * remembers its stage id (lake.version.blob), so a contender that finds
+ * the stage already committed and retired reconciles from the history.
+ */
+#include "lake.h"
+
+#include "access.h"
+#include "admission.h"
+#include "args.h"
+#include "digest.h"
+#include "operation.h"
+#include "store.h"
+
+PG_FUNCTION_INFO_V1(lake_begin_append);
+PG_FUNCTION_INFO_V1(lake_append_chunk);
+PG_FUNCTION_INFO_V1(lake_commit_append);
+PG_FUNCTION_INFO_V1(lake_abort_append);
+
+Datum
+lake_begin_append(PG_FUNCTION_ARGS)
+{
+	char	   *dataset;
+	char	   *tenant;
+	char	   *operation_id;
+	int64		stage;
+
+	lake_require_preload();
+	dataset = lake_arg_name(fcinfo, 0, "dataset");
+	tenant = lake_arg_name(fcinfo, 1, "tenant");
+	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
+	store_connect();
+	access_require_tenant(tenant);
+	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id);
+	store_finish();
+	PG_RETURN_INT64(stage);
+}
+
+static int64
+arg_stage(FunctionCallInfo fcinfo)
+{
+	int64		stage = lake_arg_int64(fcinfo, 0, "stage");
+
+	if (stage < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("stage must be a positive id, not " INT64_FORMAT, stage)));
+	return stage;
+}
+
+/*
+ * The stage is not open: committed (55000, naming the version), or never
+ * existed, aborted or expired (42704).
+ */
+static void
+stage_not_open(int64 stage)
+{
+	StageRow	row;
+	OperationLookup op;
+
+	if (store_stage_version(stage, &row, &op))
+	{
+		access_require_tenant(row.tenant);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",
+						stage, op.version, row.dataset)));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("stage " INT64_FORMAT " does not exist", stage),
+			 errhint("It was never begun, or it was aborted or expired (lake.stage_ttl).")));
+}
+
+static void
+lock_open_stage(int64 stage, StageRow *row)
+{
+	if (!store_lock_stage(stage, row))
+		stage_not_open(stage);
+	access_require_tenant(row->tenant);
+}
+
+Datum
+lake_append_chunk(PG_FUNCTION_ARGS)
+{
+	int64		stage;
+	int32		chunk_no;
+	bytea	   *data;
+	int64		len;
+	uint8		digest[LAKE_DIGEST_LEN];
+	uint8		existing[LAKE_DIGEST_LEN];
+	StageRow	row;
+	uint32		max_stream;
+
+	lake_require_preload();
+	stage = arg_stage(fcinfo);
+	chunk_no = lake_arg_int32(fcinfo, 1, "chunk_no");
+	if (chunk_no < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chunk_no must not be negative, not %d", chunk_no)));
+	data = lake_arg_bytea(fcinfo, 2, "data");
+	len = VARSIZE_ANY_EXHDR(data);
+
+	admission_reserve((uint64) len);
+	lake_sha256(VARDATA_ANY(data), len, digest);
+
+	store_connect();
+	lock_open_stage(stage, &row);
+	if (store_chunk_digest(stage, chunk_no, existing))
+	{
+		if (memcmp(existing, digest, LAKE_DIGEST_LEN) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
+					 errmsg("chunk %d of stage " INT64_FORMAT " was already sent with different content",
+							chunk_no, stage),
+					 errhint("Re-send the same bytes, or abort the stage and begin again.")));
+		store_finish();
+		PG_RETURN_VOID();		/* an identical re-send changes nothing */
+	}
+	max_stream = admission_max_stream_bytes();
+	if (store_stage_bytes(stage, chunk_no) + len > max_stream)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("stage " INT64_FORMAT " would exceed lake.max_stream_bytes (%u)",
+						stage, max_stream),
+				 errdetail("With chunk %d the stage would hold " INT64_FORMAT " bytes.",
+						   chunk_no, store_stage_bytes(stage, chunk_no) + len)));
+	store_put_chunk(stage, chunk_no, digest, VARDATA_ANY(data), len);
+	store_finish();
+	PG_RETURN_VOID();
+}
+
+static void
+digest_visit(const char *data, size_t len, void *arg)
+{
+	lake_digest_update((LakeDigest *) arg, data, len);
+}
+
+/* A retired stage: its version, if the caller's digest (if any) agrees. */
+static int64
+reconcile_retired(int64 stage, const uint8 *supplied)
+{
+	StageRow	row;
+	OperationLookup op;
+
+	if (!store_stage_version(stage, &row, &op))
+		stage_not_open(stage);
+	access_require_tenant(row.tenant);
+	if (supplied == NULL)
+		return op.version;
+	return operation_replay(&op, supplied, row.dataset, row.tenant, row.operation_id);
+}
+
+Datum
+lake_commit_append(PG_FUNCTION_ARGS)
+{
+	int64		stage;
+	const uint8 *supplied;
+	StageRow	row;
+	StageSummary sum;
+	OperationLookup op;
+	LakeDigest *ctx;
+	uint8		digest[LAKE_DIGEST_LEN];
+	const char *why;
+	int64		version;
+
+	lake_require_preload();
+	stage = arg_stage(fcinfo);
+	supplied = lake_arg_digest(fcinfo, 1);
+
+	/* A slot now; the streaming buffer's bytes once the chunks are known. */
+	admission_reserve(0);
+	store_connect();
+	if (!store_lock_stage(stage, &row))
+	{
+		version = reconcile_retired(stage, supplied);
+		store_finish();
+		PG_RETURN_INT64(version);
+	}
+	access_require_tenant(row.tenant);
+
+	store_stage_summary(stage, &sum);
+	if (sum.nchunks == 0 || sum.nchunks != sum.last_chunk_no + 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("stage " INT64_FORMAT " is missing chunk " INT64_FORMAT,
+						stage, sum.nchunks == 0 ? 0 : store_first_missing_chunk(stage)),
+				 errdetail("A commit needs chunks 0 to n-1 with no holes; " INT64_FORMAT " chunks were uploaded.",
+						   sum.nchunks)));
+	if (sum.bytes > admission_max_stream_bytes())
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("stage " INT64_FORMAT " holds " INT64_FORMAT " bytes, more than lake.max_stream_bytes (%u)",
+						stage, sum.bytes, admission_max_stream_bytes())));
+	admission_reserve((uint64) sum.largest_chunk);
+
+	ctx = lake_digest_begin();
+	why = store_visit_chunks(stage, 0, sum.nchunks, sum.bytes, digest_visit, ctx);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("stage " INT64_FORMAT " cannot be committed: its chunks are damaged", stage),
+				 errdetail("%s", why)));
+	lake_digest_end(ctx, digest);
+	lake_check_digest(supplied, digest);
+
+	op.dataset_id = row.dataset_id;
+	store_recheck_operation(row.tenant, row.operation_id, InvalidSnapshot, &op);
+	if (operation_resolve(&op, digest, row.dataset, row.tenant, row.operation_id, &version))
+		store_adopt_stage(&row, version, digest, &sum);
+	else
+		store_drop_stage(stage, true);	/* a replay: its chunks are redundant */
+	store_finish();
+	PG_RETURN_INT64(version);
+}
+
+Datum
+lake_abort_append(PG_FUNCTION_ARGS)
+{
+	int64		stage;
+	StageRow	row;
+
+	lake_require_preload();
+	stage = arg_stage(fcinfo);
+	store_connect();
+	lock_open_stage(stage, &row);
+	store_drop_stage(stage, true);
+	store_finish();
+	PG_RETURN_VOID();
+}

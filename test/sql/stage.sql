@@ -1,0 +1,160 @@
+-- Staged (multi-part, resumable) appends (SPEC §3).
+SELECT lake.create_dataset('uploads');
+
+SELECT lake.begin_append('uploads', 'acme', 'big-1') AS stage \gset
+-- Resumable: beginning the same operation again returns the open stage.
+SELECT lake.begin_append('uploads', 'acme', 'big-1') = :stage AS same_stage;
+
+-- Chunks may arrive in any order; an identical re-send is a no-op.
+SELECT lake.append_chunk(:stage, 1, '\x0202'::bytea);
+SELECT lake.append_chunk(:stage, 0, '\x0101'::bytea);
+SELECT lake.append_chunk(:stage, 1, '\x0202'::bytea);
+-- The same chunk with other bytes: LK001, the first bytes stay.
+SELECT t.err(format('SELECT lake.append_chunk(%s, 1, %L::bytea)', :stage, '\x0303'));
+
+-- Holes are refused, naming the first missing chunk (22023).
+SELECT lake.append_chunk(:stage, 3, '\x04'::bytea);
+SELECT t.err(format('SELECT lake.commit_append(%s)', :stage));
+SELECT lake.append_chunk(:stage, 2, '\x03'::bytea);
+
+-- The digest is checked over the concatenation: 22000 / 22023, stage kept.
+SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :stage, sha256('\x00')));
+SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :stage, '\x0011'));
+SELECT count(*) AS open_stages FROM lake.stage WHERE id = :stage;
+
+SELECT lake.commit_append(:stage, sha256('\x010102020304'::bytea)) AS version;
+SELECT lake.read('uploads', 1);
+SELECT version, operation_id, bytes, digest = sha256('\x010102020304'::bytea) AS digest_ok
+FROM lake.versions('uploads');
+-- The stage is retired; its chunks now belong to the version.
+SELECT count(*) AS open_stages FROM lake.stage WHERE id = :stage;
+
+-- A second commit of the committed stage returns the same version ...
+SELECT lake.commit_append(:stage) AS version;
+SELECT lake.commit_append(:stage, sha256('\x010102020304'::bytea)) AS version;
+-- ... unless its digest says other content: LK001.
+SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :stage, sha256('\x00')));
+-- Chunks and aborts for a committed stage: 55000 naming the version.
+SELECT t.err(format('SELECT lake.append_chunk(%s, 4, %L::bytea)', :stage, '\x05'));
+SELECT t.err(format('SELECT lake.abort_append(%s)', :stage));
+
+-- Beginning a committed operation again opens a new stage; committing the
+-- same content there reconciles with the history ...
+SELECT lake.begin_append('uploads', 'acme', 'big-1') AS again \gset
+SELECT :again <> :stage AS new_stage;
+SELECT lake.append_chunk(:again, 0, '\x010102020304'::bytea);
+SELECT lake.commit_append(:again) AS version;
+SELECT count(*) AS versions FROM lake.versions('uploads');
+-- ... and other content is LK001, leaving the stage open to be aborted.
+SELECT lake.begin_append('uploads', 'acme', 'big-1') AS again \gset
+SELECT lake.append_chunk(:again, 0, '\xff'::bytea);
+SELECT t.err(format('SELECT lake.commit_append(%s)', :again));
+SELECT lake.abort_append(:again);
+SELECT count(*) AS versions FROM lake.versions('uploads');
+
+-- A single-shot append and a staged one of the same operation converge.
+SELECT lake.append('uploads', 'acme', 'mixed', '\xabcd'::bytea) AS version;
+SELECT lake.begin_append('uploads', 'acme', 'mixed') AS mixed \gset
+SELECT lake.append_chunk(:mixed, 0, '\xab'::bytea), lake.append_chunk(:mixed, 1, '\xcd'::bytea);
+SELECT lake.commit_append(:mixed) AS version;
+
+-- Abort drops the stage and its chunks; the stage is then unknown (42704).
+SELECT lake.begin_append('uploads', 'acme', 'dropped') AS dropped \gset
+SELECT lake.append_chunk(:dropped, 0, '\x01'::bytea);
+SELECT lake.abort_append(:dropped);
+SELECT count(*) AS leftover_chunks FROM lake.chunk WHERE blob = :dropped;
+SELECT t.err(format('SELECT lake.append_chunk(%s, 1, %L::bytea)', :dropped, '\x02'));
+SELECT t.err(format('SELECT lake.commit_append(%s)', :dropped));
+SELECT t.err(format('SELECT lake.abort_append(%s)', :dropped));
+SELECT count(*) AS dropped_versions FROM lake.versions('uploads') WHERE operation_id = 'dropped';
+
+-- A stage of zero chunks cannot be committed: chunk 0 is missing.
+SELECT lake.begin_append('uploads', 'acme', 'empty-stage') AS empty \gset
+SELECT t.err(format('SELECT lake.commit_append(%s)', :empty));
+-- An empty chunk is a valid chunk: an empty payload.
+SELECT lake.append_chunk(:empty, 0, ''::bytea);
+SELECT lake.commit_append(:empty) AS version;
+SELECT lake.read_operation('uploads', 'acme', 'empty-stage') = ''::bytea AS empty_payload;
+
+-- Bad input: NULLs (22004), bad ids and chunk numbers (22023), unknown
+-- stages and datasets (42704).
+SELECT t.err($$SELECT lake.begin_append(NULL, 'acme', 'x')$$);
+SELECT t.err($$SELECT lake.begin_append('uploads', NULL, 'x')$$);
+SELECT t.err($$SELECT lake.begin_append('uploads', 'acme', NULL)$$);
+SELECT t.err($$SELECT lake.begin_append('uploads', 'acme', '')$$);
+SELECT t.err($$SELECT lake.begin_append('nope', 'acme', 'x')$$);
+SELECT t.err(format('SELECT lake.begin_append(%L, %L, %L)', 'uploads', 'acme', repeat('x', 10240)));
+SELECT lake.begin_append('uploads', 'acme', 'bad-input') AS bad \gset
+SELECT t.err($$SELECT lake.append_chunk(NULL, 0, '\x00'::bytea)$$);
+SELECT t.err(format('SELECT lake.append_chunk(%s, NULL, %L::bytea)', :bad, '\x00'));
+SELECT t.err(format('SELECT lake.append_chunk(%s, 0, NULL)', :bad));
+SELECT t.err(format('SELECT lake.append_chunk(%s, -1, %L::bytea)', :bad, '\x00'));
+SELECT t.err(format('SELECT lake.append_chunk(%s, -2147483648, %L::bytea)', :bad, '\x00'));
+SELECT t.err($$SELECT lake.append_chunk(0, 0, '\x00'::bytea)$$);
+SELECT t.err($$SELECT lake.append_chunk(-5, 0, '\x00'::bytea)$$);
+SELECT t.err($$SELECT lake.append_chunk(999999999, 0, '\x00'::bytea)$$);
+SELECT t.err($$SELECT lake.commit_append(NULL)$$);
+SELECT t.err($$SELECT lake.commit_append(999999999)$$);
+SELECT t.err($$SELECT lake.abort_append(NULL)$$);
+SELECT t.err($$SELECT lake.abort_append(999999999)$$);
+-- A huge chunk number is accepted; the commit then names the hole.
+SELECT lake.append_chunk(:bad, 0, '\x00'::bytea);
+SELECT lake.append_chunk(:bad, 2147483647, '\x00'::bytea);
+SELECT t.err(format('SELECT lake.commit_append(%s)', :bad));
+SELECT lake.abort_append(:bad);
+
+-- The stage's total may not exceed lake.max_stream_bytes (3MB here): 54000,
+-- and the refused chunk is not stored.
+SELECT lake.begin_append('uploads', 'acme', 'too-big') AS big \gset
+SELECT lake.append_chunk(:big, 0, decode(repeat('00', 2 * 1024 * 1024), 'hex'));
+SELECT t.err(format('SELECT lake.append_chunk(%s, 1, decode(repeat(%L, 1024 * 1024 + 1), %L))', :big, '00', 'hex'));
+SELECT count(*) AS chunks FROM lake.chunk WHERE blob = :big;
+-- A re-sent chunk 0 is not counted twice toward the limit.
+SELECT lake.append_chunk(:big, 0, decode(repeat('00', 2 * 1024 * 1024), 'hex'));
+SELECT lake.append_chunk(:big, 1, decode(repeat('00', 1024 * 1024), 'hex'));
+SELECT lake.commit_append(:big) AS version;
+SELECT bytes, stored_bytes < 1000 AS compressed FROM lake.versions('uploads') WHERE operation_id = 'too-big';
+SELECT length(lake.read_operation('uploads', 'acme', 'too-big')) AS bytes;
+
+-- A multi-chunk staged payload reads back exactly.
+SELECT lake.begin_append('uploads', 'acme', 'json') AS js \gset
+SELECT lake.append_chunk(:js, i - 1,
+         convert_to(string_agg(format('{"part": %s, "row": %s}', i, j), E'\n'), 'UTF8'))
+FROM generate_series(1, 3) i, generate_series(1, 5000) j GROUP BY i ORDER BY i;
+SELECT lake.commit_append(:js) AS version;
+SELECT lake.read_operation('uploads', 'acme', 'json') =
+       (SELECT string_agg(part, ''::bytea ORDER BY i) FROM (
+          SELECT i, convert_to(string_agg(format('{"part": %s, "row": %s}', i, j), E'\n'), 'UTF8') AS part
+          FROM generate_series(1, 3) i, generate_series(1, 5000) j GROUP BY i) parts) AS reads_back;
+SELECT v.version AS jsv, v.blob AS jsblob, v.nchunks, v.data IS NULL AS all_chunks_outside
+FROM lake.version v JOIN lake.dataset d ON d.id = v.dataset_id
+WHERE d.name = 'uploads' AND v.operation_id = 'json' \gset
+\echo :nchunks :all_chunks_outside
+
+-- Admission: chunks reserve their size; a commit reserves its largest chunk.
+BEGIN;
+SELECT lake.begin_append('uploads', 'acme', 'permit') AS p \gset
+SELECT lake.append_chunk(:p, 0, decode(repeat('00', 4000), 'hex'));
+SELECT lake.append_chunk(:p, 1, decode(repeat('00', 6000), 'hex'));
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+SELECT lake.commit_append(:p) AS version;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+COMMIT;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+
+-- A stage whose stored chunk was damaged cannot be committed (XX001).
+SELECT lake.begin_append('uploads', 'acme', 'damaged') AS dmg \gset
+SELECT lake.append_chunk(:dmg, 0, convert_to(repeat('compressible ', 100), 'UTF8'));
+UPDATE lake.chunk SET data = overlay(data placing '\xffffffff'::bytea from 2) WHERE blob = :dmg;
+SELECT t.err(format('SELECT lake.commit_append(%s)', :dmg));
+SELECT lake.abort_append(:dmg);
+
+-- A staged version with a chunk gone fails closed (LK005).
+CREATE TEMP TABLE saved0 AS SELECT * FROM lake.chunk WHERE blob = :jsblob AND chunk_no = 0;
+DELETE FROM lake.chunk WHERE blob = :jsblob AND chunk_no = 0;
+SELECT t.err(format('SELECT lake.read(%L, %s)', 'uploads', :jsv));
+INSERT INTO lake.chunk SELECT * FROM saved0;
+SELECT length(lake.read('uploads', :jsv)) > 0 AS repaired;
+
+SELECT version, operation_id, bytes FROM lake.versions('uploads');
+SELECT count(*) AS open_stages FROM lake.stage;

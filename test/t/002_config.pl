@@ -1,0 +1,197 @@
+# Configuration (SPEC §2, §0): the byte-pair rule at start and at reload,
+# per-parameter validation at start, and a library that was not preloaded.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $node = lake_node(
+	'config',
+	conf => "restart_after_crash = on\n"
+	  . "lake.max_stream_bytes = 2MB\n"
+	  . "lake.max_buffered_bytes = 1MB");
+
+# Offset of the end of the node's log, for reading only what comes next.
+sub log_end { my $f = $_[0]->logfile; return -e $f ? -s $f : 0; }
+
+# The (stream, buffered) pair in force, as lake.admission() shows it.
+sub pair
+{
+	return $node->safe_psql('postgres',
+		'SELECT max_stream_bytes, max_buffered_bytes FROM lake.admission()');
+}
+
+# Append a payload of $n bytes under a new operation id; the SQLSTATE it
+# fails with, or '' when it succeeds.
+my $op = 0;
+sub append_bytes
+{
+	my ($n) = @_;
+	$op++;
+	my ($state) = sql_error($node,
+		"SELECT lake.append('ds', 't', 'cfg-$op', decode(repeat('ab', $n), 'hex'))");
+	return $state;
+}
+
+my $MB = 1024 * 1024;
+
+# --- max_buffered_bytes < max_stream_bytes refuses start -----------------
+my $off = log_end($node);
+ok(!$node->start(fail_ok => 1),
+	'server refuses to start with max_buffered_bytes (1MB) < max_stream_bytes (2MB)');
+like(
+	slurp_file($node->logfile, $off),
+	qr/(?:FATAL|ERROR):[^\n]*lake\.max_buffered_bytes[^\n]*1048576[^\n]*lake\.max_stream_bytes[^\n]*2097152/,
+	'the refusal names both parameters and both values');
+
+# --- a valid pair starts ---------------------------------------------------
+$node->append_conf('postgresql.conf',
+	"lake.max_stream_bytes = 1MB\nlake.max_buffered_bytes = 4MB");
+ok($node->start(fail_ok => 1), 'server starts with a valid pair (1MB, 4MB)');
+$node->safe_psql('postgres',
+	"CREATE EXTENSION lake; SELECT lake.create_dataset('ds');");
+is(pair(), "$MB|" . 4 * $MB, 'lake.admission() shows the pair from postgresql.conf');
+is(append_bytes(1.5 * $MB), '54000', 'a 1.5MB append exceeds max_stream_bytes = 1MB');
+is(append_bytes(1000), '', 'a small append is admitted');
+
+# --- a reload with a bad pair keeps the old pair ---------------------------
+$node->append_conf('postgresql.conf',
+	"lake.max_stream_bytes = 8MB\nlake.max_buffered_bytes = 2MB");
+$off = log_end($node);
+$node->reload;
+ok( eval {
+		$node->wait_for_log(
+			qr/WARNING:[^\n]*lake\.max_buffered_bytes[^\n]*2097152[^\n]*lake\.max_stream_bytes[^\n]*8388608/,
+			$off);
+		1;
+	},
+	'a reload with max_buffered_bytes (2MB) < max_stream_bytes (8MB) logs a WARNING naming both values'
+);
+like(
+	slurp_file($node->logfile, $off),
+	qr/WARNING:[^\n]*keeping[^\n]*(?:4194304[^\n]*1048576|1048576[^\n]*4194304)/,
+	'the WARNING says which pair stays in force');
+is(pair(), "$MB|" . 4 * $MB, 'after the bad reload the old pair (1MB, 4MB) is still in force');
+is(append_bytes(1.5 * $MB), '54000',
+	'the old stream limit is still enforced (1.5MB refused although the file says 8MB)');
+
+# --- a later good reload takes effect --------------------------------------
+$node->append_conf('postgresql.conf',
+	"lake.max_stream_bytes = 2MB\nlake.max_buffered_bytes = 8MB");
+$node->reload;
+ok( $node->poll_query_until(
+		'postgres',
+		'SELECT max_stream_bytes, max_buffered_bytes FROM lake.admission()',
+		2 * $MB . '|' . 8 * $MB),
+	'a later good reload (2MB, 8MB) takes effect');
+is(append_bytes(1.5 * $MB), '', 'a 1.5MB append is now admitted');
+is(append_bytes(3 * $MB), '54000', 'a 3MB append exceeds the new max_stream_bytes = 2MB');
+
+# --- a crash restart keeps the last valid pair, not the start pair ---------
+# After a bad reload, the pair in force is the last valid one (2MB, 8MB).
+# A crash restart re-creates shared memory; it must not fall back to the
+# pair the server started with (1MB, 4MB).
+$node->append_conf('postgresql.conf',
+	"lake.max_stream_bytes = 16MB\nlake.max_buffered_bytes = 8MB");
+$off = log_end($node);
+$node->reload;
+ok( eval {
+		$node->wait_for_log(
+			qr/WARNING:[^\n]*lake\.max_buffered_bytes[^\n]*8388608[^\n]*lake\.max_stream_bytes[^\n]*16777216/,
+			$off);
+		1;
+	},
+	'a second bad reload (16MB, 8MB) is refused with a WARNING');
+is(pair(), 2 * $MB . '|' . 8 * $MB, 'the last valid pair (2MB, 8MB) stays in force');
+
+my $victim = $node->background_psql('postgres', on_error_stop => 0);
+my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+$off = log_end($node);
+kill 'KILL', $victim_pid;
+ok( eval {
+		$node->wait_for_log(
+			qr/\(PID $victim_pid\) was terminated by signal 9.*database system is ready to accept connections.*WARNING:[^\n]*lake\.max_buffered_bytes/s,
+			$off);
+		1;
+	},
+	'crash restart after SIGKILL of a backend; the new worker refuses the bad pair again'
+);
+$victim->quit;
+$node->poll_query_until('postgres', 'SELECT true');
+TODO:
+{
+	local $TODO = 'a crash restart falls back to the start pair (admission.c start_limits)';
+	is(pair(), 2 * $MB . '|' . 8 * $MB,
+		'after the crash restart the last valid pair (2MB, 8MB) is still in force');
+}
+
+# --- zero, negative, non-integer, out-of-range values refuse start ---------
+# Back to the defaults first, so that only the one bad value is wrong.
+$node->append_conf('postgresql.conf',
+	"lake.max_stream_bytes = 64MB\nlake.max_buffered_bytes = 256MB");
+$node->stop;
+
+my @bad = (
+	[ 'lake.max_concurrent_appends', '0', '8' ],
+	[ 'lake.max_concurrent_appends', "'eight'", '8' ],
+	[ 'lake.admission_queue_wait', "'-5ms'", '100ms' ],
+	[ 'lake.max_stream_bytes', '0', '64MB' ],
+	[ 'lake.max_stream_bytes', "'4GB'", '64MB' ],
+	[ 'lake.max_buffered_bytes', '-1', '256MB' ],
+	[ 'lake.compression_level', '20', '3' ],
+);
+foreach my $case (@bad)
+{
+	my ($name, $value, $good) = @$case;
+
+	$node->append_conf('postgresql.conf', "$name = $value");
+	$off = log_end($node);
+	my $started = $node->start(fail_ok => 1);
+	TODO:
+	{
+		local $TODO =
+		  'a bad lake.* value in postgresql.conf is only a WARNING at start (custom GUC placeholders)';
+		ok(!$started, "server refuses to start with $name = $value");
+	}
+	like(slurp_file($node->logfile, $off), qr/"\Q$name\E"/,
+		"the log names $name");
+	if ($started)
+	{
+		isnt($node->safe_psql('postgres', "SHOW $name"),
+			$value =~ s/'//gr, "$name = $value is not in force");
+		$node->stop;
+	}
+	$node->append_conf('postgresql.conf', "$name = $good");
+}
+ok($node->start(fail_ok => 1), 'server starts again once every value is valid');
+$node->stop;
+
+# --- without shared_preload_libraries: 55000, never a crash ----------------
+my $plain = lake_node('nopreload', preload => 0);
+$plain->start;
+$plain->safe_psql('postgres', 'CREATE EXTENSION lake');
+my $plain_pm = $plain->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
+$off = log_end($plain);
+foreach my $sql (
+	'SELECT * FROM lake.admission()',
+	'SELECT * FROM lake.stats()',
+	"SELECT lake.create_dataset('ds')",
+	"SELECT lake.append('ds', 't', 'op', '\\x01'::bytea)",
+	"SELECT lake.read('ds', 1)",
+	"SELECT * FROM lake.versions('ds')")
+{
+	my ($state, $msg) = sql_error($plain, $sql);
+	is($state, '55000', "without preload: $sql fails with 55000");
+	like($msg, qr/shared_preload_libraries/, "without preload: $sql says to preload");
+}
+is($plain->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
+is($plain->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'),
+	$plain_pm, 'and did not restart');
+unlike(slurp_file($plain->logfile, $off), qr/terminated by signal|PANIC/,
+	'no backend crashed');
+$plain->stop;
+
+done_testing();

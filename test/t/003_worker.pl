@@ -1,0 +1,197 @@
+# The lake background worker (SPEC §6): visible in pg_stat_activity,
+# waits (and says so once) until the extension exists, serves once it does,
+# leaves quickly on SIGTERM and comes back, comes back after a crash
+# restart, reloads on SIGHUP, and runs only on a primary: not on a
+# streaming standby, and from the moment the standby is promoted.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes;
+use LakeTAP;
+
+my $node = lake_node('worker', conf => 'restart_after_crash = on');
+
+# The log file may hold earlier runs: read only what this run writes.
+my $log0 = -e $node->logfile ? -s $node->logfile : 0;
+sub this_log { return slurp_file($node->logfile, $log0); }
+$node->start;
+
+# Before CREATE EXTENSION there is no lake.stats() in database postgres. A
+# probe database gets a function bound to the same C entry point: it reads
+# the same shared memory, and installs nothing in the served database.
+$node->safe_psql('postgres', 'CREATE DATABASE probe');
+$node->safe_psql(
+	'probe', q{
+CREATE FUNCTION worker_stats(
+    OUT database text, OUT worker_pid int, OUT worker_state text,
+    OUT worker_started_at timestamptz, OUT worker_starts bigint,
+    OUT config_reloads bigint)
+    AS 'lake', 'lake_stats' LANGUAGE C;
+});
+
+sub probe
+{
+	my ($cols) = @_;
+	return $node->safe_psql('probe', "SELECT $cols FROM worker_stats()");
+}
+
+sub waiting_lines
+{
+	my @n = this_log() =~
+	  /LOG:\s+lake worker waiting: extension "lake" is not installed in database "postgres"/g;
+	return scalar @n;
+}
+
+# --- before the extension exists: connected, waiting, said so once --------
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'lake worker' AND datname = 'postgres'",
+		'1'),
+	'one lake worker in pg_stat_activity, connected to lake.database (postgres)');
+ok( eval {
+		$node->wait_for_log(
+			qr/LOG:\s+lake worker waiting: extension "lake" is not installed in database "postgres"/,
+			$log0);
+		1;
+	},
+	'the worker logs that it waits for the extension');
+my $pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'lake worker'");
+is(probe('worker_pid, worker_state, database'),
+	"$pid|waiting for extension|postgres",
+	'lake.stats() shows the worker waiting for the extension');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid"),
+	'the waiting worker sleeps on its latch');
+
+# Each SIGHUP wakes the worker for one more pass of its loop; after three
+# passes it still has said "waiting" only once.
+my $reloads = probe('config_reloads');
+for my $i (1 .. 3)
+{
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	$node->poll_query_until('probe',
+		'SELECT config_reloads FROM worker_stats()', $reloads + $i)
+	  or die "the worker did not process reload $i";
+}
+is(waiting_lines(), 1, 'after three more passes the worker has logged "waiting" once');
+is(probe('worker_pid, worker_state'), "$pid|waiting for extension",
+	'the same worker is still waiting');
+
+# --- CREATE EXTENSION: the worker starts serving ---------------------------
+$node->safe_psql('postgres', 'CREATE EXTENSION lake');
+ok($node->poll_query_until('postgres', 'SELECT worker_state FROM lake.stats()', 'serving'),
+	'after CREATE EXTENSION the worker is serving');
+is($node->safe_psql('postgres', 'SELECT worker_pid, database, worker_starts FROM lake.stats()'),
+	"$pid|postgres|1", 'the same worker, first start, serving postgres');
+like(this_log(), qr/LOG:\s+lake worker serving database "postgres"/,
+	'the worker logs that it serves postgres');
+
+# --- SIGHUP: config_reloads counts reloads ---------------------------------
+$reloads = $node->safe_psql('postgres', 'SELECT config_reloads FROM lake.stats()');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok( $node->poll_query_until('postgres',
+		'SELECT config_reloads FROM lake.stats()', $reloads + 1),
+	'SIGHUP (pg_reload_conf) increments lake.stats().config_reloads by one');
+
+# The new worker after $old is gone: serving, another pid, in
+# pg_stat_activity. Returns its pid.
+sub new_worker
+{
+	my ($what, $old) = @_;
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT s.worker_state = 'serving' AND s.worker_pid <> $old AND a.pid IS NOT NULL "
+			  . "FROM lake.stats() s LEFT JOIN pg_stat_activity a "
+			  . "  ON a.pid = s.worker_pid AND a.backend_type = 'lake worker'"),
+		"$what: a new worker (not $old) serves and shows in pg_stat_activity");
+	return $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+}
+
+# --- SIGTERM: the worker leaves within a second and comes back --------------
+{
+	my $starts = $node->safe_psql('postgres', 'SELECT worker_starts FROM lake.stats()');
+	my $off = -s $node->logfile;
+	my $t0 = Time::HiRes::time();
+	kill 'TERM', $pid;
+	my $gone = wait_until(30, sub { !kill(0, $pid) });
+	ok(defined $gone, 'SIGTERM: the worker process exits');
+	diag(sprintf('SIGTERM: worker gone after %.3f s', $gone)) if defined $gone;
+	cmp_ok($gone // 99, '<', 1.0, 'SIGTERM: the worker exits within a second');
+	my $new = new_worker('SIGTERM', $pid);
+	my $back = Time::HiRes::time() - $t0;
+	diag(sprintf('SIGTERM: new worker serving after %.3f s', $back));
+	cmp_ok($back, '<', 10, 'SIGTERM: the new worker is back within a few seconds');
+	is($node->safe_psql('postgres', 'SELECT worker_starts FROM lake.stats()'),
+		$starts + 1, 'SIGTERM: worker_starts counts the new lifetime');
+	like(
+		slurp_file($node->logfile, $off),
+		qr/background worker "lake worker" \(PID $pid\) exited with exit code 1/,
+		'SIGTERM: the worker exits with code 1, so the postmaster restarts it');
+	$pid = $new;
+}
+
+# --- SIGKILL: crash restart, and the worker comes back --------------------
+{
+	my $off = -s $node->logfile;
+	kill 'KILL', $pid;
+	ok( eval {
+			$node->wait_for_log(
+				qr/background worker "lake worker" \(PID $pid\) was terminated by signal 9.*all server processes terminated; reinitializing.*database system is ready to accept connections/s,
+				$off);
+			1;
+		},
+		'SIGKILL: the postmaster crash-restarts the server');
+	$node->poll_query_until('postgres', 'SELECT true');
+	$pid = new_worker('SIGKILL', $pid);
+}
+
+# --- DROP EXTENSION: the worker goes back to waiting ------------------------
+$node->safe_psql('postgres', 'DROP EXTENSION lake');
+ok($node->poll_query_until('probe', 'SELECT worker_state FROM worker_stats()',
+		'waiting for extension'),
+	'after DROP EXTENSION the worker waits again');
+is(probe('worker_pid'), $pid, 'the same worker waits');
+$node->stop;
+
+# --- a streaming standby runs no worker; promotion starts one ----------------
+my $primary = lake_node('primary', init => { allows_streaming => 1 });
+$primary->start;
+$primary->safe_psql('postgres',
+	"CREATE EXTENSION lake; SELECT lake.create_dataset('ds'); SELECT lake.append('ds', 't', 'op-1', '\\x01'::bytea);");
+ok($primary->poll_query_until('postgres', 'SELECT worker_state FROM lake.stats()', 'serving'),
+	'the primary runs a serving worker');
+$primary->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'b', has_streaming => 1);
+$standby->start;
+$primary->safe_psql('postgres', "SELECT lake.append('ds', 't', 'op-2', '\\x02'::bytea)");
+$primary->wait_for_catchup($standby);
+
+is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'the standby is in recovery');
+is($standby->safe_psql('postgres', "SELECT count(*) FROM lake.versions('ds')"),
+	'2', 'the standby has replayed both versions');
+is( $standby->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'lake worker'"),
+	'0', 'no lake worker runs on the standby');
+is( $standby->safe_psql('postgres',
+		"SELECT worker_pid IS NULL, worker_state, worker_starts FROM lake.stats()"),
+	't|stopped|0', 'lake.stats() on the standby: no worker ever started');
+
+$standby->promote;
+ok( $standby->poll_query_until(
+		'postgres',
+		"SELECT NOT pg_is_in_recovery() AND s.worker_state = 'serving' AND a.datname = 'postgres' "
+		  . "FROM lake.stats() s JOIN pg_stat_activity a "
+		  . "  ON a.pid = s.worker_pid AND a.backend_type = 'lake worker'"),
+	'after promotion a lake worker serves postgres on the new primary');
+is($standby->safe_psql('postgres', 'SELECT worker_starts FROM lake.stats()'),
+	'1', 'one worker start on the promoted standby');
+is($standby->safe_psql('postgres', "SELECT lake.append('ds', 't', 'op-3', '\\x03'::bytea)"),
+	'3', 'the promoted standby accepts appends');
+
+done_testing();
