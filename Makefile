@@ -37,7 +37,7 @@ check-isolation:
 	test/run-isolation $(PGXS_DIR)../../src/test/isolation/pg_isolation_regress $(BINDIR)
 
 check-tap:
-	rm -rf tmp_check/tap tmp_check/t_* && mkdir -p tmp_check
+	rm -rf tmp_check/tap tmp_check/t_* tmp_check/log && mkdir -p tmp_check
 	PATH="$(BINDIR):$$PATH" PG_REGRESS=$(PGXS_DIR)../../src/test/regress/pg_regress \
 	  TESTDIR=$(CURDIR) PG_TEST_EXTRA="$(PG_TEST_EXTRA)" \
 	  prove -I $(PGXS_DIR)../../src/test/perl -I test/t $(PROVE_FLAGS) test/t/*.pl

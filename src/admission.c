@@ -79,6 +79,15 @@ admission_shmem_startup(void)
 	adm = ShmemInitStruct("lake admission", sizeof(AdmissionShared), &found);
 	if (!found)
 	{
+		/*
+		 * At a crash restart the configuration may hold a pair a reload
+		 * refused; the pair validated at server start is then used.
+		 */
+		if (!lake_guc_byte_pair_valid())
+			ereport(WARNING,
+					(errmsg("lake.max_buffered_bytes (%d) is less than lake.max_stream_bytes (%d); using the pair in force at server start (lake.max_stream_bytes = %u, lake.max_buffered_bytes = %u)",
+							lake_max_buffered_bytes, lake_max_stream_bytes,
+							HIGH32(start_limits), LOW32(start_limits))));
 		pg_atomic_init_u64(&adm->usage, 0);
 		pg_atomic_init_u64(&adm->limits,
 						   lake_guc_byte_pair_valid() ? pack_limits() : start_limits);
@@ -114,9 +123,9 @@ admission_publish_limits(void)
 	}
 	ereport(WARNING,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("lake.max_buffered_bytes (%d) is less than lake.max_stream_bytes (%d); keeping %u and %u",
+			 errmsg("lake.max_buffered_bytes (%d) is less than lake.max_stream_bytes (%d); keeping lake.max_stream_bytes = %u and lake.max_buffered_bytes = %u",
 					lake_max_buffered_bytes, lake_max_stream_bytes,
-					LOW32(old), HIGH32(old)),
+					HIGH32(old), LOW32(old)),
 			 errhint("Set lake.max_buffered_bytes to at least lake.max_stream_bytes and reload.")));
 }
 

@@ -12,6 +12,7 @@
 #include <limits.h>
 
 #include "guc.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 char	   *lake_database = NULL;
@@ -21,6 +22,27 @@ int			lake_max_stream_bytes = 64 * 1024 * 1024;
 int			lake_max_buffered_bytes = 256 * 1024 * 1024;
 int			lake_compression_level = 3;
 int			lake_stage_ttl_s = 3600;
+
+/*
+ * Define an integer parameter and, at server start, refuse a configured
+ * value that PostgreSQL rejected: for a parameter defined by a preloaded
+ * library it only warns and keeps the default, which would silently run
+ * lake with a setting nobody chose. Re-applying the configured text raises
+ * the GUC's own error, and in the postmaster that stops the start.
+ */
+static void
+define_int(const char *name, const char *desc, const char *detail, int *var,
+		   int boot, int min, int max, GucContext context, int flags)
+{
+	const char *raw = GetConfigOption(name, true, false);
+	char	   *configured = raw ? pstrdup(raw) : NULL;
+
+	DefineCustomIntVariable(name, desc, detail, var, boot, min, max, context,
+							flags, NULL, NULL, NULL);
+	if (configured != NULL && process_shared_preload_libraries_in_progress)
+		(void) set_config_option(name, configured, PGC_POSTMASTER, PGC_S_FILE,
+								 GUC_ACTION_SET, true, ERROR, false);
+}
 
 bool
 lake_guc_byte_pair_valid(void)
@@ -40,59 +62,53 @@ lake_guc_init(void)
 							   0,
 							   NULL, NULL, NULL);
 
-	DefineCustomIntVariable("lake.max_concurrent_appends",
-							"Most appends admitted at once.",
-							NULL,
-							&lake_max_concurrent_appends,
-							8, 1, 65535,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
+	define_int("lake.max_concurrent_appends",
+			   "Most appends admitted at once.",
+			   NULL,
+			   &lake_max_concurrent_appends,
+			   8, 1, 65535,
+			   PGC_SIGHUP,
+			   0);
 
-	DefineCustomIntVariable("lake.admission_queue_wait",
-							"How long an append waits for admission before it is refused.",
-							NULL,
-							&lake_admission_queue_wait_ms,
-							100, 1, INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
+	define_int("lake.admission_queue_wait",
+			   "How long an append waits for admission before it is refused.",
+			   NULL,
+			   &lake_admission_queue_wait_ms,
+			   100, 1, INT_MAX,
+			   PGC_SIGHUP,
+			   GUC_UNIT_MS);
 
-	DefineCustomIntVariable("lake.max_stream_bytes",
-							"Largest payload one append stream may carry.",
-							NULL,
-							&lake_max_stream_bytes,
-							64 * 1024 * 1024, 1, INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_BYTE,
-							NULL, NULL, NULL);
+	define_int("lake.max_stream_bytes",
+			   "Largest payload one append stream may carry.",
+			   NULL,
+			   &lake_max_stream_bytes,
+			   64 * 1024 * 1024, 1, INT_MAX,
+			   PGC_SIGHUP,
+			   GUC_UNIT_BYTE);
 
-	DefineCustomIntVariable("lake.max_buffered_bytes",
-							"Most payload bytes all admitted appends may reserve together.",
-							"Must be at least lake.max_stream_bytes.",
-							&lake_max_buffered_bytes,
-							256 * 1024 * 1024, 1, INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_BYTE,
-							NULL, NULL, NULL);
+	define_int("lake.max_buffered_bytes",
+			   "Most payload bytes all admitted appends may reserve together.",
+			   "Must be at least lake.max_stream_bytes.",
+			   &lake_max_buffered_bytes,
+			   256 * 1024 * 1024, 1, INT_MAX,
+			   PGC_SIGHUP,
+			   GUC_UNIT_BYTE);
 
-	DefineCustomIntVariable("lake.compression_level",
-							"zstd level used to compress stored payloads.",
-							NULL,
-							&lake_compression_level,
-							3, 1, 19,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
+	define_int("lake.compression_level",
+			   "zstd level used to compress stored payloads.",
+			   NULL,
+			   &lake_compression_level,
+			   3, 1, 19,
+			   PGC_USERSET,
+			   0);
 
-	DefineCustomIntVariable("lake.stage_ttl",
-							"Staged appends idle this long are removed by the worker.",
-							NULL,
-							&lake_stage_ttl_s,
-							3600, 1, INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_S,
-							NULL, NULL, NULL);
+	define_int("lake.stage_ttl",
+			   "Staged appends idle this long are removed by the worker.",
+			   NULL,
+			   &lake_stage_ttl_s,
+			   3600, 1, INT_MAX,
+			   PGC_SIGHUP,
+			   GUC_UNIT_S);
 
 	MarkGUCPrefixReserved("lake");
 

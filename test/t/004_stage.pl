@@ -1,0 +1,203 @@
+# Staged appends under crashes, memory bounds and expiry (SPEC §3, §6):
+# - a backend killed with SIGKILL in the middle of commit_append (after it
+#   wrote the version, before its transaction committed; and while it
+#   waits for the dataset's append lock) leaves no version and the stage as
+#   it was, which then commits; every version reads back and verifies;
+# - committing a 256 MB stage takes no more backend memory than a 16 MB one
+#   (within 2x): the commit streams chunk by chunk;
+# - the worker expires stages idle longer than lake.stage_ttl, with their
+#   chunks, and leaves committed versions alone.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $node = lake_node(
+	'stage',
+	conf => "restart_after_crash = on\n"
+	  . "shared_buffers = '16MB'\n"
+	  . "lake.max_stream_bytes = '300MB'\n"
+	  . "lake.max_buffered_bytes = '600MB'\n");
+$node->start;
+
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION lake;
+SELECT lake.create_dataset('ds');
+-- chunk(tag, i): 1 MB that compresses well, different for every (tag, i).
+CREATE FUNCTION chunk(tag text, i int) RETURNS bytea LANGUAGE sql IMMUTABLE AS
+$$ SELECT convert_to(repeat(md5(tag || i), 32768), 'UTF8') $$;
+});
+
+# Open a stage for op and upload n 1 MB chunks; returns the stage id.
+sub upload
+{
+	my ($op, $n) = @_;
+	my $stage = $node->safe_psql('postgres', "SELECT lake.begin_append('ds', 't', '$op')");
+	$node->safe_psql('postgres',
+		"SELECT count(lake.append_chunk($stage, i, chunk('$op', i))) "
+		  . "FROM generate_series(0, $n - 1) i");
+	return $stage;
+}
+
+sub expected_digest
+{
+	my ($op, $n) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT sha256(string_agg(chunk('$op', i), ''::bytea ORDER BY i)) "
+		  . "FROM generate_series(0, $n - 1) i");
+}
+
+# Every version is 1..n, reads back whole and matches its digest.
+sub lineage_ok
+{
+	my ($what) = @_;
+	is( $node->safe_psql(
+			'postgres', q{
+SELECT coalesce(count(*) = max(version), true)
+   AND coalesce(bool_and(digest = sha256(lake.read('ds', version))), true)
+FROM lake.versions('ds')}),
+		't',
+		"$what: every version reads back and verifies");
+}
+
+sub wait_restarted
+{
+	my ($what) = @_;
+	ok($node->poll_query_until('postgres', 'SELECT 1', '1'),
+		"$what: the server is back after the crash");
+}
+
+sub versions_of
+{
+	my ($op) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM lake.versions('ds') WHERE operation_id = '$op'");
+}
+
+# --- Crash window 1: the version is written, the transaction not committed.
+{
+	my $stage = upload('crash-1', 3);
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_safe('BEGIN');
+	my $v = $s->query_safe("SELECT lake.commit_append($stage)");
+	is($v, '1', 'window 1: the commit wrote version 1 inside its open transaction');
+	is(versions_of('crash-1'), '0', 'window 1: nobody else sees it yet');
+
+	kill 'KILL', $pid;
+	$s->{run}->kill_kill;
+	wait_restarted('window 1');
+
+	is(versions_of('crash-1'), '0', 'window 1: after the crash there is no version');
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM lake.stage WHERE id = $stage"),
+		'1', 'window 1: the stage is still open');
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM lake.chunk WHERE blob = $stage"),
+		'3', 'window 1: its three chunks are intact');
+	is($node->safe_psql('postgres', "SELECT lake.commit_append($stage)"),
+		'1', 'window 1: the stage commits again as version 1');
+	is( $node->safe_psql('postgres',
+			"SELECT digest FROM lake.versions('ds') WHERE operation_id = 'crash-1'"),
+		expected_digest('crash-1', 3),
+		'window 1: the version holds exactly the uploaded chunks');
+	lineage_ok('window 1');
+}
+
+# --- Crash window 2: the commit waits for the dataset's append lock.
+{
+	my $stage = upload('crash-2', 2);
+	my $holder = $node->background_psql('postgres', on_error_stop => 0);
+	$holder->query_safe('BEGIN');
+	$holder->query_safe("SELECT lake.append('ds', 't', 'holder', '\\x01'::bytea)");
+
+	my $c = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $c->query_safe('SELECT pg_backend_pid()');
+	$c->query_until(qr/^$/, "SELECT lake.commit_append($stage);\n");
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT count(*) > 0 FROM pg_locks WHERE pid = $pid AND NOT granted"),
+		'window 2: the commit waits for the append lock');
+
+	kill 'KILL', $pid;
+	$c->{run}->kill_kill;
+	$holder->{run}->kill_kill;
+	wait_restarted('window 2');
+
+	is(versions_of('crash-2'), '0', 'window 2: no version for the staged operation');
+	is(versions_of('holder'), '0', 'window 2: nor for the other open append');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM lake.chunk WHERE blob = $stage"),
+		'2', 'window 2: the stage keeps its chunks');
+	is($node->safe_psql('postgres', "SELECT lake.commit_append($stage)"),
+		'2', 'window 2: the stage then commits as the next version');
+	lineage_ok('window 2');
+}
+
+# --- Memory: a commit streams; 256 MB costs what 16 MB costs.
+sub commit_peak_kb
+{
+	my ($op, $n) = @_;
+	my $stage = upload($op, $n);
+	my $s = $node->background_psql('postgres');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my $before = vm_hwm_kb($pid);
+	$s->query_safe("SELECT lake.commit_append($stage)");
+	my $after = vm_hwm_kb($pid);
+	$s->quit;
+	note("$op: $n MB stage, backend peak RSS $before kB before, $after kB after commit");
+	return $after;
+}
+
+sub vm_hwm_kb
+{
+	my ($pid) = @_;
+	my $status = slurp_file("/proc/$pid/status");
+	$status =~ /^VmHWM:\s+(\d+) kB/m or die "no VmHWM for $pid";
+	return $1;
+}
+
+{
+	my $small = commit_peak_kb('mem-16', 16);
+	my $large = commit_peak_kb('mem-256', 256);
+	cmp_ok($large, '<', 2 * $small,
+		"commit peak memory: 256 MB stage ($large kB) within 2x of 16 MB ($small kB)");
+	cmp_ok($large, '<', 128 * 1024,
+		'commit of a 256 MB stage peaks well below the stage size');
+	is( $node->safe_psql('postgres',
+			"SELECT bytes FROM lake.versions('ds') WHERE operation_id = 'mem-256'"),
+		256 * 1024 * 1024,
+		'the 256 MB version is complete');
+	is( $node->safe_psql('postgres',
+			"SELECT digest FROM lake.versions('ds') WHERE operation_id = 'mem-256'"),
+		expected_digest('mem-256', 256),
+		'and its digest is the SHA-256 of the uploaded chunks');
+}
+
+# --- Expiry: idle stages go, with their chunks; committed versions stay.
+{
+	my $idle = upload('idle', 2);
+	my $kept = $node->safe_psql('postgres', 'SELECT count(*) FROM lake.chunk');
+	my $before = $node->safe_psql('postgres', 'SELECT stages_expired FROM lake.stats()');
+	$node->append_conf('postgresql.conf', "lake.stage_ttl = '1s'");
+	$node->reload;
+	ok( $node->poll_query_until(
+			'postgres', "SELECT count(*) FROM lake.stage WHERE id = $idle", '0'),
+		'the worker expires a stage idle longer than lake.stage_ttl');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM lake.chunk WHERE blob = $idle"),
+		'0', 'with its chunks');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.chunk'),
+		$kept - 2, 'and no other chunk');
+	ok( $node->poll_query_until(
+			'postgres', "SELECT stages_expired > $before FROM lake.stats()"),
+		'lake.stats() counts the expired stage');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.stage'),
+		'0', 'no stage is left open');
+	lineage_ok('after expiry');
+}
+
+$node->stop;
+done_testing();
