@@ -65,6 +65,23 @@ SELECT * FROM lake.stats();
 SELECT pid, backend_type, datname FROM pg_stat_activity WHERE backend_type = 'lake worker';
 SQL
 
+echo
+echo "== a staged upload that survives the client going away"
+STAGE=$(sql -At -c "SELECT lake.begin_append('invoices', 'acme', 'archive-2026')")
+echo "-- client A opens stage $STAGE and uploads chunks 0 and 1, then disconnects"
+sql -c "SELECT lake.append_chunk($STAGE, i, convert_to(repeat('archive line ' || i || E'\\n', 20000), 'UTF8')) FROM generate_series(0, 1) i" >/dev/null
+echo "-- client B (a new connection) begins the same operation: it gets the same stage back"
+sql -At -c "SELECT 'begin_append returned ' || lake.begin_append('invoices', 'acme', 'archive-2026')"
+sql <<SQL
+\pset footer off
+\echo '-- it re-sends chunk 1 (a no-op: same bytes), sends chunk 2 and commits'
+SELECT lake.append_chunk($STAGE, i, convert_to(repeat('archive line ' || i || E'\\n', 20000), 'UTF8')) FROM generate_series(1, 2) i;
+SELECT lake.commit_append($STAGE) AS version;
+\echo '-- a late commit of the same stage (say, a retry after a lost reply) returns the same version'
+SELECT lake.commit_append($STAGE) AS version;
+SELECT version, operation_id, bytes, stored_bytes FROM lake.versions('invoices') WHERE operation_id = 'archive-2026';
+SQL
+
 cat <<EOT
 
 == the demo cluster is still running
