@@ -75,7 +75,7 @@ sql -At -c "SELECT 'begin_append returned ' || lake.begin_append('invoices', 'ac
 sql <<SQL
 \pset footer off
 \echo '-- it re-sends chunk 1 (a no-op: same bytes), sends chunk 2 and commits'
-SELECT lake.append_chunk($STAGE, i, convert_to(repeat('archive line ' || i || E'\\n', 20000), 'UTF8')) FROM generate_series(1, 2) i;
+SELECT count(lake.append_chunk($STAGE, i, convert_to(repeat('archive line ' || i || E'\\n', 20000), 'UTF8'))) AS chunks_sent FROM generate_series(1, 2) i;
 SELECT lake.commit_append($STAGE) AS version;
 \echo '-- a late commit of the same stage (say, a retry after a lost reply) returns the same version'
 SELECT lake.commit_append($STAGE) AS version;
