@@ -1,5 +1,5 @@
--- lake 0.1.0: idempotent versioned appends (single-shot and staged), tenants
--- and lock-free admission.
+-- lake 0.1.0: idempotent versioned appends (single-shot and staged), tenants,
+-- lock-free admission, and cycle-coalesced persistence of owner casts.
 \echo Use "CREATE EXTENSION lake" to load this file. \quit
 
 -- The worker serves one database (lake.database); the extension lives only
@@ -96,12 +96,88 @@ CREATE TABLE lake.tenant_grant (
     PRIMARY KEY (tenant, role)
 );
 
+-- Lifecycles: named sets of phases with legal edges.
+CREATE TABLE lake.lifecycle (
+    id             int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name           text NOT NULL UNIQUE,
+    initial_phase  text NOT NULL,
+    phases         text[] NOT NULL,        -- initial first, then in edge order
+    edges          text[] NOT NULL,        -- 2-D: {{from, to}, ...}
+    created_at     timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+
+-- The durable owner registry; live state is in shared memory.
+CREATE TABLE lake.owner (
+    id          int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name        text NOT NULL UNIQUE,
+    lifecycle   int NOT NULL REFERENCES lake.lifecycle (id),
+    created_at  timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+
+-- The writer epoch: grows durably each time a worker starts sealing, so a
+-- receipt (epoch, seq) never repeats and a stale sealer can be fenced.
+CREATE TABLE lake.writer (
+    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
+    epoch  int NOT NULL
+);
+INSERT INTO lake.writer (epoch) VALUES (0);
+
+-- Sealed cycles: every landing of a cycle in one zstd-compressed record.
+CREATE TABLE lake.cycle (
+    cycle         bigint PRIMARY KEY,
+    epoch         int NOT NULL,
+    first_seq     bigint NOT NULL,
+    last_seq      bigint NOT NULL,
+    casts         int NOT NULL,
+    bytes         bigint NOT NULL,
+    stored_bytes  bigint NOT NULL,
+    sealed_at     timestamptz NOT NULL,
+    lsn           pg_lsn NOT NULL,
+    data          bytea NOT NULL
+);
+ALTER TABLE lake.cycle ALTER COLUMN data SET STORAGE EXTERNAL;
+CREATE INDEX cycle_receipt ON lake.cycle (epoch, last_seq);
+
+-- Which cycles hold an owner's landings: a trajectory read visits only those.
+CREATE TABLE lake.cycle_owner (
+    owner_id        int NOT NULL,
+    cycle           bigint NOT NULL,
+    first_position  bigint NOT NULL,
+    last_position   bigint NOT NULL,
+    PRIMARY KEY (owner_id, cycle)
+);
+
+-- Sealed idempotent casts, by operation id.
+CREATE TABLE lake.cast_operation (
+    owner_id      int NOT NULL,
+    operation_id  text NOT NULL,
+    digest        bytea NOT NULL,
+    epoch         int NOT NULL,
+    seq           bigint NOT NULL,
+    PRIMARY KEY (owner_id, operation_id)
+);
+
+CREATE TYPE lake.receipt AS (epoch int, seq bigint);
+CREATE TYPE lake.coordinate AS (cycle bigint, position bigint, lsn pg_lsn);
+
+-- The built-in lifecycle.
+INSERT INTO lake.lifecycle (name, initial_phase, phases, edges) VALUES
+  ('kanban', 'Planning',
+   '{Planning,CognitiveWork,Evaluation,Commit,Prune}',
+   '{{Planning,CognitiveWork},{CognitiveWork,Evaluation},{Evaluation,Commit},{Evaluation,Prune},{Commit,Planning},{Prune,Planning}}');
+
 SELECT pg_catalog.pg_extension_config_dump('lake.dataset', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.version', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.chunk', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.stage', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.tenant_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.blob_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.lifecycle', 'WHERE name OPERATOR(pg_catalog.<>) ''kanban''');
+SELECT pg_catalog.pg_extension_config_dump('lake.owner', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.writer', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.cycle', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.cycle_owner', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.cast_operation', '');
 
 -- Data is reached only through the functions.
 REVOKE ALL ON ALL TABLES IN SCHEMA lake FROM PUBLIC;
@@ -154,6 +230,61 @@ CREATE FUNCTION lake.revoke_tenant(role regrole, tenant text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_revoke_tenant'
     LANGUAGE C SET search_path = pg_catalog, pg_temp;
 
+CREATE FUNCTION lake.define_lifecycle(name text, initial_phase text, edges text[]) RETURNS void
+    AS 'MODULE_PATHNAME', 'lake_define_lifecycle'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.create_owner(owner text, lifecycle text DEFAULT 'kanban') RETURNS void
+    AS 'MODULE_PATHNAME', 'lake_create_owner'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.cast(owner text, from_phase text, to_phase text,
+                          payload bytea DEFAULT NULL, expected_lap bigint DEFAULT NULL,
+                          operation_id text DEFAULT NULL) RETURNS lake.receipt
+    AS 'MODULE_PATHNAME', 'lake_cast'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.await_durable(receipt lake.receipt, timeout_ms int DEFAULT NULL)
+    RETURNS lake.coordinate
+    AS 'MODULE_PATHNAME', 'lake_await_durable'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.cast_durable(owner text, from_phase text, to_phase text,
+                                  payload bytea DEFAULT NULL, expected_lap bigint DEFAULT NULL,
+                                  operation_id text DEFAULT NULL) RETURNS lake.coordinate
+    AS 'MODULE_PATHNAME', 'lake_cast_durable'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.owner_state(owner text)
+    RETURNS TABLE(phase text, lap bigint, "position" bigint, pending int,
+                  quarantined boolean, reason text)
+    AS 'MODULE_PATHNAME', 'lake_owner_state'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.seal() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'lake_seal'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.trajectory(owner text, after_position bigint DEFAULT 0)
+    RETURNS TABLE("position" bigint, cycle bigint, epoch int, seq bigint,
+                  from_phase text, to_phase text, lap bigint, payload bytea,
+                  operation_id text)
+    AS 'MODULE_PATHNAME', 'lake_trajectory'
+    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.log(after_cycle bigint DEFAULT 0)
+    RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
+                  from_phase text, to_phase text, lap bigint, payload bytea,
+                  operation_id text)
+    AS 'MODULE_PATHNAME', 'lake_log'
+    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.cycles(after_cycle bigint DEFAULT 0)
+    RETURNS TABLE(cycle bigint, epoch int, sealed_at timestamptz, casts int,
+                  bytes bigint, stored_bytes bigint, lsn pg_lsn)
+    AS 'MODULE_PATHNAME', 'lake_cycles'
+    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+
 CREATE FUNCTION lake.admission(
     OUT slots_in_use int, OUT bytes_reserved bigint, OUT max_concurrent int,
     OUT max_stream_bytes bigint, OUT max_buffered_bytes bigint,
@@ -165,6 +296,10 @@ CREATE FUNCTION lake.stats(
     OUT database text, OUT worker_pid int, OUT worker_state text,
     OUT worker_started_at timestamptz, OUT worker_starts bigint,
     OUT config_reloads bigint, OUT stages_open bigint, OUT stages_expired bigint,
-    OUT stage_chunks_expired bigint)
+    OUT stage_chunks_expired bigint, OUT epoch int, OUT cycles_sealed bigint,
+    OUT casts_sealed bigint, OUT casts_pending bigint, OUT mean_casts_per_cycle float8,
+    OUT last_seal_ms float8, OUT sealed_cycle bigint, OUT recovery_owners bigint,
+    OUT recovery_applied bigint, OUT recovery_quarantined bigint,
+    OUT recovery_ms float8)
     AS 'MODULE_PATHNAME', 'lake_stats'
     LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp;

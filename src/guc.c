@@ -22,6 +22,10 @@ int			lake_max_stream_bytes = 64 * 1024 * 1024;
 int			lake_max_buffered_bytes = 256 * 1024 * 1024;
 int			lake_compression_level = 3;
 int			lake_stage_ttl_s = 3600;
+int			lake_max_owners = 100000;
+int			lake_cycle_interval_ms = 10;
+int			lake_cycle_max_casts = 10000;
+int			lake_cycle_buffer_size = 16 * 1024 * 1024;
 
 /*
  * Define an integer parameter and, at server start, refuse a configured
@@ -109,6 +113,38 @@ lake_guc_init(void)
 			   3600, 1, INT_MAX,
 			   PGC_SIGHUP,
 			   GUC_UNIT_S);
+
+	define_int("lake.max_owners",
+			   "Live owner states kept in shared memory.",
+			   NULL,
+			   &lake_max_owners,
+			   100000, 1, 10000000,
+			   PGC_POSTMASTER,
+			   0);
+
+	define_int("lake.cycle_interval",
+			   "How often the worker seals the open cycle.",
+			   NULL,
+			   &lake_cycle_interval_ms,
+			   10, 1, 3600 * 1000,
+			   PGC_SIGHUP,
+			   GUC_UNIT_MS);
+
+	define_int("lake.cycle_max_casts",
+			   "Seal early when this many casts are pending.",
+			   NULL,
+			   &lake_cycle_max_casts,
+			   10000, 1, 1000000,
+			   PGC_SIGHUP,
+			   0);
+
+	define_int("lake.cycle_buffer_size",
+			   "Shared memory for casts waiting to be sealed.",
+			   NULL,
+			   &lake_cycle_buffer_size,
+			   16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024,
+			   PGC_POSTMASTER,
+			   GUC_UNIT_BYTE);
 
 	MarkGUCPrefixReserved("lake");
 

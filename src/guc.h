@@ -15,6 +15,10 @@ extern int	lake_max_stream_bytes;
 extern int	lake_max_buffered_bytes;
 extern int	lake_compression_level;
 extern int	lake_stage_ttl_s;
+extern int	lake_max_owners;
+extern int	lake_cycle_interval_ms;
+extern int	lake_cycle_max_casts;
+extern int	lake_cycle_buffer_size;
 
 extern void lake_guc_init(void);
 extern bool lake_guc_byte_pair_valid(void);

@@ -5,6 +5,7 @@
 #include "lake.h"
 
 #include "admission.h"
+#include "cycle.h"
 #include "fmgr.h"
 #include "guc.h"
 #include "miscadmin.h"
@@ -25,6 +26,7 @@ lake_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	admission_shmem_request();
+	cycle_shmem_request();
 	worker_shmem_request();
 }
 
@@ -35,6 +37,7 @@ lake_shmem_startup(void)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	admission_shmem_startup();
+	cycle_shmem_startup();
 	worker_shmem_startup();
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -51,6 +54,7 @@ _PG_init(void)
 
 	lake_guc_init();
 	admission_init();
+	cycle_init();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = lake_shmem_request;

@@ -88,8 +88,9 @@ store_owner(void)
 	return lookup_owner();
 }
 
-static SPIPlanPtr
-prepared(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
+/* A plan prepared once per backend and kept. */
+SPIPlanPtr
+store_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
 {
 	if (*cache == NULL)
 	{
@@ -183,7 +184,7 @@ store_create_dataset(const char *name)
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "INSERT INTO lake.dataset AS d (name) VALUES ($1) "
 				 "ON CONFLICT (name) DO NOTHING RETURNING d.id",
 				 1, types),
@@ -210,7 +211,7 @@ store_dataset_id(const char *name)
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT d.id FROM lake.dataset d WHERE d.name OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_SELECT);
@@ -263,7 +264,7 @@ store_lookup_operation(const char *dataset, const char *tenant,
 	Datum		values[3] = {CStringGetTextDatum(dataset),
 		CStringGetTextDatum(tenant), CStringGetTextDatum(operation_id)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT d.id, v.version, v.digest FROM lake.dataset d "
 				 "LEFT JOIN lake.version v ON v.dataset_id OPERATOR(pg_catalog.=) d.id "
 				 " AND v.tenant OPERATOR(pg_catalog.=) $2 "
@@ -288,7 +289,7 @@ store_recheck_operation(const char *tenant, const char *operation_id,
 	bool		isnull;
 	Datum		max;
 
-	run_snapshot(prepared(&plan,
+	run_snapshot(store_plan(&plan,
 						  "SELECT (SELECT pg_catalog.max(m.version) FROM lake.version m "
 						  "        WHERE m.dataset_id OPERATOR(pg_catalog.=) $1), "
 						  "       v.version, v.digest "
@@ -307,9 +308,9 @@ store_recheck_operation(const char *tenant, const char *operation_id,
  * Versions
  * ---------------------------------------------------------------------- */
 
-/* Encode one chunk into a freshly palloc'd bytea. */
-static bytea *
-encode_chunk(const char *data, size_t len)
+/* Encode (compress or not, codec.h) into a freshly palloc'd bytea. */
+bytea *
+store_encode(const char *data, size_t len)
 {
 	bytea	   *out = palloc(VARHDRSZ + lake_chunk_bound(len));
 	size_t		n;
@@ -335,7 +336,7 @@ insert_chunk(int64 blob, int32 chunk_no, const uint8 *digest, const char *data,
 {
 	static SPIPlanPtr plan;
 	Oid			types[5] = {INT8OID, INT4OID, INT4OID, BYTEAOID, BYTEAOID};
-	bytea	   *enc = encode_chunk(data, len);
+	bytea	   *enc = store_encode(data, len);
 	int64		stored = VARSIZE(enc) - VARHDRSZ;
 	Datum		values[5] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
 		Int32GetDatum((int32) len), (Datum) 0, PointerGetDatum(enc)};
@@ -347,7 +348,7 @@ insert_chunk(int64 blob, int32 chunk_no, const uint8 *digest, const char *data,
 		values[3] = digest_datum(digest);
 		nulls[3] = ' ';
 	}
-	rc = SPI_execute_plan(prepared(&plan,
+	rc = SPI_execute_plan(store_plan(&plan,
 								   "INSERT INTO lake.chunk (blob, chunk_no, bytes, digest, data) "
 								   "VALUES ($1, $2, $3, $4, $5)",
 								   5, types),
@@ -363,7 +364,7 @@ next_blob(void)
 {
 	static SPIPlanPtr plan;
 
-	run(prepared(&plan, "SELECT pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass)",
+	run(store_plan(&plan, "SELECT pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass)",
 				 0, NULL),
 		NULL, SPI_OK_SELECT);
 	return DatumGetInt64(colv(0, 1));
@@ -400,7 +401,7 @@ insert_version(int32 dataset_id, int64 version, const char *tenant,
 	 * it never goes backwards within a dataset (now() would: it is the
 	 * start of a transaction that may have waited for the lock).
 	 */
-	rc = SPI_execute_plan(prepared(&plan,
+	rc = SPI_execute_plan(store_plan(&plan,
 								   "INSERT INTO lake.version (dataset_id, version, tenant, operation_id, "
 								   " digest, bytes, stored_bytes, nchunks, blob, committed_at, data) "
 								   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
@@ -417,7 +418,7 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 					const char *payload, int64 len)
 {
 	int32		nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
-	bytea	   *first = encode_chunk(payload, Min(len, LAKE_CHUNK_BYTES));
+	bytea	   *first = store_encode(payload, Min(len, LAKE_CHUNK_BYTES));
 	int64		stored = VARSIZE(first) - VARHDRSZ;
 	int64		blob = nchunks > 1 ? next_blob() : 0;
 
@@ -453,7 +454,7 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
 	bool		isnull;
 	Datum		d;
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT v.tenant, v.bytes, v.digest, v.nchunks, v.blob, v.data "
 				 "FROM lake.version v "
 				 "WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 "
@@ -528,7 +529,7 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 	const char *why = NULL;
 
 	portal = SPI_cursor_open(NULL,
-							 prepared(&plan,
+							 store_plan(&plan,
 									  "SELECT c.chunk_no, c.data FROM lake.chunk c "
 									  "WHERE c.blob OPERATOR(pg_catalog.=) $1 "
 									  "  AND c.chunk_no OPERATOR(pg_catalog.>=) $2 "
@@ -617,7 +618,7 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 	"  AND v.version OPERATOR(pg_catalog.>) $2 "
 
 	if (OidIsValid(only_role))
-		plan = prepared(&plan_granted,
+		plan = store_plan(&plan_granted,
 						VERSION_COLUMNS
 						"  AND EXISTS (SELECT 1 FROM lake.tenant_grant g "
 						"    JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
@@ -626,7 +627,7 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 						"ORDER BY v.version",
 						3, types);
 	else
-		plan = prepared(&plan_all, VERSION_COLUMNS "ORDER BY v.version", 2, types);
+		plan = store_plan(&plan_all, VERSION_COLUMNS "ORDER BY v.version", 2, types);
 #undef VERSION_COLUMNS
 
 	/* A cursor keeps memory flat however long the history is. */
@@ -672,7 +673,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		run(prepared(&plan_insert,
+		run(store_plan(&plan_insert,
 					 "INSERT INTO lake.stage AS s (id, dataset_id, tenant, operation_id) "
 					 "VALUES (pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass), $1, $2, $3) "
 					 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
@@ -680,7 +681,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 			values, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 			return DatumGetInt64(colv(0, 1));
-		run(prepared(&plan_find,
+		run(store_plan(&plan_find,
 					 "SELECT s.id FROM lake.stage s "
 					 "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 "
 					 "  AND s.tenant OPERATOR(pg_catalog.=) $2 "
@@ -700,7 +701,7 @@ store_lock_stage(int64 stage, StageRow *row)
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(stage)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "UPDATE lake.stage s SET touched_at = pg_catalog.now() "
 				 "FROM lake.dataset d "
 				 "WHERE s.id OPERATOR(pg_catalog.=) $1 AND d.id OPERATOR(pg_catalog.=) s.dataset_id "
@@ -725,7 +726,7 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(stage)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT v.dataset_id, d.name, v.tenant, v.operation_id, v.version, v.digest "
 				 "FROM lake.version v JOIN lake.dataset d ON d.id OPERATOR(pg_catalog.=) v.dataset_id "
 				 "WHERE v.blob OPERATOR(pg_catalog.=) $1",
@@ -752,7 +753,7 @@ store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest)
 	Oid			types[2] = {INT8OID, INT4OID};
 	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(chunk_no)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT c.digest FROM lake.chunk c "
 				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.=) $2",
 				 2, types),
@@ -770,7 +771,7 @@ store_stage_bytes(int64 blob, int32 except_chunk_no)
 	Oid			types[2] = {INT8OID, INT4OID};
 	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(except_chunk_no)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT pg_catalog.sum(c.bytes)::pg_catalog.int8 FROM lake.chunk c "
 				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.<>) $2",
 				 2, types),
@@ -797,7 +798,7 @@ store_stage_summary(int64 blob, StageSummary *sum)
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(blob)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT pg_catalog.count(*), "
 				 "       COALESCE(pg_catalog.max(c.chunk_no), -1)::pg_catalog.int8, "
 				 "       COALESCE(pg_catalog.max(c.bytes), 0)::pg_catalog.int8, "
@@ -821,7 +822,7 @@ store_first_missing_chunk(int64 blob)
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(blob)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM lake.chunk z "
 				 "   WHERE z.blob OPERATOR(pg_catalog.=) $1 AND z.chunk_no OPERATOR(pg_catalog.=) 0) "
 				 "THEN 0::pg_catalog.int8 ELSE "
@@ -843,12 +844,12 @@ store_drop_stage(int64 stage, bool with_chunks)
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(stage)};
 
-	run(prepared(&plan_stage,
+	run(store_plan(&plan_stage,
 				 "DELETE FROM lake.stage s WHERE s.id OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_DELETE);
 	if (with_chunks)
-		run(prepared(&plan_chunks,
+		run(store_plan(&plan_chunks,
 					 "DELETE FROM lake.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
 					 1, types),
 			values, SPI_OK_DELETE);
@@ -867,7 +868,7 @@ store_expire_stages(TimestampTz idle_before, int64 *stages, int64 *chunks,
 	Oid			types[1] = {TIMESTAMPTZOID};
 	Datum		values[1] = {TimestampTzGetDatum(idle_before)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "WITH gone AS ("
 				 "  DELETE FROM lake.stage s WHERE s.id IN ("
 				 "    SELECT x.id FROM lake.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
@@ -881,7 +882,7 @@ store_expire_stages(TimestampTz idle_before, int64 *stages, int64 *chunks,
 		values, SPI_OK_SELECT);
 	*stages = DatumGetInt64(colv(0, 1));
 	*chunks = DatumGetInt64(colv(0, 2));
-	run(prepared(&plan_open, "SELECT pg_catalog.count(*) FROM lake.stage", 0, NULL),
+	run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake.stage", 0, NULL),
 		NULL, SPI_OK_SELECT);
 	*open = DatumGetInt64(colv(0, 1));
 }
@@ -897,7 +898,7 @@ store_tenant_granted(const char *tenant, Oid role)
 	Oid			types[2] = {TEXTOID, OIDOID};
 	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
 
-	run(prepared(&plan,
+	run(store_plan(&plan,
 				 "SELECT 1 FROM lake.tenant_grant g "
 				 "JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
 				 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 "
@@ -916,13 +917,13 @@ store_set_tenant_grant(const char *tenant, Oid role, bool grant)
 	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
 
 	if (grant)
-		run(prepared(&plan_grant,
+		run(store_plan(&plan_grant,
 					 "INSERT INTO lake.tenant_grant (tenant, role) VALUES ($1, $2) "
 					 "ON CONFLICT DO NOTHING",
 					 2, types),
 			values, SPI_OK_INSERT);
 	else
-		run(prepared(&plan_revoke,
+		run(store_plan(&plan_revoke,
 					 "DELETE FROM lake.tenant_grant g "
 					 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
 					 2, types),

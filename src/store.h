@@ -14,6 +14,8 @@
 #include "funcapi.h"
 #include "utils/snapshot.h"
 
+#include "executor/spi.h"
+
 extern void store_connect(void);
 extern void store_finish(void);
 extern Oid	store_caller(void);
@@ -62,6 +64,12 @@ typedef struct StageSummary
 
 /* Receives each decoded chunk of a payload, in order. */
 typedef void (*ChunkVisitor) (const char *data, size_t len, void *arg);
+
+extern SPIPlanPtr store_plan(SPIPlanPtr *cache, const char *sql, int nargs,
+							 Oid *argtypes);
+
+/* Encode bytes as a stored chunk (codec.h) at lake.compression_level. */
+extern bytea *store_encode(const char *data, size_t len);
 
 /* datasets */
 extern void store_create_dataset(const char *name);

@@ -9,10 +9,12 @@
  * second while idle, and republishes the admission byte limits after each
  * reload so an inconsistent pair is refused in one place.
  *
- * Duties so far: expire staged appends idle for lake.stage_ttl. A staged
- * commit is a single transaction, so a crash in the middle leaves either
- * the stage untouched or the complete version: there is no half-commit for
- * the worker to finish, only abandoned stages to discard.
+ * Duties: recover the owners before any cast is accepted (at every start,
+ * and when the extension is re-created); seal the open cycle when it is
+ * due; expire staged appends idle for lake.stage_ttl. A staged commit is a
+ * single transaction, so a crash in the middle leaves either the stage
+ * untouched or the complete version: there is no half-commit to finish,
+ * only abandoned stages to discard.
  */
 #include "lake.h"
 
@@ -25,7 +27,10 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "cycle.h"
 #include "postmaster/interrupt.h"
+#include "recovery.h"
+#include "seal.h"
 #include "store.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -108,46 +113,29 @@ static void
 worker_exit(int code, Datum arg)
 {
 	ws->latch = NULL;
+	cycle_set_worker_latch(NULL);
 	pg_atomic_write_u32(&ws->state, WORKER_STOPPED);
 	pg_atomic_write_u32(&ws->pid, 0);
 }
 
-/* Is the extension installed in the database we serve? */
-static bool
-extension_installed(void)
-{
-	bool		installed;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	installed = OidIsValid(get_extension_oid("lake", true));
-	CommitTransactionCommand();
-	return installed;
-}
-
 /*
- * Remove stages idle for longer than lake.stage_ttl. A failure is logged
- * and retried at the next pass rather than ending the worker.
+ * Run fn in a transaction of its own. An error is logged and the
+ * transaction aborted; the worker carries on (and retries at its next
+ * pass) instead of exiting into a restart loop.
  */
-static void
-expire_stages(void)
+static bool
+run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	int64		stages = 0;
-	int64		chunks = 0;
-	int64		open = 0;
+	bool		ok = true;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "lake: expiring idle stages");
+	pgstat_report_activity(STATE_RUNNING, activity);
 	PG_TRY();
 	{
-		store_connect();
-		store_expire_stages(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														-(int64) lake_stage_ttl_s * 1000),
-							&stages, &chunks, &open);
-		store_finish();
+		fn(arg);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 	}
@@ -157,17 +145,47 @@ expire_stages(void)
 		EmitErrorReport();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		ok = false;
 	}
 	PG_END_TRY();
 	pgstat_report_activity(STATE_IDLE, NULL);
+	return ok;
+}
 
-	pg_atomic_write_u64(&ws->stages_open, (uint64) open);
-	pg_atomic_fetch_add_u64(&ws->stages_expired, (uint64) stages);
-	pg_atomic_fetch_add_u64(&ws->chunks_expired, (uint64) chunks);
-	if (stages > 0)
+typedef struct Expiry
+{
+	int64		stages;
+	int64		chunks;
+	int64		open;
+} Expiry;
+
+static void
+expire_stages(void *arg)
+{
+	Expiry	   *e = (Expiry *) arg;
+
+	store_connect();
+	store_expire_stages(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													-(int64) lake_stage_ttl_s * 1000),
+						&e->stages, &e->chunks, &e->open);
+	store_finish();
+}
+
+/* Remove stages idle for longer than lake.stage_ttl. */
+static void
+expire_idle_stages(void)
+{
+	Expiry		e = {0};
+
+	if (!run_in_transaction("lake: expiring idle stages", expire_stages, &e))
+		return;
+	pg_atomic_write_u64(&ws->stages_open, (uint64) e.open);
+	pg_atomic_fetch_add_u64(&ws->stages_expired, (uint64) e.stages);
+	pg_atomic_fetch_add_u64(&ws->chunks_expired, (uint64) e.chunks);
+	if (e.stages > 0)
 		ereport(LOG,
 				(errmsg("lake worker expired " INT64_FORMAT " idle stages (" INT64_FORMAT " chunks)",
-						stages, chunks)));
+						e.stages, e.chunks)));
 }
 
 /* How often to look for idle stages: a quarter of the TTL, 1 s to 60 s. */
@@ -177,11 +195,73 @@ expiry_interval_ms(void)
 	return Max(1000L, Min(60000L, (long) lake_stage_ttl_s * 250L));
 }
 
+static void
+recover(void *arg)
+{
+	recovery_run((RecoveryResult *) arg);
+}
+
+static void
+seal(void *arg)
+{
+	(void) seal_run();
+}
+
+/*
+ * The extension's generation (the OID of lake.owner) in the database we
+ * serve, or InvalidOid if the extension is not installed there.
+ */
+static Oid
+installed_generation(void)
+{
+	Oid			generation = InvalidOid;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (OidIsValid(get_extension_oid("lake", true)))
+		generation = cycle_current_generation();
+	CommitTransactionCommand();
+	return generation;
+}
+
+/*
+ * Seal when the open cycle is due: lake.cycle_interval after its first
+ * cast, at lake.cycle_max_casts, or at once for a waiting session. Returns
+ * how long to sleep before looking again (0: look again at once).
+ */
+static long
+seal_if_due(TimestampTz *due)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int64		pending = cycle_pending();
+
+	if (pending == 0)
+	{
+		*due = 0;
+		return 1000L;
+	}
+	if (*due == 0)
+		*due = TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms);
+	if (now < *due && pending < lake_cycle_max_casts && !cycle_has_waiters())
+		return Max(1L, TimestampDifferenceMilliseconds(now, *due));
+
+	if (!run_in_transaction("lake: sealing a cycle", seal, NULL))
+	{
+		/* Try again after a pause rather than fail in a tight loop. */
+		*due = TimestampTzPlusMilliseconds(now, 1000);
+		return 1000L;
+	}
+	*due = cycle_pending() > 0 ?
+		TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms) : 0;
+	return 0;
+}
+
 void
 lake_worker_main(Datum arg)
 {
 	bool		said_waiting = false;
 	TimestampTz next_expiry = 0;
+	TimestampTz seal_due = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -189,6 +269,7 @@ lake_worker_main(Datum arg)
 
 	ws->started_at = GetCurrentTimestamp();
 	ws->latch = MyLatch;
+	cycle_set_worker_latch(MyLatch);
 	pg_atomic_fetch_add_u64(&ws->starts, 1);
 	pg_atomic_write_u32(&ws->pid, (uint32) MyProcPid);
 	before_shmem_exit(worker_exit, (Datum) 0);
@@ -199,6 +280,9 @@ lake_worker_main(Datum arg)
 
 	for (;;)
 	{
+		long		timeout = 1000L;
+		Oid			generation;
+
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -208,18 +292,35 @@ lake_worker_main(Datum arg)
 			pg_atomic_fetch_add_u64(&ws->reloads, 1);
 		}
 
-		if (extension_installed())
+		generation = installed_generation();
+		if (OidIsValid(generation))
 		{
 			if (pg_atomic_read_u32(&ws->state) != WORKER_SERVING)
 				ereport(LOG,
 						(errmsg("lake worker serving database \"%s\"", lake_database)));
 			pg_atomic_write_u32(&ws->state, WORKER_SERVING);
 			said_waiting = false;
-			if (GetCurrentTimestamp() >= next_expiry)
+
+			if (cycle_needs_recovery(generation))
 			{
-				expire_stages();
-				next_expiry = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														  expiry_interval_ms());
+				RecoveryResult r;
+
+				if (run_in_transaction("lake: recovering owners", recover, &r))
+					cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures);
+				else
+					timeout = 1000L;	/* retry after a pause, not in a loop */
+			}
+			else
+			{
+				timeout = seal_if_due(&seal_due);
+				if (GetCurrentTimestamp() >= next_expiry)
+				{
+					expire_idle_stages();
+					next_expiry = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															  expiry_interval_ms());
+				}
+				if (timeout == 0)
+					continue;
 			}
 		}
 		else
@@ -234,7 +335,7 @@ lake_worker_main(Datum arg)
 		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
+						 timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }
@@ -264,8 +365,9 @@ lake_stats(PG_FUNCTION_ARGS)
 {
 	static const char *const state_names[] = {"stopped", "waiting for extension", "serving"};
 	TupleDesc	tupdesc;
-	Datum		values[9];
-	bool		nulls[9] = {0};
+	Datum		values[20];
+	bool		nulls[20] = {0};
+	CycleStats	cst;
 	uint32		pid;
 	uint32		state;
 
@@ -286,6 +388,19 @@ lake_stats(PG_FUNCTION_ARGS)
 	values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->stages_open));
 	values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->stages_expired));
 	values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->chunks_expired));
+	cycle_stats(&cst);
+	values[9] = Int32GetDatum(cst.epoch);
+	values[10] = Int64GetDatum(cst.cycles_sealed);
+	values[11] = Int64GetDatum(cst.casts_sealed);
+	values[12] = Int64GetDatum(cst.pending);
+	values[13] = Float8GetDatum(cst.cycles_sealed > 0 ?
+								(double) cst.casts_sealed / cst.cycles_sealed : 0.0);
+	values[14] = Float8GetDatum(cst.last_seal_ms);
+	values[15] = Int64GetDatum(cst.sealed_cycle);
+	values[16] = Int64GetDatum(cst.recovery.owners);
+	values[17] = Int64GetDatum(cst.recovery.applied);
+	values[18] = Int64GetDatum(cst.recovery.quarantined);
+	values[19] = Float8GetDatum(cst.recovery.ms);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -1,0 +1,1053 @@
+/*
+ * cycle.c — casts, the open cycle, and receipts made durable.
+ *
+ * Design:
+ *   - One LWLock ("lake cycle") covers the ring buffer of accepted casts
+ *     and the owner table. A cast validates against its owner's projected
+ *     state, appends its record and advances the projection in one short
+ *     critical section: no heavyweight lock and no catalog access on the
+ *     way (lifecycles come from the backend's cache).
+ *   - Ring offsets only grow; a record never straddles the end of the ring
+ *     (a zero-length marker sends readers back to the start).
+ *   - Sealers (holding the sealing lock, seal.c) cut a prefix, write it,
+ *     and hand over what the commit makes true; this module's transaction
+ *     callback applies it only at COMMIT — owner states, freed space,
+ *     waiting sessions — and forgets the cut at ABORT, so a failed seal
+ *     loses nothing and a receipt is never reported durable early.
+ *   - Receipts are (epoch, seq): seq restarts with every writer epoch, and
+ *     the epoch grows durably at every recovery.
+ */
+#include "lake.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "args.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "cycle.h"
+#include "digest.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "guc.h"
+#include "landing.h"
+#include "lifecycle.h"
+#include "logread.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/shmem.h"
+#include "store.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+/* A session waiting for a receipt; the sealer fills it at commit. */
+typedef struct WaiterSlot
+{
+	int64		seq;			/* 0: not waiting */
+	int32		epoch;
+	bool		done;
+	int64		cycle;
+	int64		position;
+	XLogRecPtr	lsn;
+} WaiterSlot;
+
+typedef struct CycleShared
+{
+	LWLock		lock;
+	int			tranche;
+	/* recovery */
+	bool		ready;
+	Oid			generation;		/* OID of lake.owner the state belongs to */
+	int32		epoch;
+	Latch	   *worker_latch;
+	/* the ring */
+	uint64		capacity;
+	uint64		head;			/* oldest record not yet sealed */
+	uint64		cut;			/* end of the prefix a sealer is writing */
+	uint64		tail;			/* where the next record goes */
+	int64		pending;		/* records in [head, tail) */
+	int64		next_seq;		/* last seq issued in this epoch */
+	int64		sealed_seq;		/* every seq <= this is durable */
+	int64		sealed_cycle;
+	XLogRecPtr	sealed_lsn;
+	pg_atomic_uint32 waiters;
+	ConditionVariable space_cv;
+	ConditionVariable durable_cv;
+	ConditionVariable ready_cv;
+	/* figures for lake.stats() */
+	CycleStats	stats;
+	WaiterSlot *slots;			/* MaxBackends + 1, by BackendId */
+	char	   *ring;
+} CycleShared;
+
+static CycleShared *cs = NULL;
+
+/* What this backend's seal will make true if its transaction commits. */
+typedef struct SealCommit
+{
+	CycleCut	cut;
+	int64		cycle;
+	XLogRecPtr	lsn;
+	SealedOwner *owners;
+	int			nowners;
+	int64	   *positions;		/* by seq - cut.first_seq */
+	double		started_ms;
+} SealCommit;
+
+static bool cut_active = false;
+static SealCommit *seal_commit = NULL;
+static MemoryContext seal_cxt = NULL;
+static Oid	seen_generation = InvalidOid;
+
+static Size
+slots_size(void)
+{
+	return MAXALIGN(sizeof(WaiterSlot) * (MaxBackends + 1));
+}
+
+void
+cycle_shmem_request(void)
+{
+	RequestAddinShmemSpace(MAXALIGN(sizeof(CycleShared)) + slots_size() +
+						   MAXALIGN(lake_cycle_buffer_size));
+	owner_shmem_request();
+}
+
+void
+cycle_shmem_startup(void)
+{
+	bool		found;
+
+	cs = ShmemInitStruct("lake cycle",
+						 MAXALIGN(sizeof(CycleShared)) + slots_size() +
+						 MAXALIGN(lake_cycle_buffer_size), &found);
+	if (!found)
+	{
+		memset(cs, 0, sizeof(CycleShared));
+		cs->tranche = LWLockNewTrancheId();
+		LWLockInitialize(&cs->lock, cs->tranche);
+		cs->capacity = MAXALIGN_DOWN(lake_cycle_buffer_size);
+		pg_atomic_init_u32(&cs->waiters, 0);
+		ConditionVariableInit(&cs->space_cv);
+		ConditionVariableInit(&cs->durable_cv);
+		ConditionVariableInit(&cs->ready_cv);
+		cs->slots = (WaiterSlot *) ((char *) cs + MAXALIGN(sizeof(CycleShared)));
+		memset(cs->slots, 0, slots_size());
+		cs->ring = (char *) cs->slots + slots_size();
+	}
+	LWLockRegisterTranche(cs->tranche, "lake cycle");
+	owner_shmem_startup();
+}
+
+LWLock *
+cycle_lock(void)
+{
+	return &cs->lock;
+}
+
+int32
+cycle_epoch(void)
+{
+	return cs->epoch;
+}
+
+int64
+cycle_pending(void)
+{
+	return cs->pending;
+}
+
+bool
+cycle_has_waiters(void)
+{
+	return pg_atomic_read_u32(&cs->waiters) > 0;
+}
+
+void
+cycle_set_worker_latch(Latch *latch)
+{
+	cs->worker_latch = latch;
+}
+
+static void
+wake_worker(void)
+{
+	Latch	   *latch = cs->worker_latch;
+
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+void
+cycle_stats(CycleStats *out)
+{
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	*out = cs->stats;
+	out->epoch = cs->epoch;
+	out->pending = cs->pending;
+	out->sealed_cycle = cs->sealed_cycle;
+	LWLockRelease(&cs->lock);
+}
+
+/* ----------------------------------------------------------------------
+ * Recovery hand-over
+ * ---------------------------------------------------------------------- */
+
+static Oid
+current_generation(void)
+{
+	Oid			nsp = get_namespace_oid("lake", true);
+
+	return OidIsValid(nsp) ? get_relname_relid("owner", nsp) : InvalidOid;
+}
+
+bool
+cycle_needs_recovery(Oid generation)
+{
+	return !cs->ready || cs->generation != generation;
+}
+
+/* Close the door: casts wait from now until cycle_finish_recovery. */
+void
+cycle_begin_recovery(void)
+{
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	cs->ready = false;
+	owner_clear_all();
+	cs->head = cs->cut = cs->tail = 0;
+	cs->pending = 0;
+	cs->next_seq = 0;
+	cs->sealed_seq = 0;
+	LWLockRelease(&cs->lock);
+	ConditionVariableBroadcast(&cs->space_cv);
+	ConditionVariableBroadcast(&cs->durable_cv);
+}
+
+void
+cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
+					  const RecoveryFigures *figures)
+{
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	cs->epoch = epoch;
+	cs->generation = generation;
+	cs->sealed_cycle = sealed_cycle;
+	cs->stats.recovery = *figures;
+	cs->ready = true;
+	LWLockRelease(&cs->lock);
+	ConditionVariableBroadcast(&cs->ready_cv);
+	ConditionVariableBroadcast(&cs->durable_cv);
+}
+
+/*
+ * Sessions wait here until the worker has recovered the owners of this
+ * incarnation of the extension: they never see a half-recovered owner.
+ */
+void
+cycle_wait_ready(void)
+{
+	Oid			generation;
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake owners are not available during recovery"),
+				 errdetail("This server is a standby (or still replaying WAL); casts, seals and owner states need the primary."),
+				 errhint("Sealed data can be read here with lake.trajectory, lake.log and lake.cycles.")));
+	generation = current_generation();
+	if (generation != seen_generation)
+	{
+		lifecycle_cache_reset();
+		seen_generation = generation;
+	}
+	if (cs->ready && cs->generation == generation)
+		return;
+
+	ConditionVariablePrepareToSleep(&cs->ready_cv);
+	while (!(cs->ready && cs->generation == generation))
+	{
+		wake_worker();
+		ConditionVariableTimedSleep(&cs->ready_cv, 1000, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+}
+
+/* ----------------------------------------------------------------------
+ * The ring
+ * ---------------------------------------------------------------------- */
+
+CastRecord *
+cycle_record(uint64 offset)
+{
+	return (CastRecord *) (cs->ring + offset % cs->capacity);
+}
+
+uint64
+cycle_next(const CastRecord *r, uint64 offset)
+{
+	if (r->len == 0)			/* wrap marker: go back to the ring's start */
+		return offset + (cs->capacity - offset % cs->capacity);
+	return offset + r->len;
+}
+
+/* Room for a record of 'len' bytes at the tail (lock held): *at, or false. */
+static bool
+reserve(uint32 len, uint64 *at)
+{
+	uint64		phys = cs->tail % cs->capacity;
+	uint64		skip = (phys + len > cs->capacity) ? cs->capacity - phys : 0;
+	uint64		used = cs->tail - cs->head;
+
+	if (used + skip + len > cs->capacity)
+		return false;
+	if (skip > 0)
+	{
+		((CastRecord *) (cs->ring + phys))->len = 0;
+		cs->tail += skip;
+	}
+	*at = cs->tail;
+	cs->tail += len;
+	return true;
+}
+
+int64
+cycle_sealed_seq(void)
+{
+	return cs->sealed_seq;
+}
+
+int64
+cycle_sealed_cycle(void)
+{
+	return cs->sealed_cycle;
+}
+
+Oid
+cycle_current_generation(void)
+{
+	return current_generation();
+}
+
+/* ----------------------------------------------------------------------
+ * Casts
+ * ---------------------------------------------------------------------- */
+
+/* A cast as the caller gave it. */
+typedef struct CastRequest
+{
+	char	   *owner;
+	char	   *from;
+	char	   *to;
+	bytea	   *payload;
+	bool		has_lap;
+	int64		expected_lap;
+	char	   *operation_id;
+	uint8		digest[LAKE_DIGEST_LEN];
+} CastRequest;
+
+static char *
+optional_phase(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	return PG_ARGISNULL(argno) ? NULL : lake_arg_short_name(fcinfo, argno, what);
+}
+
+static void
+cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
+{
+	uint32		limit = cs->capacity / 4;
+
+	req->owner = lake_arg_short_name(fcinfo, 0, "owner");
+	req->from = optional_phase(fcinfo, 1, "from_phase");
+	req->to = optional_phase(fcinfo, 2, "to_phase");
+	if ((req->from == NULL) != (req->to == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_phase and to_phase must be given together"),
+				 errhint("Give both for a move, or neither for a no-step cast.")));
+	req->payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_BYTEA_PP(3);
+	if (req->payload && VARSIZE_ANY_EXHDR(req->payload) > limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cast payload of %d bytes exceeds the limit of %u bytes",
+						(int) VARSIZE_ANY_EXHDR(req->payload), limit),
+				 errdetail("A cast's payload may take at most a quarter of lake.cycle_buffer_size."),
+				 errhint("Store large payloads with lake.append and cast a reference to them.")));
+	req->has_lap = !PG_ARGISNULL(4);
+	req->expected_lap = req->has_lap ? PG_GETARG_INT64(4) : 0;
+	if (req->has_lap && req->expected_lap < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("expected_lap must not be negative, not " INT64_FORMAT,
+						req->expected_lap)));
+	req->operation_id = PG_ARGISNULL(5) ? NULL : lake_arg_name(fcinfo, 5, "operation_id");
+	if (req->operation_id != NULL && strlen(req->operation_id) > UINT16_MAX)
+		elog(ERROR, "lake: operation id too long");	/* lake_arg_name bounds it */
+
+	/* The content an operation id stands for: the move and the payload. */
+	if (req->operation_id != NULL)
+	{
+		LakeDigest *d = lake_digest_begin();
+		uint8		flags = (req->from ? LANDING_MOVE : 0) | (req->payload ? LANDING_PAYLOAD : 0);
+
+		lake_digest_update(d, &flags, 1);
+		if (req->from)
+		{
+			lake_digest_update(d, req->from, strlen(req->from) + 1);
+			lake_digest_update(d, req->to, strlen(req->to) + 1);
+		}
+		if (req->payload)
+			lake_digest_update(d, VARDATA_ANY(req->payload), VARSIZE_ANY_EXHDR(req->payload));
+		lake_digest_end(d, req->digest);
+	}
+}
+
+/*
+ * The owner's entry, entered from the registry at its first use after
+ * recovery; *lifecycle gets its lifecycle, loaded into this backend's cache.
+ */
+static OwnerState *
+owner_entry(const char *name, const Lifecycle **lifecycle)
+{
+	static SPIPlanPtr plan;
+	OwnerState *o;
+	int32		id;
+	int32		lc;
+	bool		full = false;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	o = owner_find(name);
+	lc = o ? o->lifecycle : 0;
+	LWLockRelease(&cs->lock);
+	if (o != NULL && (*lifecycle = lifecycle_cached(lc)) != NULL)
+		return o;
+
+	store_connect();
+	if (o == NULL)
+	{
+		Oid			types[1] = {TEXTOID};
+		Datum		values[1] = {CStringGetTextDatum(name)};
+		bool		isnull;
+
+		if (SPI_execute_plan(store_plan(&plan,
+										"SELECT o.id, o.lifecycle FROM lake.owner o "
+										"WHERE o.name OPERATOR(pg_catalog.=) $1", 1, types),
+							 values, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "lake: owner lookup failed");
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("owner \"%s\" does not exist", name),
+					 errhint("Create it with lake.create_owner().")));
+		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		lc = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	*lifecycle = lifecycle_get(lc);
+	store_finish();
+
+	if (o == NULL)
+	{
+		LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+		o = owner_enter(name, id, lc, &full);
+		LWLockRelease(&cs->lock);
+		if (full)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("no room for owner \"%s\" in shared memory", name),
+					 errdetail("All %d owner slots (lake.max_owners) are in use.", lake_max_owners),
+					 errhint("Raise lake.max_owners and restart the server.")));
+	}
+	return o;
+}
+
+/* A pending idempotent cast of this owner with this operation id (lock held). */
+static CastRecord *
+pending_operation(const OwnerState *o, const char *operation_id)
+{
+	size_t		len = strlen(operation_id);
+
+	for (uint64 off = cs->head; off < cs->tail;)
+	{
+		CastRecord *r = cycle_record(off);
+
+		off = cycle_next(r, off);
+		if (r->len != 0 && r->owner == o && (r->flags & LANDING_OPERATION) &&
+			r->operation_len == len && memcmp(CAST_OPERATION(r), operation_id, len) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+static void
+operation_conflict(const CastRequest *req)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
+			 errmsg("operation \"%s\" of owner \"%s\" was already cast with different content",
+					req->operation_id, req->owner),
+			 errhint("Use a new operation id for a new cast.")));
+}
+
+static void
+validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
+		 int *from, int *to)
+{
+	if (o->quarantined)
+		ereport(ERROR,
+				(errcode(ERRCODE_LAKE_OWNER_QUARANTINED),
+				 errmsg("owner \"%s\" is quarantined", req->owner),
+				 errdetail("%s (applied prefix: position " INT64_FORMAT ").",
+						   o->reason, o->quarantine_position),
+				 errhint("Fix the cause, then run lake.release_owner().")));
+	*from = *to = -1;
+	if (req->from != NULL)
+	{
+		*from = lifecycle_phase(lc, req->from, strlen(req->from));
+		*to = lifecycle_phase(lc, req->to, strlen(req->to));
+		if (!lifecycle_edge(lc, *from, *to))
+			ereport(ERROR,
+					(errcode(ERRCODE_LAKE_ILLEGAL_MOVE),
+					 errmsg("move %s -> %s is not in the lifecycle of owner \"%s\"",
+							req->from, req->to, req->owner)));
+		if (*from != o->projected_phase)
+			ereport(ERROR,
+					(errcode(ERRCODE_LAKE_STALE_PHASE),
+					 errmsg("owner \"%s\" is in phase %s, not %s",
+							req->owner, lc->phases[o->projected_phase], req->from),
+					 errdetail("Casts are checked against the phase after every cast already accepted.")));
+	}
+	if (req->has_lap && req->expected_lap != o->projected_lap)
+		ereport(ERROR,
+				(errcode(ERRCODE_LAKE_LAP_MISMATCH),
+				 errmsg("owner \"%s\" is in lap " INT64_FORMAT ", not " INT64_FORMAT,
+						req->owner, o->projected_lap, req->expected_lap)));
+}
+
+/* Write the record of an accepted cast at 'at' (lock held). */
+static void
+write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
+			 int64 seq, int64 lap)
+{
+	CastRecord *r = cycle_record(at);
+	char	   *p = r->data;
+
+	r->len = len;
+	r->flags = (req->from ? LANDING_MOVE : 0) | (req->payload ? LANDING_PAYLOAD : 0) |
+		(req->operation_id ? LANDING_OPERATION : 0);
+	r->from_len = req->from ? strlen(req->from) : 0;
+	r->to_len = req->to ? strlen(req->to) : 0;
+	r->operation_len = req->operation_id ? strlen(req->operation_id) : 0;
+	r->payload_len = req->payload ? VARSIZE_ANY_EXHDR(req->payload) : 0;
+	r->owner_id = o->id;
+	r->owner = o;
+	r->seq = seq;
+	r->lap = lap;
+	memcpy(r->digest, req->digest, LAKE_DIGEST_LEN);
+	memcpy(p, req->from, r->from_len);
+	memcpy(p += r->from_len, req->to, r->to_len);
+	memcpy(p += r->to_len, req->operation_id, r->operation_len);
+	if (r->payload_len > 0)
+		memcpy(p + r->operation_len, VARDATA_ANY(req->payload), r->payload_len);
+}
+
+/*
+ * Accept a cast or answer its replay: returns its receipt's seq (the
+ * epoch is the current one, or *epoch for a sealed replay).
+ */
+static int64
+cast_accept(const CastRequest *req, int32 *epoch)
+{
+	const Lifecycle *lc;
+	OwnerState *o = owner_entry(req->owner, &lc);
+	uint32		len = MAXALIGN(offsetof(CastRecord, data) +
+							   (req->from ? strlen(req->from) + strlen(req->to) : 0) +
+							   (req->operation_id ? strlen(req->operation_id) : 0) +
+							   (req->payload ? VARSIZE_ANY_EXHDR(req->payload) : 0));
+	TimestampTz deadline = 0;
+	bool		sleeping = false;
+
+	for (;;)
+	{
+		int64		sealed_before = cs->sealed_cycle;
+		uint64		at;
+		int			from;
+		int			to;
+		int64		seq;
+		int64		lap;
+		int64		pending;
+
+		CHECK_FOR_INTERRUPTS();
+		/* An idempotent cast already sealed answers from the history. */
+		if (req->operation_id != NULL)
+		{
+			LogReceipt sealed;
+
+			store_connect();
+			if (log_find_operation(o->id, req->operation_id, &sealed))
+			{
+				store_finish();
+				if (memcmp(sealed.digest, req->digest, LAKE_DIGEST_LEN) != 0)
+					operation_conflict(req);
+				*epoch = sealed.epoch;
+				if (sleeping)
+					ConditionVariableCancelSleep();
+				return sealed.seq;
+			}
+			store_finish();
+		}
+
+		LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+		if (cs->sealed_cycle != sealed_before)
+		{
+			/* A seal landed meanwhile: the history may now hold it. */
+			LWLockRelease(&cs->lock);
+			continue;
+		}
+		if (req->operation_id != NULL)
+		{
+			CastRecord *r = pending_operation(o, req->operation_id);
+
+			if (r != NULL)
+			{
+				bool		same = memcmp(r->digest, req->digest, LAKE_DIGEST_LEN) == 0;
+
+				seq = r->seq;
+				*epoch = cs->epoch;
+				LWLockRelease(&cs->lock);
+				if (!same)
+					operation_conflict(req);
+				if (sleeping)
+					ConditionVariableCancelSleep();
+				return seq;
+			}
+		}
+		/* An error here releases the lock with the transaction's abort. */
+		validate(req, o, lc, &from, &to);
+
+		if (!reserve(len, &at))
+		{
+			LWLockRelease(&cs->lock);
+			wake_worker();
+			if (!sleeping)
+			{
+				deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   lake_admission_queue_wait_ms);
+				ConditionVariablePrepareToSleep(&cs->space_cv);
+				sleeping = true;
+			}
+			else if (GetCurrentTimestamp() >= deadline)
+			{
+				ConditionVariableCancelSleep();
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+						 errmsg("cycle buffer full"),
+						 errdetail("No room for a %u-byte cast in lake.cycle_buffer_size within %d ms.",
+								   len, lake_admission_queue_wait_ms),
+						 errhint("Retry later, or raise lake.cycle_buffer_size.")));
+			}
+			ConditionVariableTimedSleep(&cs->space_cv,
+										Max(1, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline)),
+										PG_WAIT_EXTENSION);
+			continue;
+		}
+
+		seq = ++cs->next_seq;
+		lap = o->projected_lap + ((req->from && to == lc->initial) ? 1 : 0);
+		write_record(at, len, req, o, seq, lap);
+		if (req->from)
+			o->projected_phase = to;
+		o->projected_lap = lap;
+		o->pending++;
+		pending = ++cs->pending;
+		*epoch = cs->epoch;
+		LWLockRelease(&cs->lock);
+
+		if (sleeping)
+			ConditionVariableCancelSleep();
+		/* The worker times the cycle from its first cast. */
+		if (pending == 1 || pending >= lake_cycle_max_casts)
+			wake_worker();
+		return seq;
+	}
+}
+
+static Datum
+receipt_datum(FunctionCallInfo fcinfo, int32 epoch, int64 seq)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
+	bool		nulls[2] = {false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+}
+
+static Datum
+coordinate_datum(FunctionCallInfo fcinfo, const LogReceipt *c)
+{
+	TupleDesc	tupdesc;
+	Datum		values[3] = {Int64GetDatum(c->cycle), Int64GetDatum(c->position),
+	LSNGetDatum(c->lsn)};
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+}
+
+PG_FUNCTION_INFO_V1(lake_cast);
+PG_FUNCTION_INFO_V1(lake_await_durable);
+PG_FUNCTION_INFO_V1(lake_cast_durable);
+
+Datum
+lake_cast(PG_FUNCTION_ARGS)
+{
+	CastRequest req;
+	int32		epoch;
+	int64		seq;
+
+	lake_require_preload();
+	cast_arguments(fcinfo, &req);
+	cycle_wait_ready();
+	seq = cast_accept(&req, &epoch);
+	PG_RETURN_DATUM(receipt_datum(fcinfo, epoch, seq));
+}
+
+/*
+ * Wait until receipt (epoch, seq) is durable and fill *out; false on
+ * timeout. LK006 if it can never be (lost with its epoch).
+ */
+static bool
+await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
+{
+	WaiterSlot *slot = &cs->slots[MyBackendId];
+	TimestampTz deadline = timeout_ms >= 0 ?
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms) : 0;
+	bool		ok = false;
+	bool		history = false;
+
+	cycle_wait_ready();
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	if (epoch == cs->epoch && (seq < 1 || seq > cs->next_seq))
+	{
+		LWLockRelease(&cs->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("receipt (%d," INT64_FORMAT ") was never issued", epoch, seq)));
+	}
+	if (epoch > cs->epoch)
+	{
+		LWLockRelease(&cs->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("receipt (%d," INT64_FORMAT ") is from an epoch that has not begun", epoch, seq)));
+	}
+	history = epoch != cs->epoch || seq <= cs->sealed_seq;
+	if (!history)
+	{
+		slot->epoch = epoch;
+		slot->seq = seq;
+		slot->done = false;
+		pg_atomic_fetch_add_u32(&cs->waiters, 1);
+	}
+	LWLockRelease(&cs->lock);
+
+	if (!history)
+	{
+		PG_TRY();
+		{
+			/* Waiters must not pay the interval: the worker seals now. */
+			wake_worker();
+			ConditionVariablePrepareToSleep(&cs->durable_cv);
+			for (;;)
+			{
+				long		left = 1000;
+
+				LWLockAcquire(&cs->lock, LW_SHARED);
+				if (slot->done)
+				{
+					out->cycle = slot->cycle;
+					out->position = slot->position;
+					out->lsn = slot->lsn;
+					ok = true;
+				}
+				else if (cs->epoch != epoch || cs->sealed_seq >= seq)
+					history = true;
+				LWLockRelease(&cs->lock);
+				if (ok || history)
+					break;
+				if (timeout_ms >= 0)
+				{
+					left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+					if (left <= 0)
+						break;
+				}
+				ConditionVariableTimedSleep(&cs->durable_cv, left, PG_WAIT_EXTENSION);
+			}
+			ConditionVariableCancelSleep();
+		}
+		PG_FINALLY();
+		{
+			LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+			slot->seq = 0;
+			LWLockRelease(&cs->lock);
+			pg_atomic_fetch_sub_u32(&cs->waiters, 1);
+		}
+		PG_END_TRY();
+	}
+	if (history)
+	{
+		store_connect();
+		ok = log_find_receipt(epoch, seq, out);
+		store_finish();
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_LAKE_NOT_DURABLE),
+					 errmsg("receipt (%d," INT64_FORMAT ") can never become durable", epoch, seq),
+					 errdetail("The cast was accepted but lost with a crash or restart before its cycle was sealed."),
+					 errhint("Cast it again.")));
+	}
+	return ok;
+}
+
+Datum
+lake_await_durable(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader receipt;
+	bool		isnull_epoch;
+	bool		isnull_seq;
+	int32		epoch;
+	int64		seq;
+	int			timeout = -1;
+	LogReceipt	c;
+
+	lake_require_preload();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("receipt must not be NULL")));
+	receipt = PG_GETARG_HEAPTUPLEHEADER(0);
+	epoch = DatumGetInt32(GetAttributeByNum(receipt, 1, &isnull_epoch));
+	seq = DatumGetInt64(GetAttributeByNum(receipt, 2, &isnull_seq));
+	if (isnull_epoch || isnull_seq)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("receipt epoch and seq must not be NULL")));
+	if (!PG_ARGISNULL(1))
+	{
+		timeout = PG_GETARG_INT32(1);
+		if (timeout < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("timeout_ms must not be negative, not %d", timeout)));
+	}
+	if (!await_receipt(epoch, seq, timeout, &c))
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
+}
+
+Datum
+lake_cast_durable(PG_FUNCTION_ARGS)
+{
+	CastRequest req;
+	int32		epoch;
+	int64		seq;
+	LogReceipt	c;
+
+	lake_require_preload();
+	cast_arguments(fcinfo, &req);
+	cycle_wait_ready();
+	seq = cast_accept(&req, &epoch);
+	(void) await_receipt(epoch, seq, -1, &c);
+	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
+}
+
+/* ----------------------------------------------------------------------
+ * Sealing hand-over (seal.c holds the sealing lock around these)
+ * ---------------------------------------------------------------------- */
+
+/* Take up to max_casts pending records as the next cycle; false if none. */
+bool
+cycle_cut(CycleCut *cut, int max_casts)
+{
+	uint64		off;
+
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	Assert(cs->cut == cs->head);
+	cut->start = cs->head;
+	cut->ncasts = 0;
+	cut->first_seq = cut->last_seq = 0;
+	cut->epoch = cs->epoch;
+	for (off = cs->head; off < cs->tail && cut->ncasts < max_casts;)
+	{
+		CastRecord *r = cycle_record(off);
+
+		off = cycle_next(r, off);
+		if (r->len == 0)
+			continue;
+		if (cut->ncasts++ == 0)
+			cut->first_seq = r->seq;
+		cut->last_seq = r->seq;
+	}
+	cut->end = off;
+	cs->cut = off;
+	cut_active = cut->ncasts > 0;
+	LWLockRelease(&cs->lock);
+	return cut->ncasts > 0;
+}
+
+/* Keep what the seal makes true until its transaction commits. */
+void
+cycle_prepare_commit(const CycleCut *cut, int64 cycle, XLogRecPtr lsn,
+					 SealedOwner *owners, int nowners, int64 *positions,
+					 double started_ms)
+{
+	MemoryContext old;
+
+	if (seal_cxt == NULL)
+		seal_cxt = AllocSetContextCreate(TopMemoryContext, "lake seal",
+										 ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(seal_cxt);
+	seal_commit = palloc(sizeof(SealCommit));
+	seal_commit->cut = *cut;
+	seal_commit->cycle = cycle;
+	seal_commit->lsn = lsn;
+	seal_commit->nowners = nowners;
+	seal_commit->owners = palloc(sizeof(SealedOwner) * nowners);
+	memcpy(seal_commit->owners, owners, sizeof(SealedOwner) * nowners);
+	seal_commit->positions = palloc(sizeof(int64) * cut->ncasts);
+	memcpy(seal_commit->positions, positions, sizeof(int64) * cut->ncasts);
+	seal_commit->started_ms = started_ms;
+	MemoryContextSwitchTo(old);
+}
+
+static double
+now_ms(void)
+{
+	return (double) GetCurrentTimestamp() / 1000.0;
+}
+
+/* The seal committed: make it live. No error may escape from here. */
+static void
+seal_committed(void)
+{
+	SealCommit *sc = seal_commit;
+	double		took = now_ms() - sc->started_ms;
+
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < sc->nowners; i++)
+	{
+		SealedOwner *so = &sc->owners[i];
+
+		so->owner->phase = so->phase;
+		so->owner->lap = so->lap;
+		so->owner->position = so->position;
+		so->owner->pending -= so->count;
+	}
+	for (int b = 1; b <= MaxBackends; b++)
+	{
+		WaiterSlot *w = &cs->slots[b];
+
+		if (w->seq >= sc->cut.first_seq && w->seq <= sc->cut.last_seq &&
+			w->epoch == sc->cut.epoch && !w->done)
+		{
+			w->cycle = sc->cycle;
+			w->position = sc->positions[w->seq - sc->cut.first_seq];
+			w->lsn = sc->lsn;
+			w->done = true;
+		}
+	}
+	cs->head = cs->cut = sc->cut.end;
+	cs->pending -= sc->cut.ncasts;
+	cs->sealed_seq = sc->cut.last_seq;
+	cs->sealed_cycle = sc->cycle;
+	cs->sealed_lsn = sc->lsn;
+	cs->stats.cycles_sealed++;
+	cs->stats.casts_sealed += sc->cut.ncasts;
+	cs->stats.last_seal_ms = took;
+	LWLockRelease(&cs->lock);
+	ConditionVariableBroadcast(&cs->durable_cv);
+	ConditionVariableBroadcast(&cs->space_cv);
+}
+
+static void
+seal_forget(void)
+{
+	if (seal_cxt != NULL)
+		MemoryContextReset(seal_cxt);
+	seal_commit = NULL;
+	cut_active = false;
+}
+
+static void
+cycle_xact_callback(XactEvent event, void *arg)
+{
+	if (!cut_active)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			if (seal_commit != NULL)
+				seal_committed();
+			seal_forget();
+			break;
+		case XACT_EVENT_ABORT:
+			/* The cut stays pending: the next seal takes it again. */
+			LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+			cs->cut = cs->head;
+			LWLockRelease(&cs->lock);
+			seal_forget();
+			break;
+		default:
+			break;
+	}
+}
+
+void
+cycle_init(void)
+{
+	RegisterXactCallback(cycle_xact_callback, NULL);
+}
+
+/* ----------------------------------------------------------------------
+ * lake.owner_state
+ * ---------------------------------------------------------------------- */
+
+PG_FUNCTION_INFO_V1(lake_owner_state);
+
+Datum
+lake_owner_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name;
+	const Lifecycle *lc;
+	OwnerState *o;
+	OwnerState	copy;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	lake_require_preload();
+	name = lake_arg_short_name(fcinfo, 0, "owner");
+	InitMaterializedSRF(fcinfo, 0);
+	cycle_wait_ready();
+	o = owner_entry(name, &lc);
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	copy = *o;
+	LWLockRelease(&cs->lock);
+
+	values[0] = CStringGetTextDatum(lc->phases[copy.phase]);
+	values[1] = Int64GetDatum(copy.lap);
+	values[2] = Int64GetDatum(copy.position);
+	values[3] = Int32GetDatum(copy.pending);
+	values[4] = BoolGetDatum(copy.quarantined);
+	values[5] = CStringGetTextDatum(copy.reason);
+	nulls[5] = !copy.quarantined;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}

@@ -1,0 +1,124 @@
+/*
+ * cycle.h — the open cycle in shared memory (SPEC §4 Cycles).
+ *
+ * Accepted casts wait in a ring buffer of lake.cycle_buffer_size bytes, in
+ * acceptance order, each with its receipt (epoch, seq). A sealer (the
+ * worker, or a session in lake.seal()) cuts a prefix of the buffer, writes
+ * it as one cycle in one transaction, and — only once that transaction has
+ * committed — frees the prefix, advances the owners' live state and wakes
+ * the sessions awaiting those receipts. If the transaction aborts the
+ * prefix stays pending for the next seal.
+ */
+#ifndef LAKE_CYCLE_H
+#define LAKE_CYCLE_H
+
+#include "lake.h"
+
+#include "access/xlogdefs.h"
+#include "owner.h"
+#include "storage/lwlock.h"
+
+
+
+/* What the last recovery did. */
+typedef struct RecoveryFigures
+{
+	int64		owners;
+	int64		applied;		/* landings replayed */
+	int64		quarantined;
+	int64		tail;			/* landings above the snapshot watermarks */
+	double		ms;
+} RecoveryFigures;
+
+/* Live figures for lake.stats(). */
+typedef struct CycleStats
+{
+	int32		epoch;
+	int64		pending;
+	int64		sealed_cycle;
+	int64		cycles_sealed;	/* since the server started */
+	int64		casts_sealed;
+	double		last_seal_ms;
+	RecoveryFigures recovery;
+} CycleStats;
+
+/* One accepted cast in the buffer. */
+typedef struct CastRecord
+{
+	uint32		len;			/* whole record, MAXALIGNed; 0 = wrap marker */
+	uint8		flags;			/* LANDING_* */
+	uint16		from_len;
+	uint16		to_len;
+	uint16		operation_len;
+	uint32		payload_len;
+	int32		owner_id;
+	OwnerState *owner;
+	int64		seq;
+	int64		lap;			/* the owner's lap after this cast */
+	uint8		digest[LAKE_DIGEST_LEN];	/* content, for idempotent casts */
+	char		data[FLEXIBLE_ARRAY_MEMBER];	/* from, to, operation, payload */
+} CastRecord;
+
+#define CAST_FROM(r)		((r)->data)
+#define CAST_TO(r)			((r)->data + (r)->from_len)
+#define CAST_OPERATION(r)	((r)->data + (r)->from_len + (r)->to_len)
+#define CAST_PAYLOAD(r)		((r)->data + (r)->from_len + (r)->to_len + (r)->operation_len)
+
+/* What a sealer took from the buffer. */
+typedef struct CycleCut
+{
+	uint64		start;			/* ring offsets [start, end) */
+	uint64		end;
+	int			ncasts;
+	int64		first_seq;
+	int64		last_seq;
+	int32		epoch;
+} CycleCut;
+
+/* Owner states a seal will make live once it has committed. */
+typedef struct SealedOwner
+{
+	OwnerState *owner;
+	int16		phase;
+	int64		lap;
+	int64		position;
+	int32		count;
+} SealedOwner;
+
+extern void cycle_shmem_request(void);
+extern void cycle_shmem_startup(void);
+extern void cycle_init(void);
+
+extern LWLock *cycle_lock(void);
+extern int32 cycle_epoch(void);
+
+/* Sessions: wait until the worker has recovered the owners (55000 on a standby). */
+extern void cycle_wait_ready(void);
+
+/* Worker */
+extern bool cycle_needs_recovery(Oid generation);
+extern void cycle_begin_recovery(void);
+extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
+								  const RecoveryFigures *figures);
+extern int64 cycle_pending(void);
+extern bool cycle_has_waiters(void);
+struct Latch;
+extern void cycle_set_worker_latch(struct Latch *latch);
+extern void cycle_stats(CycleStats *out);
+
+/* Sealers (holding the sealing lock) */
+extern bool cycle_cut(CycleCut *cut, int max_casts);
+extern CastRecord *cycle_record(uint64 offset);
+extern uint64 cycle_next(const CastRecord *r, uint64 offset);
+extern void cycle_prepare_commit(const CycleCut *cut, int64 cycle, XLogRecPtr lsn,
+								 SealedOwner *owners, int nowners,
+								 int64 *positions, double started_ms);
+
+/* Sealed state, for receipts that are no longer pending. */
+extern int64 cycle_sealed_seq(void);
+extern int64 cycle_sealed_cycle(void);
+
+/* The OID of lake.owner: which incarnation of the extension is installed. */
+extern Oid	cycle_current_generation(void);
+
+#endif							/* LAKE_CYCLE_H */

@@ -1,0 +1,72 @@
+/*
+ * landing.h — the encoding of a sealed cycle's landings.
+ *
+ * A cycle record is the zstd-compressed (codec.h) concatenation of
+ *   'L', version 1, uint32 count, then count landings:
+ *   int32 owner_id, int64 position, int64 seq, int64 lap, uint8 flags,
+ *   [uint16 len + from_phase, uint16 len + to_phase]   if LANDING_MOVE
+ *   [uint32 len + payload]                              if LANDING_PAYLOAD
+ *   [uint16 len + operation_id]                         if LANDING_OPERATION
+ * all integers little-endian. One record per cycle, not a row per cast.
+ *
+ * Pure C (no PostgreSQL memory or error machinery): the decoder checks
+ * every length against the buffer and can run under a fuzzer as it runs
+ * in the server.
+ */
+#ifndef LAKE_LANDING_H
+#define LAKE_LANDING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LANDING_MOVE		0x01
+#define LANDING_PAYLOAD		0x02
+#define LANDING_OPERATION	0x04
+
+typedef struct LakeLanding
+{
+	int32_t		owner_id;
+	int64_t		position;
+	int64_t		seq;
+	int64_t		lap;			/* the owner's lap after this landing */
+	uint8_t		flags;
+	const char *from_phase;
+	uint16_t	from_len;
+	const char *to_phase;
+	uint16_t	to_len;
+	const uint8_t *payload;
+	uint32_t	payload_len;
+	const char *operation_id;
+	uint16_t	operation_len;
+} LakeLanding;
+
+typedef enum LakeLandingStatus
+{
+	LAKE_LANDING_OK = 0,
+	LAKE_LANDING_BAD_HEADER,
+	LAKE_LANDING_TRUNCATED,
+	LAKE_LANDING_BAD_FLAGS,
+	LAKE_LANDING_TRAILING,
+	LAKE_LANDING_STOPPED		/* the visitor asked to stop */
+} LakeLandingStatus;
+
+#define LAKE_LANDINGS_HEADER 6
+
+/* Bytes one landing takes in a record. */
+extern size_t lake_landing_size(const LakeLanding *l);
+
+/* Write the record header for 'count' landings; returns its size. */
+extern size_t lake_landings_put_header(uint8_t *out, uint32_t count);
+
+/* Write one landing at 'out'; returns the bytes written. */
+extern size_t lake_landing_put(uint8_t *out, const LakeLanding *l);
+
+/* Visit each landing of a record in order; a non-zero return stops. */
+typedef int (*LakeLandingVisitor) (const LakeLanding *l, void *arg);
+
+extern LakeLandingStatus lake_landings_decode(const uint8_t *in, size_t len,
+											  LakeLandingVisitor visit, void *arg);
+
+extern const char *lake_landing_status_text(LakeLandingStatus st);
+
+#endif							/* LAKE_LANDING_H */

@@ -1,0 +1,36 @@
+/*
+ * lifecycle.h — named sets of phases with legal edges (SPEC §4).
+ *
+ * Each backend keeps the lifecycles it has used in a local cache: casts
+ * validate against it without catalog access. Lifecycles do not change
+ * once defined; the cache is dropped when the extension is re-created.
+ */
+#ifndef LAKE_LIFECYCLE_H
+#define LAKE_LIFECYCLE_H
+
+#include "lake.h"
+
+#define LAKE_MAX_PHASES 256
+
+typedef struct Lifecycle
+{
+	int32		id;
+	int			nphases;
+	int			initial;		/* index of the initial phase (always 0) */
+	char	  **phases;
+	bool	   *edge;			/* nphases * nphases: edge[from * n + to] */
+} Lifecycle;
+
+/* The lifecycle 'id', from the cache or (store connected) the table. */
+extern const Lifecycle *lifecycle_get(int32 id);
+extern const Lifecycle *lifecycle_cached(int32 id);
+extern void lifecycle_cache_reset(void);
+
+/* Index of a phase, or -1 if the lifecycle has no such phase. */
+extern int	lifecycle_phase(const Lifecycle *lc, const char *name, size_t len);
+extern bool lifecycle_edge(const Lifecycle *lc, int from, int to);
+
+/* Check a lake name used for owners, lifecycles and phases (22004/22023). */
+extern char *lake_arg_short_name(FunctionCallInfo fcinfo, int argno, const char *what);
+
+#endif							/* LAKE_LIFECYCLE_H */

@@ -1,0 +1,386 @@
+/*
+ * logread.c — lake.trajectory, lake.log, lake.cycles and receipt lookups.
+ *
+ * A trajectory visits only the cycles lake.cycle_owner lists for the owner,
+ * so its cost follows the owner's landings, not the length of the log.
+ * Cycles are read through cursors: memory stays at one cycle at a time.
+ */
+#include "lake.h"
+
+#include "args.h"
+#include "catalog/pg_type.h"
+#include "codec.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "lifecycle.h"
+#include "logread.h"
+#include "miscadmin.h"
+#include "store.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+
+void
+log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
+{
+	bytea	   *stored = DatumGetByteaPP(data);
+	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
+	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
+	size_t		size = 0;
+	size_t		got;
+	uint8_t    *raw;
+	LakeCodecStatus cst = lake_chunk_decoded_size(in, inlen, &size);
+	LakeLandingStatus lst;
+
+	if (cst == LAKE_CODEC_OK && size > MaxAllocSize)
+		cst = LAKE_CODEC_TOO_BIG;
+	if (cst == LAKE_CODEC_OK)
+	{
+		raw = palloc(Max(size, 1));
+		cst = lake_chunk_decode(in, inlen, raw, size, &got);
+	}
+	if (cst != LAKE_CODEC_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("cycle " INT64_FORMAT " is damaged", cycle),
+				 errdetail("%s", lake_codec_status_text(cst))));
+	lst = lake_landings_decode(raw, got, visit, arg);
+	if (lst != LAKE_LANDING_OK && lst != LAKE_LANDING_STOPPED)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("cycle " INT64_FORMAT " is damaged", cycle),
+				 errdetail("%s", lake_landing_status_text(lst))));
+	pfree(raw);
+}
+
+bool
+log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(owner_id), CStringGetTextDatum(operation_id)};
+	bool		isnull;
+	bytea	   *d;
+
+	if (SPI_execute_plan(store_plan(&plan,
+								  "SELECT c.digest, c.epoch, c.seq FROM lake.cast_operation c "
+								  "WHERE c.owner_id OPERATOR(pg_catalog.=) $1 "
+								  "  AND c.operation_id OPERATOR(pg_catalog.=) $2",
+								  2, types),
+						 values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "lake: operation lookup failed");
+	if (SPI_processed == 0)
+		return false;
+	d = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (VARSIZE_ANY_EXHDR(d) != LAKE_DIGEST_LEN)
+		elog(ERROR, "lake: stored cast digest has the wrong length");
+	memcpy(out->digest, VARDATA_ANY(d), LAKE_DIGEST_LEN);
+	out->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	out->seq = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	return true;
+}
+
+typedef struct FindSeq
+{
+	int64		seq;
+	int64		position;
+	bool		found;
+} FindSeq;
+
+static int
+find_seq(const LakeLanding *l, void *arg)
+{
+	FindSeq    *f = (FindSeq *) arg;
+
+	if (l->seq != f->seq)
+		return 0;
+	f->position = l->position;
+	f->found = true;
+	return 1;
+}
+
+bool
+log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT4OID, INT8OID};
+	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
+	bool		isnull;
+	FindSeq		f = {seq, 0, false};
+	int64		cycle;
+
+	if (SPI_execute_plan(store_plan(&plan,
+								  "SELECT c.cycle, c.lsn, c.data FROM lake.cycle c "
+								  "WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
+								  "  AND c.last_seq OPERATOR(pg_catalog.>=) $2 "
+								  "  AND c.first_seq OPERATOR(pg_catalog.<=) $2",
+								  2, types),
+						 values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "lake: receipt lookup failed");
+	if (SPI_processed == 0)
+		return false;
+	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	out->lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	log_visit_cycle(cycle, SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
+					find_seq, &f);
+	if (!f.found)
+		return false;
+	out->epoch = epoch;
+	out->seq = seq;
+	out->cycle = cycle;
+	out->position = f.position;
+	return true;
+}
+
+/* ----------------------------------------------------------------------
+ * Set-returning readers
+ * ---------------------------------------------------------------------- */
+
+/* Emits landings into a tuplestore, optionally of one owner only. */
+typedef struct Emit
+{
+	ReturnSetInfo *rsinfo;
+	int64		cycle;
+	int32		epoch;
+	int32		owner_id;		/* trajectory: only this owner; else 0 */
+	int64		after_position;
+	HTAB	   *names;			/* log: owner id -> name */
+} Emit;
+
+typedef struct OwnerName
+{
+	int32		id;
+	char		name[NAMEDATALEN];
+} OwnerName;
+
+static Datum
+text_or_null(const char *s, size_t len, bool present, bool *isnull)
+{
+	*isnull = !present;
+	return present ? PointerGetDatum(cstring_to_text_with_len(s, len)) : (Datum) 0;
+}
+
+static int
+emit_landing(const LakeLanding *l, void *arg)
+{
+	Emit	   *e = (Emit *) arg;
+	Datum		v[10];
+	bool		n[10] = {0};
+	int			i = 0;
+
+	if (e->owner_id != 0 && (l->owner_id != e->owner_id || l->position <= e->after_position))
+		return 0;
+	if (e->owner_id == 0)
+	{
+		OwnerName  *on = hash_search(e->names, &l->owner_id, HASH_FIND, NULL);
+
+		v[i++] = Int64GetDatum(e->cycle);
+		v[i] = on ? CStringGetTextDatum(on->name) : (Datum) 0;
+		n[i++] = (on == NULL);
+		v[i++] = Int64GetDatum(l->position);
+	}
+	else
+	{
+		v[i++] = Int64GetDatum(l->position);
+		v[i++] = Int64GetDatum(e->cycle);
+	}
+	v[i++] = Int32GetDatum(e->epoch);
+	v[i++] = Int64GetDatum(l->seq);
+	v[i] = text_or_null(l->from_phase, l->from_len, l->flags & LANDING_MOVE, &n[i]);
+	i++;
+	v[i] = text_or_null(l->to_phase, l->to_len, l->flags & LANDING_MOVE, &n[i]);
+	i++;
+	v[i++] = Int64GetDatum(l->lap);
+	n[i] = !(l->flags & LANDING_PAYLOAD);
+	if (!n[i])
+	{
+		bytea	   *b = palloc(VARHDRSZ + l->payload_len);
+
+		SET_VARSIZE(b, VARHDRSZ + l->payload_len);
+		memcpy(VARDATA(b), l->payload, l->payload_len);
+		v[i] = PointerGetDatum(b);
+	}
+	i++;
+	v[i] = text_or_null(l->operation_id, l->operation_len, l->flags & LANDING_OPERATION, &n[i]);
+	tuplestore_putvalues(e->rsinfo->setResult, e->rsinfo->setDesc, v, n);
+	return 0;
+}
+
+/* Run a cycle query through a cursor, emitting each cycle's landings. */
+static void
+emit_cycles(SPIPlanPtr plan, Datum *values, Emit *e)
+{
+	Portal		portal = SPI_cursor_open(NULL, plan, values, NULL, true);
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
+											  ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		bool		isnull;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, 1);
+		if (SPI_processed == 0)
+			break;
+		e->cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		e->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		old = MemoryContextSwitchTo(cxt);
+		log_visit_cycle(e->cycle,
+						SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
+						emit_landing, e);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(cxt);
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	MemoryContextDelete(cxt);
+}
+
+static int64
+arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	int64		after = lake_arg_int64(fcinfo, argno, what);
+
+	if (after < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be negative, not " INT64_FORMAT, what, after)));
+	return after;
+}
+
+PG_FUNCTION_INFO_V1(lake_trajectory);
+PG_FUNCTION_INFO_V1(lake_log);
+PG_FUNCTION_INFO_V1(lake_cycles);
+
+Datum
+lake_trajectory(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_owner;
+	static SPIPlanPtr plan;
+	char	   *owner;
+	Emit		e = {0};
+	Oid			types[2] = {INT4OID, INT8OID};
+	Oid			ntypes[1] = {TEXTOID};
+	Datum		nvalues[1];
+	Datum		values[2];
+	bool		isnull;
+
+	lake_require_preload();
+	owner = lake_arg_short_name(fcinfo, 0, "owner");
+	e.after_position = arg_after(fcinfo, 1, "after_position");
+	InitMaterializedSRF(fcinfo, 0);
+	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	store_connect();
+	nvalues[0] = CStringGetTextDatum(owner);
+	if (SPI_execute_plan(store_plan(&plan_owner,
+								  "SELECT o.id FROM lake.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
+								  1, ntypes),
+						 nvalues, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "lake: owner lookup failed");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("owner \"%s\" does not exist", owner)));
+	e.owner_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	values[0] = Int32GetDatum(e.owner_id);
+	values[1] = Int64GetDatum(e.after_position);
+	emit_cycles(store_plan(&plan,
+						 "SELECT c.cycle, c.epoch, c.data FROM lake.cycle_owner o "
+						 "JOIN lake.cycle c ON c.cycle OPERATOR(pg_catalog.=) o.cycle "
+						 "WHERE o.owner_id OPERATOR(pg_catalog.=) $1 "
+						 "  AND o.last_position OPERATOR(pg_catalog.>) $2 "
+						 "ORDER BY o.cycle",
+						 2, types),
+				values, &e);
+	store_finish();
+	return (Datum) 0;
+}
+
+Datum
+lake_log(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_names;
+	static SPIPlanPtr plan;
+	Emit		e = {0};
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+	HASHCTL		ctl;
+
+	lake_require_preload();
+	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
+	InitMaterializedSRF(fcinfo, 0);
+	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	ctl.keysize = sizeof(int32);
+	ctl.entrysize = sizeof(OwnerName);
+	ctl.hcxt = CurrentMemoryContext;
+	e.names = hash_create("lake owner names", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	store_connect();
+	if (SPI_execute_plan(store_plan(&plan_names, "SELECT o.id, o.name FROM lake.owner o", 0, NULL),
+						 NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "lake: owner names lookup failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int32		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		OwnerName  *on = hash_search(e.names, &id, HASH_ENTER, NULL);
+
+		strlcpy(on->name, TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 2, &isnull)),
+				NAMEDATALEN);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	emit_cycles(store_plan(&plan,
+						 "SELECT c.cycle, c.epoch, c.data FROM lake.cycle c "
+						 "WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
+						 1, types),
+				values, &e);
+	store_finish();
+	return (Datum) 0;
+}
+
+Datum
+lake_cycles(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan;
+	ReturnSetInfo *rsinfo;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+	Portal		portal;
+
+	lake_require_preload();
+	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
+	InitMaterializedSRF(fcinfo, 0);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	store_connect();
+	portal = SPI_cursor_open(NULL,
+							 store_plan(&plan,
+									  "SELECT c.cycle, c.epoch, c.sealed_at, c.casts, c.bytes, "
+									  "       c.stored_bytes, c.lsn FROM lake.cycle c "
+									  "WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
+									  1, types),
+							 values, NULL, true);
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, 1000);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			Datum		row[7];
+			bool		nulls[7];
+
+			heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, row, nulls);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	store_finish();
+	return (Datum) 0;
+}

@@ -1,0 +1,32 @@
+/*
+ * logread.h — reading the sealed log (SPEC §4): trajectories, the global
+ * log, cycles, and the durable answers to receipts and operation ids.
+ * Readers only ever see sealed (committed) cycles.
+ */
+#ifndef LAKE_LOGREAD_H
+#define LAKE_LOGREAD_H
+
+#include "lake.h"
+
+#include "access/xlogdefs.h"
+#include "landing.h"
+
+/* Where a cast landed. */
+typedef struct LogReceipt
+{
+	int32		epoch;
+	int64		seq;
+	uint8		digest[LAKE_DIGEST_LEN];
+	int64		cycle;
+	int64		position;
+	XLogRecPtr	lsn;
+} LogReceipt;
+
+/* The store must be connected for these. */
+extern bool log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out);
+extern bool log_find_receipt(int32 epoch, int64 seq, LogReceipt *out);
+
+/* Decode one stored cycle and visit its landings (XX001 if damaged). */
+extern void log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg);
+
+#endif							/* LAKE_LOGREAD_H */

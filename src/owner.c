@@ -1,0 +1,170 @@
+/*
+ * owner.c — the shared table of live owner states.
+ *
+ * A fixed-size shared hash (lake.max_owners entries) keyed by owner name.
+ * The table is a cache of what the durable log says plus what was accepted
+ * since: the worker fills it at recovery; an owner created afterwards is
+ * entered at its first use (cycle.c). All access is under the cycle lock.
+ *
+ * lake.create_owner writes only the durable registry (lake.owner), and
+ * refuses (53000) once lake.max_owners owners are registered: every
+ * registered owner must fit in the shared table at recovery.
+ */
+#include "lake.h"
+
+#include "access.h"
+#include "args.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "guc.h"
+#include "lifecycle.h"
+#include "owner.h"
+#include "storage/lmgr.h"
+#include "storage/shmem.h"
+#include "store.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+
+PG_FUNCTION_INFO_V1(lake_create_owner);
+
+static HTAB *owners = NULL;
+
+void
+owner_shmem_request(void)
+{
+	RequestAddinShmemSpace(hash_estimate_size(lake_max_owners, sizeof(OwnerState)));
+}
+
+void
+owner_shmem_startup(void)
+{
+	HASHCTL		info;
+
+	info.keysize = NAMEDATALEN;
+	info.entrysize = sizeof(OwnerState);
+	owners = ShmemInitHash("lake owners", lake_max_owners, lake_max_owners,
+						   &info, HASH_ELEM | HASH_STRINGS | HASH_FIXED_SIZE);
+}
+
+OwnerState *
+owner_find(const char *name)
+{
+	return hash_search(owners, name, HASH_FIND, NULL);
+}
+
+/* Enter a new owner in its initial state; *full when the table is full. */
+OwnerState *
+owner_enter(const char *name, int32 id, int32 lifecycle, bool *full)
+{
+	bool		found;
+	OwnerState *o = hash_search(owners, name, HASH_ENTER_NULL, &found);
+
+	*full = (o == NULL);
+	if (o == NULL || found)
+		return o;
+	o->id = id;
+	o->lifecycle = lifecycle;
+	o->phase = 0;
+	o->lap = 0;
+	o->position = 0;
+	o->projected_phase = 0;
+	o->projected_lap = 0;
+	o->pending = 0;
+	o->quarantined = false;
+	o->quarantine_position = 0;
+	o->reason[0] = '\0';
+	return o;
+}
+
+void
+owner_clear_all(void)
+{
+	HASH_SEQ_STATUS status;
+	OwnerState *o;
+
+	hash_seq_init(&status, owners);
+	while ((o = hash_seq_search(&status)) != NULL)
+		hash_search(owners, o->name, HASH_REMOVE, NULL);
+}
+
+void
+owner_quarantine(OwnerState *o, int64 position, const char *why)
+{
+	o->quarantined = true;
+	o->quarantine_position = position;
+	strlcpy(o->reason, why, OWNER_REASON_LEN);
+}
+
+void
+owner_foreach(OwnerVisitor visit, void *arg)
+{
+	HASH_SEQ_STATUS status;
+	OwnerState *o;
+
+	hash_seq_init(&status, owners);
+	while ((o = hash_seq_search(&status)) != NULL)
+		visit(o, arg);
+}
+
+Datum
+lake_create_owner(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_lifecycle;
+	static SPIPlanPtr plan_count;
+	static SPIPlanPtr plan_insert;
+	char	   *name;
+	char	   *lifecycle;
+	Oid			types[2] = {TEXTOID, INT4OID};
+	Datum		values[2];
+	bool		isnull;
+	int64		registered;
+
+	lake_require_preload();
+	name = lake_arg_short_name(fcinfo, 0, "owner");
+	lifecycle = lake_arg_short_name(fcinfo, 1, "lifecycle");
+	access_require_admin();
+
+	store_connect();
+	values[0] = CStringGetTextDatum(lifecycle);
+	if (SPI_execute_plan(store_plan(&plan_lifecycle,
+								  "SELECT l.id FROM lake.lifecycle l WHERE l.name OPERATOR(pg_catalog.=) $1",
+								  1, types),
+						 values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "lake: lifecycle lookup failed");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lifecycle \"%s\" does not exist", lifecycle),
+				 errhint("Define it with lake.define_lifecycle().")));
+	values[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+	/* Creations serialize here, so the count below is exact. */
+	LockRelationOid(get_relname_relid("owner", get_namespace_oid("lake", false)),
+					ShareRowExclusiveLock);
+	if (SPI_execute_plan(store_plan(&plan_count, "SELECT pg_catalog.count(*) FROM lake.owner", 0, NULL),
+						 NULL, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "lake: owner count failed");
+	registered = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (registered >= lake_max_owners)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("cannot create owner \"%s\": lake.max_owners (%d) owners exist",
+						name, lake_max_owners),
+				 errhint("Raise lake.max_owners and restart the server.")));
+
+	values[0] = CStringGetTextDatum(name);
+	if (SPI_execute_plan(store_plan(&plan_insert,
+								  "INSERT INTO lake.owner (name, lifecycle) VALUES ($1, $2) "
+								  "ON CONFLICT (name) DO NOTHING",
+								  2, types),
+						 values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "lake: could not register the owner");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("owner \"%s\" already exists", name)));
+	store_finish();
+	PG_RETURN_VOID();
+}

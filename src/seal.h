@@ -1,0 +1,18 @@
+/*
+ * seal.h — sealing a cycle: one transaction, one durable write (SPEC §4).
+ */
+#ifndef LAKE_SEAL_H
+#define LAKE_SEAL_H
+
+#include "lake.h"
+
+/*
+ * Seal the open cycle inside the current transaction; its number, or 0 if
+ * nothing was pending. What it makes live takes effect at COMMIT.
+ */
+extern int64 seal_run(void);
+
+/* Take the lock every sealer (and recovery) holds to its commit. */
+extern void seal_lock(void);
+
+#endif							/* LAKE_SEAL_H */
