@@ -18,6 +18,10 @@ EXTRA_CLEAN = results output_iso tmp_check log regression.diffs regression.out
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
+
+# PGXS tracks no header dependencies: rebuild every object when a header
+# changes (a stale object reading an old struct layout is a silent bug).
+$(OBJS): $(wildcard src/*.h)
 include $(PGXS)
 
 PGXS_DIR  := $(dir $(PGXS))

@@ -19,7 +19,7 @@
  */
 #include "lake.h"
 
-#include <math.h>
+#include <sys/mman.h>
 
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -101,6 +101,8 @@ typedef struct SealCommit
 	double		started_ms;
 } SealCommit;
 
+static bool prefaulted = false;
+static void prefault_ring(void);
 static bool cut_active = false;
 static SealCommit *seal_commit = NULL;
 static MemoryContext seal_cxt = NULL;
@@ -173,6 +175,8 @@ cycle_has_waiters(void)
 void
 cycle_set_worker_latch(Latch *latch)
 {
+	if (latch != NULL && !prefaulted)
+		prefault_ring();
 	cs->worker_latch = latch;
 }
 
@@ -246,6 +250,25 @@ cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 }
 
 /*
+ * Map the whole ring into this process's page tables once, so no page
+ * fault ever happens while the cycle lock is held (a first touch inside
+ * the critical section stalls every other caster). Best effort: kernels
+ * before 5.14 lack MADV_POPULATE_WRITE and simply fault later.
+ */
+static void
+prefault_ring(void)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	start = (uintptr_t) cs->ring & ~(page - 1);
+	uintptr_t	end = (uintptr_t) cs->ring + cs->capacity;
+
+	(void) madvise((void *) start, end - start, MADV_POPULATE_WRITE);
+#endif
+	prefaulted = true;
+}
+
+/*
  * Sessions wait here until the worker has recovered the owners of this
  * incarnation of the extension: they never see a half-recovered owner.
  */
@@ -260,6 +283,8 @@ cycle_wait_ready(void)
 				 errmsg("lake owners are not available during recovery"),
 				 errdetail("This server is a standby (or still replaying WAL); casts, seals and owner states need the primary."),
 				 errhint("Sealed data can be read here with lake.trajectory, lake.log and lake.cycles.")));
+	if (!prefaulted)
+		prefault_ring();
 	generation = current_generation();
 	if (generation != seen_generation)
 	{
@@ -421,7 +446,7 @@ owner_entry(const char *name, const Lifecycle **lifecycle)
 	bool		full = false;
 
 	LWLockAcquire(&cs->lock, LW_SHARED);
-	o = owner_find(name);
+	o = owner_find(name, owner_hash(name));
 	lc = o ? o->lifecycle : 0;
 	LWLockRelease(&cs->lock);
 	if (o != NULL && (*lifecycle = lifecycle_cached(lc)) != NULL)
@@ -528,8 +553,11 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 						req->owner, o->projected_lap, req->expected_lap)));
 }
 
-/* Write the record of an accepted cast at 'at' (lock held). */
-static void
+/*
+ * Write the record of an accepted cast at 'at' (lock held), all but its
+ * payload: what a replay check compares is in place before the lock goes.
+ */
+static CastRecord *
 write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 			 int64 seq, int64 lap)
 {
@@ -548,11 +576,11 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 	r->seq = seq;
 	r->lap = lap;
 	memcpy(r->digest, req->digest, LAKE_DIGEST_LEN);
+	r->ready = false;
 	memcpy(p, req->from, r->from_len);
 	memcpy(p += r->from_len, req->to, r->to_len);
-	memcpy(p += r->to_len, req->operation_id, r->operation_len);
-	if (r->payload_len > 0)
-		memcpy(p + r->operation_len, VARDATA_ANY(req->payload), r->payload_len);
+	memcpy(p + r->to_len, req->operation_id, r->operation_len);
+	return r;
 }
 
 /*
@@ -562,14 +590,15 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 static int64
 cast_accept(const CastRequest *req, int32 *epoch)
 {
-	const Lifecycle *lc;
-	OwnerState *o = owner_entry(req->owner, &lc);
+	const Lifecycle *lc = NULL;
+	OwnerState *o = NULL;
 	uint32		len = MAXALIGN(offsetof(CastRecord, data) +
 							   (req->from ? strlen(req->from) + strlen(req->to) : 0) +
 							   (req->operation_id ? strlen(req->operation_id) : 0) +
 							   (req->payload ? VARSIZE_ANY_EXHDR(req->payload) : 0));
 	TimestampTz deadline = 0;
 	bool		sleeping = false;
+	uint32		hash = owner_hash(req->owner);
 
 	for (;;)
 	{
@@ -580,6 +609,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		int64		seq;
 		int64		lap;
 		int64		pending;
+		CastRecord *r;
 
 		CHECK_FOR_INTERRUPTS();
 		/* An idempotent cast already sealed answers from the history. */
@@ -587,6 +617,8 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		{
 			LogReceipt sealed;
 
+			if (o == NULL)
+				o = owner_entry(req->owner, &lc);
 			store_connect();
 			if (log_find_operation(o->id, req->operation_id, &sealed))
 			{
@@ -602,6 +634,18 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		}
 
 		LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+		if (o == NULL)
+		{
+			/* The common case: the owner is live and its lifecycle cached. */
+			o = owner_find(req->owner, hash);
+			lc = o ? lifecycle_cached(o->lifecycle) : NULL;
+			if (lc == NULL)
+			{
+				LWLockRelease(&cs->lock);
+				o = owner_entry(req->owner, &lc);
+				continue;
+			}
+		}
 		if (cs->sealed_cycle != sealed_before)
 		{
 			/* A seal landed meanwhile: the history may now hold it. */
@@ -658,7 +702,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 
 		seq = ++cs->next_seq;
 		lap = o->projected_lap + ((req->from && to == lc->initial) ? 1 : 0);
-		write_record(at, len, req, o, seq, lap);
+		r = write_record(at, len, req, o, seq, lap);
 		if (req->from)
 			o->projected_phase = to;
 		o->projected_lap = lap;
@@ -666,6 +710,12 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		pending = ++cs->pending;
 		*epoch = cs->epoch;
 		LWLockRelease(&cs->lock);
+
+		/* The payload is copied outside the lock; sealers wait for 'ready'. */
+		if (r->payload_len > 0)
+			memcpy(CAST_PAYLOAD(r), VARDATA_ANY(req->payload), r->payload_len);
+		pg_write_barrier();
+		r->ready = true;
 
 		if (sleeping)
 			ConditionVariableCancelSleep();
@@ -676,29 +726,41 @@ cast_accept(const CastRequest *req, int32 *epoch)
 	}
 }
 
+/* The function's composite result type, looked up once per call site. */
+static TupleDesc
+result_desc(FunctionCallInfo fcinfo)
+{
+	if (fcinfo->flinfo->fn_extra == NULL)
+	{
+		TupleDesc	tupdesc;
+		MemoryContext old;
+
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
+		MemoryContextSwitchTo(old);
+	}
+	return (TupleDesc) fcinfo->flinfo->fn_extra;
+}
+
 static Datum
 receipt_datum(FunctionCallInfo fcinfo, int32 epoch, int64 seq)
 {
-	TupleDesc	tupdesc;
 	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
 	bool		nulls[2] = {false, false};
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+	return HeapTupleGetDatum(heap_form_tuple(result_desc(fcinfo), values, nulls));
 }
 
 static Datum
 coordinate_datum(FunctionCallInfo fcinfo, const LogReceipt *c)
 {
-	TupleDesc	tupdesc;
 	Datum		values[3] = {Int64GetDatum(c->cycle), Int64GetDatum(c->position),
 	LSNGetDatum(c->lsn)};
 	bool		nulls[3] = {false, false, false};
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+	return HeapTupleGetDatum(heap_form_tuple(result_desc(fcinfo), values, nulls));
 }
 
 PG_FUNCTION_INFO_V1(lake_cast);
@@ -877,17 +939,25 @@ bool
 cycle_cut(CycleCut *cut, int max_casts)
 {
 	uint64		off;
+	uint64		tail;
 
-	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-	Assert(cs->cut == cs->head);
+	/*
+	 * Only a sealer frees records, and we are the sealer: what lies between
+	 * head and the tail we saw stays put, and is walked without the lock.
+	 */
+	LWLockAcquire(&cs->lock, LW_SHARED);
 	cut->start = cs->head;
+	tail = cs->tail;
+	cut->epoch = cs->epoch;
+	LWLockRelease(&cs->lock);
 	cut->ncasts = 0;
 	cut->first_seq = cut->last_seq = 0;
-	cut->epoch = cs->epoch;
-	for (off = cs->head; off < cs->tail && cut->ncasts < max_casts;)
+	for (off = cut->start; off < tail && cut->ncasts < max_casts;)
 	{
 		CastRecord *r = cycle_record(off);
 
+		if (r->len != 0 && !r->ready)
+			break;				/* its payload is still being copied */
 		off = cycle_next(r, off);
 		if (r->len == 0)
 			continue;
@@ -895,10 +965,12 @@ cycle_cut(CycleCut *cut, int max_casts)
 			cut->first_seq = r->seq;
 		cut->last_seq = r->seq;
 	}
+	pg_read_barrier();			/* payloads are read after their 'ready' */
 	cut->end = off;
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	cs->cut = off;
-	cut_active = cut->ncasts > 0;
 	LWLockRelease(&cs->lock);
+	cut_active = cut->ncasts > 0;
 	return cut->ncasts > 0;
 }
 
@@ -950,7 +1022,7 @@ seal_committed(void)
 		so->owner->position = so->position;
 		so->owner->pending -= so->count;
 	}
-	for (int b = 1; b <= MaxBackends; b++)
+	for (int b = 1; b <= MaxBackends && pg_atomic_read_u32(&cs->waiters) > 0; b++)
 	{
 		WaiterSlot *w = &cs->slots[b];
 

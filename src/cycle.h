@@ -46,6 +46,7 @@ typedef struct CycleStats
 typedef struct CastRecord
 {
 	uint32		len;			/* whole record, MAXALIGNed; 0 = wrap marker */
+	volatile bool ready;		/* its payload is in place */
 	uint8		flags;			/* LANDING_* */
 	uint16		from_len;
 	uint16		to_len;

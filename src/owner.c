@@ -48,10 +48,17 @@ owner_shmem_startup(void)
 						   &info, HASH_ELEM | HASH_STRINGS | HASH_FIXED_SIZE);
 }
 
-OwnerState *
-owner_find(const char *name)
+/* The hash of an owner name, computed before taking the cycle lock. */
+uint32
+owner_hash(const char *name)
 {
-	return hash_search(owners, name, HASH_FIND, NULL);
+	return get_hash_value(owners, name);
+}
+
+OwnerState *
+owner_find(const char *name, uint32 hash)
+{
+	return hash_search_with_hash_value(owners, name, hash, HASH_FIND, NULL);
 }
 
 /* Enter a new owner in its initial state; *full when the table is full. */

@@ -35,8 +35,10 @@ typedef struct OwnerState
 extern void owner_shmem_request(void);
 extern void owner_shmem_startup(void);
 
+extern uint32 owner_hash(const char *name);
+
 /* The following need the cycle lock (exclusive to change anything). */
-extern OwnerState *owner_find(const char *name);
+extern OwnerState *owner_find(const char *name, uint32 hash);
 extern OwnerState *owner_enter(const char *name, int32 id, int32 lifecycle,
 							   bool *full);
 extern void owner_clear_all(void);
