@@ -26,7 +26,7 @@ include $(PGXS)
 
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
-REGRESS_T := extension append read stage tenant admission guc worker
+REGRESS_T := extension append read stage tenant cast admission guc worker
 
 .PHONY: check check-regress check-isolation check-tap bench
 

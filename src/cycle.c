@@ -36,6 +36,7 @@
 #include "logread.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "seal.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
@@ -71,6 +72,7 @@ typedef struct CycleShared
 	uint64		capacity;
 	uint64		head;			/* oldest record not yet sealed */
 	uint64		cut;			/* end of the prefix a sealer is writing */
+	int64		cut_last_seq;	/* the last seq in that prefix, 0 if none */
 	uint64		tail;			/* where the next record goes */
 	int64		pending;		/* records in [head, tail) */
 	int64		next_seq;		/* last seq issued in this epoch */
@@ -830,6 +832,7 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 			for (;;)
 			{
 				long		left = 1000;
+				bool		in_flight;
 
 				LWLockAcquire(&cs->lock, LW_SHARED);
 				if (slot->done)
@@ -841,9 +844,20 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 				}
 				else if (cs->epoch != epoch || cs->sealed_seq >= seq)
 					history = true;
+				in_flight = cs->cut != cs->head && cs->cut_last_seq >= seq;
 				LWLockRelease(&cs->lock);
 				if (ok || history)
 					break;
+				if (in_flight)
+				{
+					/*
+					 * Its cycle is being sealed: wait for that transaction as
+					 * a lock wait (visible in pg_locks, cancellable, seen by
+					 * the deadlock detector), then look again.
+					 */
+					seal_wait();
+					continue;
+				}
 				if (timeout_ms >= 0)
 				{
 					left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
@@ -969,6 +983,7 @@ cycle_cut(CycleCut *cut, int max_casts)
 	cut->end = off;
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	cs->cut = off;
+	cs->cut_last_seq = cut->last_seq;
 	LWLockRelease(&cs->lock);
 	cut_active = cut->ncasts > 0;
 	return cut->ncasts > 0;
@@ -1036,6 +1051,7 @@ seal_committed(void)
 		}
 	}
 	cs->head = cs->cut = sc->cut.end;
+	cs->cut_last_seq = 0;
 	cs->pending -= sc->cut.ncasts;
 	cs->sealed_seq = sc->cut.last_seq;
 	cs->sealed_cycle = sc->cycle;
@@ -1073,6 +1089,7 @@ cycle_xact_callback(XactEvent event, void *arg)
 			/* The cut stays pending: the next seal takes it again. */
 			LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 			cs->cut = cs->head;
+			cs->cut_last_seq = 0;
 			LWLockRelease(&cs->lock);
 			seal_forget();
 			break;

@@ -37,14 +37,29 @@
 
 PG_FUNCTION_INFO_V1(lake_seal);
 
-void
-seal_lock(void)
+static Oid
+sealing_lock_object(void)
 {
 	Oid			relid = get_relname_relid("cycle", get_namespace_oid("lake", false));
 
 	if (!OidIsValid(relid))
 		elog(ERROR, "lake: table lake.cycle is missing");
-	LockDatabaseObject(relid, 0, 0, ExclusiveLock);
+	return relid;
+}
+
+void
+seal_lock(void)
+{
+	LockDatabaseObject(sealing_lock_object(), 0, 0, ExclusiveLock);
+}
+
+void
+seal_wait(void)
+{
+	Oid			relid = sealing_lock_object();
+
+	LockDatabaseObject(relid, 0, 0, ShareLock);
+	UnlockDatabaseObject(relid, 0, 0, ShareLock);
 }
 
 static int64

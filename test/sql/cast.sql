@@ -1,0 +1,161 @@
+-- Owners, lifecycles, casts and cycles (SPEC §4). lake.cycle_interval is
+-- 1h here: nothing is sealed unless a test seals it or awaits it.
+
+-- The built-in lifecycle.
+SELECT name, initial_phase, phases, edges FROM lake.lifecycle WHERE name = 'kanban';
+
+-- define_lifecycle: validated.
+SELECT lake.define_lifecycle('ticket', 'Open', '{{Open,Doing},{Doing,Done},{Doing,Open},{Done,Open}}');
+SELECT phases FROM lake.lifecycle WHERE name = 'ticket';
+SELECT t.err($$SELECT lake.define_lifecycle('ticket', 'Open', '{{Open,Doing}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle(NULL, 'Open', '{{Open,Doing}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', NULL, '{{Open,Doing}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', NULL)$$);
+SELECT t.err($$SELECT lake.define_lifecycle('', 'Open', '{{Open,Doing}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', '', '{{Open,Doing}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{Open,Doing}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{{Open,Doing,Done}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{{{Open,Doing}}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{{Open,NULL}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{{Open,""}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Start', '{{Open,Doing}}')$$);
+SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{{Open,Doing},{Open,Doing}}')$$);
+SELECT t.err(format('SELECT lake.define_lifecycle(%L, %L, %L)', 'x', 'Open', format('{{Open,%s}}', repeat('p', 64))));
+SELECT t.err(format('SELECT lake.define_lifecycle(%L, %L, %L)', repeat('l', 64), 'Open', '{{Open,Doing}}'));
+SELECT count(*) AS lifecycles FROM lake.lifecycle;
+
+-- create_owner.
+SELECT lake.create_owner('alpha');
+SELECT lake.create_owner('beta', 'kanban');
+SELECT lake.create_owner('gamma', 'ticket');
+SELECT t.err($$SELECT lake.create_owner('alpha')$$);
+SELECT t.err($$SELECT lake.create_owner('delta', 'nope')$$);
+SELECT t.err($$SELECT lake.create_owner(NULL)$$);
+SELECT t.err($$SELECT lake.create_owner('delta', NULL)$$);
+SELECT t.err($$SELECT lake.create_owner('')$$);
+SELECT t.err(format('SELECT lake.create_owner(%L)', repeat('o', 64)));
+SELECT lake.create_owner(repeat('o', 63));
+SELECT * FROM lake.owner_state('alpha');
+SELECT t.err($$SELECT * FROM lake.owner_state('nobody')$$);
+SELECT t.err($$SELECT * FROM lake.owner_state(NULL)$$);
+
+-- A cast returns a receipt at once; the live phase moves when sealed, the
+-- projected phase (what the next cast is checked against) at acceptance.
+SELECT (r).seq, (r).epoch = (SELECT epoch FROM lake.stats()) AS current_epoch
+FROM lake.cast('alpha', 'Planning', 'CognitiveWork', '{"step": 1}'::bytea) r;
+SELECT (lake.cast('alpha', 'CognitiveWork', 'Evaluation')).seq;
+SELECT * FROM lake.owner_state('alpha');
+SELECT lake.seal() > 0 AS sealed;
+SELECT * FROM lake.owner_state('alpha');
+-- Nothing pending: NULL.
+SELECT lake.seal() IS NULL AS nothing_to_seal;
+
+-- Validation against the projected phase: LK002, LK003, LK004, 22023,
+-- 42704, 22004, 54000. A refused cast leaves no trace.
+SELECT t.err($$SELECT lake.cast('alpha', 'Planning', 'CognitiveWork')$$);
+SELECT t.err($$SELECT lake.cast('alpha', 'Evaluation', 'Planning')$$);
+SELECT t.err($$SELECT lake.cast('alpha', 'Evaluation', 'Nowhere')$$);
+SELECT t.err($$SELECT lake.cast('alpha', 'Nowhere', 'Commit')$$);
+SELECT t.err($$SELECT lake.cast('alpha', 'Evaluation', 'Commit', NULL, 3)$$);
+SELECT t.err($$SELECT lake.cast('alpha', 'Evaluation', 'Commit', NULL, -1)$$);
+SELECT t.err($$SELECT lake.cast('alpha', 'Evaluation', NULL)$$);
+SELECT t.err($$SELECT lake.cast('alpha', NULL, 'Commit')$$);
+SELECT t.err($$SELECT lake.cast('nobody', 'Planning', 'CognitiveWork')$$);
+SELECT t.err($$SELECT lake.cast(NULL, 'Planning', 'CognitiveWork')$$);
+SELECT t.err($$SELECT lake.cast('', 'Planning', 'CognitiveWork')$$);
+SELECT t.err($$SELECT lake.cast('alpha', '', 'Commit')$$);
+SELECT t.err($$SELECT lake.cast('alpha', NULL, NULL, decode(repeat('00', 4 * 1024 * 1024 + 1), 'hex'))$$);
+SELECT t.err($$SELECT lake.cast('gamma', 'Planning', 'CognitiveWork')$$);
+SELECT pending FROM lake.owner_state('alpha');
+
+-- A lap is a return to the initial phase; expected_lap guards it.
+SELECT (lake.cast('alpha', 'Evaluation', 'Commit', NULL, 0)).seq > 0 AS accepted;
+SELECT (lake.cast('alpha', 'Commit', 'Planning', NULL, 0)).seq > 0 AS accepted;
+SELECT t.err($$SELECT lake.cast('alpha', 'Planning', 'CognitiveWork', NULL, 0)$$);
+SELECT (lake.cast('alpha', 'Planning', 'CognitiveWork', NULL, 1)).seq > 0 AS accepted;
+-- A no-step cast stores a payload without moving the owner.
+SELECT (lake.cast('alpha', NULL, NULL, '{"note": "thinking"}'::bytea)).seq > 0 AS accepted;
+SELECT (lake.cast('alpha', NULL, NULL)).seq > 0 AS accepted;
+SELECT phase, lap, position, pending FROM lake.owner_state('alpha');
+
+-- cast_durable waits for the seal (the worker seals at once for a waiter).
+SELECT (c).cycle > 0 AS sealed, (c).position, (c).lsn > '0/0' AS has_lsn
+FROM lake.cast_durable('alpha', 'CognitiveWork', 'Evaluation', '{"step": 5}'::bytea) c;
+SELECT phase, lap, position, pending FROM lake.owner_state('alpha');
+
+-- The trajectory: every durable step, in position order.
+SELECT position, from_phase, to_phase, lap, convert_from(payload, 'UTF8') AS payload, operation_id
+FROM lake.trajectory('alpha');
+SELECT position FROM lake.trajectory('alpha', 5);
+SELECT count(*) FROM lake.trajectory('beta');
+SELECT t.err($$SELECT * FROM lake.trajectory('nobody')$$);
+SELECT t.err($$SELECT * FROM lake.trajectory(NULL)$$);
+SELECT t.err($$SELECT * FROM lake.trajectory('alpha', NULL)$$);
+SELECT t.err($$SELECT * FROM lake.trajectory('alpha', -1)$$);
+
+-- await_durable: the coordinate of a receipt, sealed now or before.
+CREATE TEMP TABLE rc AS SELECT lake.cast('beta', 'Planning', 'CognitiveWork', 'b1'::bytea) AS r;
+CREATE TEMP TABLE coord AS SELECT lake.await_durable(r) AS c FROM rc;
+SELECT (c).position, (c).cycle = (SELECT cycle FROM lake.trajectory('beta') WHERE position = 1) AS in_trajectory,
+       (c).lsn = (SELECT lsn FROM lake.cycles() WHERE cycle = (c).cycle) AS cycle_lsn
+FROM coord;
+SELECT (lake.await_durable(r)).position AS again FROM rc;
+SELECT (lake.await_durable(r, 0)).position AS with_zero_timeout FROM rc;
+SELECT t.err($$SELECT lake.await_durable(NULL)$$);
+SELECT t.err($$SELECT lake.await_durable(ROW(NULL, 1)::lake.receipt)$$);
+SELECT t.err($$SELECT lake.await_durable(r, -1) FROM rc$$);
+SELECT t.err($$SELECT lake.await_durable(ROW((r).epoch, 0)::lake.receipt) FROM rc$$);
+SELECT t.err($$SELECT lake.await_durable(ROW((r).epoch, 999999)::lake.receipt) FROM rc$$);
+SELECT t.err($$SELECT lake.await_durable(ROW((r).epoch + 1, 1)::lake.receipt) FROM rc$$);
+
+-- Idempotent casts: a replay returns the original receipt, pending or
+-- sealed; other content under the same operation id is LK001.
+CREATE TEMP TABLE op1 AS SELECT lake.cast('beta', 'CognitiveWork', 'Evaluation', 'e'::bytea, NULL, 'step-2') AS r;
+SELECT (lake.cast('beta', 'CognitiveWork', 'Evaluation', 'e'::bytea, NULL, 'step-2')) = r AS same_receipt FROM op1;
+SELECT t.err($$SELECT lake.cast('beta', 'CognitiveWork', 'Evaluation', 'other'::bytea, NULL, 'step-2')$$);
+SELECT t.err($$SELECT lake.cast('beta', NULL, NULL, 'e'::bytea, NULL, 'step-2')$$);
+SELECT lake.seal() > 0 AS sealed;
+-- After the seal the replay answers from the history, even though the
+-- owner has moved on (no LK002 for a replay).
+SELECT (lake.cast('beta', 'CognitiveWork', 'Evaluation', 'e'::bytea, NULL, 'step-2')) = r AS same_receipt FROM op1;
+SELECT (lake.cast_durable('beta', 'CognitiveWork', 'Evaluation', 'e'::bytea, NULL, 'step-2')).position AS same_position;
+SELECT t.err($$SELECT lake.cast('beta', 'CognitiveWork', 'Evaluation', 'x'::bytea, NULL, 'step-2')$$);
+SELECT t.err(format('SELECT lake.cast(%L, NULL, NULL, NULL, NULL, %L)', 'beta', repeat('i', 300)));
+SELECT position, operation_id FROM lake.trajectory('beta');
+
+-- A no-step and idempotent cast on a lifecycle of its own.
+SELECT (lake.cast_durable('gamma', 'Open', 'Doing', NULL, 0, 'g-1')).position;
+SELECT * FROM lake.owner_state('gamma');
+
+-- The global log interleaves owners in acceptance order; cycles describe
+-- each seal.
+SELECT cycle, owner, position, from_phase, to_phase FROM lake.log() ORDER BY cycle, seq;
+SELECT count(*) = (SELECT sum(casts) FROM lake.cycles()) AS every_landing_in_a_cycle FROM lake.log();
+SELECT count(*) AS cycles, min(cycle) AS first, bool_and(casts > 0) AS none_empty,
+       bool_and(stored_bytes > 0) AS stored FROM lake.cycles();
+SELECT count(*) FROM lake.log((SELECT max(cycle) FROM lake.cycles()));
+SELECT t.err($$SELECT * FROM lake.log(-1)$$);
+SELECT t.err($$SELECT * FROM lake.log(NULL)$$);
+SELECT t.err($$SELECT * FROM lake.cycles(-1)$$);
+
+-- Sealing needs its own transaction.
+BEGIN;
+SELECT t.err($$SELECT lake.seal()$$);
+ROLLBACK;
+
+-- lake.stats() counts what was sealed.
+SELECT casts_pending, cycles_sealed > 0 AS sealed_some, casts_sealed >= cycles_sealed AS casts_ge_cycles,
+       sealed_cycle = (SELECT max(cycle) FROM lake.cycles()) AS head
+FROM lake.stats();
+
+-- Non-administrators may not define lifecycles, create owners or seal.
+CREATE ROLE lake_caster LOGIN;
+GRANT USAGE ON SCHEMA lake, t TO lake_caster;
+SET ROLE lake_caster;
+SELECT t.err($$SELECT lake.define_lifecycle('mine', 'A', '{{A,B}}')$$);
+SELECT t.err($$SELECT lake.create_owner('mine')$$);
+SELECT t.err($$SELECT lake.seal()$$);
+RESET ROLE;
+DROP OWNED BY lake_caster;
+DROP ROLE lake_caster;
