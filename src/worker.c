@@ -276,6 +276,14 @@ lake_worker_main(Datum arg)
 
 	BackgroundWorkerInitializeConnection(lake_database, NULL, 0);
 	pgstat_report_appname("lake worker");
+
+	/*
+	 * Never wait long for a lock: a DROP EXTENSION (or any session) that
+	 * locks lake's tables in another order would otherwise deadlock with
+	 * the worker. It gives up instead, well before deadlock_timeout, and
+	 * retries at its next pass.
+	 */
+	SetConfigOption("lock_timeout", "500", PGC_SUSET, PGC_S_OVERRIDE);
 	admission_publish_limits();
 
 	for (;;)

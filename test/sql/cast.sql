@@ -159,3 +159,15 @@ SELECT t.err($$SELECT lake.seal()$$);
 RESET ROLE;
 DROP OWNED BY lake_caster;
 DROP ROLE lake_caster;
+
+-- Seals are fenced against their base: a sealer whose epoch is no longer
+-- the durable one (a zombie after a failover, say) writes nothing.
+SELECT (lake.cast('beta', 'Evaluation', 'Commit')).seq > 0 AS accepted;
+UPDATE lake.writer SET epoch = epoch + 1;
+SELECT lake.seal();
+\echo :SQLSTATE
+SELECT count(*) AS cycles_after_refusal, (SELECT pending FROM lake.owner_state('beta')) AS still_pending
+FROM lake.cycles();
+UPDATE lake.writer SET epoch = epoch - 1;
+SELECT lake.seal() > 0 AS sealed_once_unfenced;
+SELECT phase, position, pending FROM lake.owner_state('beta');
