@@ -82,6 +82,47 @@ SELECT lake.commit_append($STAGE) AS version;
 SELECT version, operation_id, bytes, stored_bytes FROM lake.versions('invoices') WHERE operation_id = 'archive-2026';
 SQL
 
+echo
+echo "== owners casting through their lifecycles from several sessions"
+sql -c "SELECT lake.create_owner('agent-' || i) FROM generate_series(1, 3) i" >/dev/null
+sql -c "SELECT lake.define_lifecycle('ticket', 'Open', '{{Open,Doing},{Doing,Done},{Doing,Open},{Done,Open}}')" >/dev/null
+sql -c "SELECT lake.create_owner('T-42', 'ticket')" >/dev/null
+for i in 1 2 3; do
+  sql -At -F ' ' -c "
+    SELECT 'session $i: agent-$i ' || m.f || ' -> ' || m.t || '  coordinate ' || lake.cast_durable('agent-$i', m.f, m.t,
+             convert_to('{\"agent\": $i, \"step\": ' || g || '}', 'UTF8'))::text
+    FROM generate_series(0, 4) g,
+         LATERAL (SELECT (ARRAY['Planning','CognitiveWork','Evaluation','Commit','Planning'])[g + 1] AS f,
+                         (ARRAY['CognitiveWork','Evaluation','Commit','Planning','CognitiveWork'])[g + 1] AS t) m" &
+done
+wait
+sql <<'SQL'
+\pset footer off
+\echo '-- fire-and-forget casts get a receipt (epoch, seq) at once; the owner moves when its cycle is sealed'
+SELECT lake.cast('T-42', 'Open', 'Doing', '{"who": "ana"}') AS receipt;
+SELECT phase, position, pending FROM lake.owner_state('T-42');
+SELECT lake.seal() AS sealed_cycle;
+SELECT phase, position, pending FROM lake.owner_state('T-42');
+\echo '-- a stale cast (the owner is no longer in Open) is refused with LK002; an illegal edge with LK003'
+\set ON_ERROR_STOP 0
+SELECT lake.cast('T-42', 'Open', 'Doing');
+\echo 'SQLSTATE' :SQLSTATE
+SELECT lake.cast('T-42', 'Doing', 'Nowhere');
+\echo 'SQLSTATE' :SQLSTATE
+\set ON_ERROR_STOP 1
+\echo '-- an idempotent cast: the retry returns the same coordinate'
+SELECT lake.cast_durable('T-42', 'Doing', 'Done', NULL, NULL, 'close-T-42') AS first,
+       lake.cast_durable('T-42', 'Doing', 'Done', NULL, NULL, 'close-T-42') AS retry;
+\echo '-- agent-2 read back: its trajectory'
+SELECT position, cycle, epoch, seq, from_phase, to_phase, lap, convert_from(payload, 'UTF8') AS payload
+FROM lake.trajectory('agent-2');
+\echo '-- live states'
+SELECT o.name AS owner, s.* FROM lake.owner o, LATERAL lake.owner_state(o.name) s ORDER BY o.name;
+\echo '-- the cycles: several sessions share each durable write'
+SELECT cycle, epoch, casts, bytes, stored_bytes, lsn FROM lake.cycles() ORDER BY cycle DESC LIMIT 5;
+SELECT epoch, cycles_sealed, casts_sealed, round(mean_casts_per_cycle::numeric, 2) AS mean_casts_per_cycle FROM lake.stats();
+SQL
+
 cat <<EOT
 
 == the demo cluster is still running

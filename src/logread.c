@@ -4,6 +4,9 @@
  * A trajectory visits only the cycles lake.cycle_owner lists for the owner,
  * so its cost follows the owner's landings, not the length of the log.
  * Cycles are read through cursors: memory stays at one cycle at a time.
+ * Receipt and operation lookups read with the latest snapshot: a seal is
+ * not part of the caller's transaction, and a replay or an await must see
+ * every cycle sealed so far whatever the caller's isolation level.
  */
 #include "lake.h"
 
@@ -20,6 +23,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
 
 void
 log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
@@ -63,12 +67,13 @@ log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
 	bool		isnull;
 	bytea	   *d;
 
-	if (SPI_execute_plan(store_plan(&plan,
-								  "SELECT c.digest, c.epoch, c.seq FROM lake.cast_operation c "
-								  "WHERE c.owner_id OPERATOR(pg_catalog.=) $1 "
-								  "  AND c.operation_id OPERATOR(pg_catalog.=) $2",
-								  2, types),
-						 values, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_snapshot(store_plan(&plan,
+										"SELECT c.digest, c.epoch, c.seq FROM lake.cast_operation c "
+										"WHERE c.owner_id OPERATOR(pg_catalog.=) $1 "
+										"  AND c.operation_id OPERATOR(pg_catalog.=) $2",
+										2, types),
+							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: operation lookup failed");
 	if (SPI_processed == 0)
 		return false;
@@ -110,13 +115,14 @@ log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
 	FindSeq		f = {seq, 0, false};
 	int64		cycle;
 
-	if (SPI_execute_plan(store_plan(&plan,
-								  "SELECT c.cycle, c.lsn, c.data FROM lake.cycle c "
-								  "WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
-								  "  AND c.last_seq OPERATOR(pg_catalog.>=) $2 "
-								  "  AND c.first_seq OPERATOR(pg_catalog.<=) $2",
-								  2, types),
-						 values, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_snapshot(store_plan(&plan,
+										"SELECT c.cycle, c.lsn, c.data FROM lake.cycle c "
+										"WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
+										"  AND c.last_seq OPERATOR(pg_catalog.>=) $2 "
+										"  AND c.first_seq OPERATOR(pg_catalog.<=) $2",
+										2, types),
+							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: receipt lookup failed");
 	if (SPI_processed == 0)
 		return false;
