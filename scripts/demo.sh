@@ -118,7 +118,7 @@ SELECT position, cycle, epoch, seq, from_phase, to_phase, lap, convert_from(payl
 FROM lake.trajectory('agent-2');
 \echo '-- live states'
 SELECT o.name AS owner, s.* FROM lake.owner o, LATERAL lake.owner_state(o.name) s ORDER BY o.name;
-\\echo '-- the cycles: casts from sessions that arrive together share one durable write'
+\echo '-- the cycles: casts from sessions that arrive together share one durable write'
 SELECT cycle, epoch, casts, bytes, stored_bytes, lsn FROM lake.cycles() ORDER BY cycle DESC LIMIT 5;
 SELECT epoch, cycles_sealed, casts_sealed, round(mean_casts_per_cycle::numeric, 2) AS mean_casts_per_cycle FROM lake.stats();
 SQL
