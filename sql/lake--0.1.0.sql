@@ -32,7 +32,7 @@ $$;
 -- Datasets: named, append-only, versioned collections.
 CREATE TABLE lake.dataset (
     id          int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    name        text NOT NULL UNIQUE,
+    name        text NOT NULL CONSTRAINT dataset_name UNIQUE,
     created_at  timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 
@@ -56,8 +56,8 @@ CREATE TABLE lake.version (
     operation_id  text NOT NULL,
     digest        bytea NOT NULL,
     data          bytea,
-    PRIMARY KEY (dataset_id, version),
-    UNIQUE (dataset_id, tenant, operation_id)
+    CONSTRAINT version_pkey PRIMARY KEY (dataset_id, version),
+    CONSTRAINT version_operation UNIQUE (dataset_id, tenant, operation_id)
 );
 -- A commit of a stage that was already committed and retired finds its
 -- version here.
@@ -154,7 +154,7 @@ CREATE TABLE lake.cast_operation (
     digest        bytea NOT NULL,
     epoch         int NOT NULL,
     seq           bigint NOT NULL,
-    PRIMARY KEY (owner_id, operation_id)
+    CONSTRAINT cast_operation_pkey PRIMARY KEY (owner_id, operation_id)
 );
 
 CREATE TYPE lake.receipt AS (epoch int, seq bigint);
@@ -178,6 +178,10 @@ SELECT pg_catalog.pg_extension_config_dump('lake.writer', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.cycle', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.cycle_owner', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.cast_operation', '');
+
+-- The hot lookups (store.c) read these indexes directly, by name: point
+-- lookups that must never degrade to a scan, whatever the statistics said
+-- when a plan was cached.
 
 -- Data is reached only through the functions.
 REVOKE ALL ON ALL TABLES IN SCHEMA lake FROM PUBLIC;

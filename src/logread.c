@@ -61,28 +61,22 @@ log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
 bool
 log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
 {
-	static SPIPlanPtr plan;
-	Oid			types[2] = {INT4OID, TEXTOID};
-	Datum		values[2] = {Int32GetDatum(owner_id), CStringGetTextDatum(operation_id)};
-	bool		isnull;
+	ScanKeyData key[2];
+	Datum		values[5];
+	bool		nulls[5];
 	bytea	   *d;
 
-	if (SPI_execute_snapshot(store_plan(&plan,
-										"SELECT c.digest, c.epoch, c.seq FROM lake.cast_operation c "
-										"WHERE c.owner_id OPERATOR(pg_catalog.=) $1 "
-										"  AND c.operation_id OPERATOR(pg_catalog.=) $2",
-										2, types),
-							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							 true, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "lake: operation lookup failed");
-	if (SPI_processed == 0)
+	store_key_int4(&key[0], 1, owner_id);
+	store_key_text(&key[1], 2, operation_id);
+	if (!store_fetch("cast_operation", "cast_operation_pkey", GetLatestSnapshot(),
+					 key, 2, ForwardScanDirection, values, nulls))
 		return false;
-	d = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	d = DatumGetByteaPP(values[2]);
 	if (VARSIZE_ANY_EXHDR(d) != LAKE_DIGEST_LEN)
 		elog(ERROR, "lake: stored cast digest has the wrong length");
 	memcpy(out->digest, VARDATA_ANY(d), LAKE_DIGEST_LEN);
-	out->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	out->seq = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	out->epoch = DatumGetInt32(values[3]);
+	out->seq = DatumGetInt64(values[4]);
 	return true;
 }
 

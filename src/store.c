@@ -22,7 +22,12 @@
 
 #include <zstd.h>
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
@@ -35,6 +40,9 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /* The caller's identity, saved while the store runs as the schema owner. */
@@ -174,6 +182,74 @@ digest_datum(const uint8 *digest)
 }
 
 /* ----------------------------------------------------------------------
+ * Direct index lookups
+ *
+ * The hot point lookups (an append, a replay, a read's header, a cast's
+ * operation id) go straight to the index: no planner, no executor, and no
+ * cached generic plan that chose a sequential scan while a table was empty.
+ * The snapshot is the caller's choice; InvalidSnapshot means what SPI
+ * would use: a fresh one in READ COMMITTED, the transaction's otherwise.
+ * ---------------------------------------------------------------------- */
+
+static Oid
+lake_relid(const char *name)
+{
+	Oid			relid = get_relname_relid(name, get_namespace_oid("lake", false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "lake: relation lake.%s is missing", name);
+	return relid;
+}
+
+void
+store_key_int4(ScanKeyData *key, AttrNumber att, int32 value)
+{
+	ScanKeyInit(key, att, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(value));
+}
+
+void
+store_key_int8(ScanKeyData *key, AttrNumber att, int64 value)
+{
+	ScanKeyInit(key, att, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(value));
+}
+
+void
+store_key_text(ScanKeyData *key, AttrNumber att, const char *value)
+{
+	ScanKeyEntryInitialize(key, 0, att, BTEqualStrategyNumber, InvalidOid,
+						   DEFAULT_COLLATION_OID, F_TEXTEQ, CStringGetTextDatum(value));
+}
+
+/*
+ * The first row of 'table' through 'index' matching the keys, scanning
+ * forward or (for "the highest") backward; its columns are copied into
+ * values/nulls (sized for the table). False if there is none.
+ */
+bool
+store_fetch(const char *table, const char *index, Snapshot snapshot,
+			ScanKeyData *keys, int nkeys, ScanDirection dir,
+			Datum *values, bool *nulls)
+{
+	Relation	rel = table_open(lake_relid(table), AccessShareLock);
+	Relation	idx = index_open(lake_relid(index), AccessShareLock);
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found;
+
+	if (snapshot == InvalidSnapshot)
+		snapshot = GetTransactionSnapshot();
+	scan = systable_beginscan_ordered(rel, idx, snapshot, nkeys, keys);
+	tup = systable_getnext_ordered(scan, dir);
+	found = HeapTupleIsValid(tup);
+	if (found)
+		heap_deform_tuple(heap_copytuple(tup), RelationGetDescr(rel), values, nulls);
+	systable_endscan_ordered(scan);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/* ----------------------------------------------------------------------
  * Datasets
  * ---------------------------------------------------------------------- */
 
@@ -207,17 +283,15 @@ dataset_missing(const char *name)
 int32
 store_dataset_id(const char *name)
 {
-	static SPIPlanPtr plan;
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
+	ScanKeyData key[1];
+	Datum		values[3];
+	bool		nulls[3];
 
-	run(store_plan(&plan,
-				 "SELECT d.id FROM lake.dataset d WHERE d.name OPERATOR(pg_catalog.=) $1",
-				 1, types),
-		values, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	store_key_text(&key[0], 2, name);
+	if (!store_fetch("dataset", "dataset_name", InvalidSnapshot, key, 1,
+					 ForwardScanDirection, values, nulls))
 		dataset_missing(name);
-	return DatumGetInt32(colv(0, 1));
+	return DatumGetInt32(values[0]);
 }
 
 /*
@@ -241,17 +315,37 @@ store_lock_dataset(int32 dataset_id)
  * Operations
  * ---------------------------------------------------------------------- */
 
-static void
-fill_operation(OperationLookup *out, int versioncol)
-{
-	bool		isnull;
-	Datum		v = col(0, versioncol, &isnull);
+/* Columns of lake.version, as created by the install script. */
+#define VERSION_NATTS 11
+#define VA_DATASET 1
+#define VA_NCHUNKS 2
+#define VA_VERSION 3
+#define VA_BYTES 4
+#define VA_BLOB 6
+#define VA_TENANT 8
+#define VA_OPERATION 9
+#define VA_DIGEST 10
+#define VA_DATA 11
 
-	out->found = !isnull;
+/* The operation's version under 'snapshot', if it has one. */
+static void
+find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
+			   Snapshot snapshot, OperationLookup *out)
+{
+	ScanKeyData key[3];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
+
+	store_key_int4(&key[0], VA_DATASET, dataset_id);
+	store_key_text(&key[1], VA_TENANT, tenant);
+	store_key_text(&key[2], VA_OPERATION, operation_id);
+	out->dataset_id = dataset_id;
+	out->found = store_fetch("version", "version_operation", snapshot, key, 3,
+							 ForwardScanDirection, values, nulls);
 	if (out->found)
 	{
-		out->version = DatumGetInt64(v);
-		copy_digest(colv(0, versioncol + 1), out->digest);
+		out->version = DatumGetInt64(values[VA_VERSION - 1]);
+		copy_digest(values[VA_DIGEST - 1], out->digest);
 	}
 }
 
@@ -259,49 +353,25 @@ void
 store_lookup_operation(const char *dataset, const char *tenant,
 					   const char *operation_id, OperationLookup *out)
 {
-	static SPIPlanPtr plan;
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3] = {CStringGetTextDatum(dataset),
-		CStringGetTextDatum(tenant), CStringGetTextDatum(operation_id)};
-
-	run(store_plan(&plan,
-				 "SELECT d.id, v.version, v.digest FROM lake.dataset d "
-				 "LEFT JOIN lake.version v ON v.dataset_id OPERATOR(pg_catalog.=) d.id "
-				 " AND v.tenant OPERATOR(pg_catalog.=) $2 "
-				 " AND v.operation_id OPERATOR(pg_catalog.=) $3 "
-				 "WHERE d.name OPERATOR(pg_catalog.=) $1",
-				 3, types),
-		values, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		dataset_missing(dataset);
-	out->dataset_id = DatumGetInt32(colv(0, 1));
-	fill_operation(out, 2);
+	find_operation(store_dataset_id(dataset), tenant, operation_id,
+				   InvalidSnapshot, out);
 }
 
 void
 store_recheck_operation(const char *tenant, const char *operation_id,
 						Snapshot snapshot, OperationLookup *out)
 {
-	static SPIPlanPtr plan;
-	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
-	Datum		values[3] = {Int32GetDatum(out->dataset_id),
-		CStringGetTextDatum(tenant), CStringGetTextDatum(operation_id)};
-	bool		isnull;
-	Datum		max;
+	ScanKeyData key[1];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
 
-	run_snapshot(store_plan(&plan,
-						  "SELECT (SELECT pg_catalog.max(m.version) FROM lake.version m "
-						  "        WHERE m.dataset_id OPERATOR(pg_catalog.=) $1), "
-						  "       v.version, v.digest "
-						  "FROM (VALUES (1)) AS one(x) "
-						  "LEFT JOIN lake.version v ON v.dataset_id OPERATOR(pg_catalog.=) $1 "
-						  " AND v.tenant OPERATOR(pg_catalog.=) $2 "
-						  " AND v.operation_id OPERATOR(pg_catalog.=) $3",
-						  3, types),
-				 values, snapshot, SPI_OK_SELECT);
-	max = col(0, 1, &isnull);
-	out->max_version = isnull ? 0 : DatumGetInt64(max);
-	fill_operation(out, 2);
+	if (snapshot == InvalidSnapshot)
+		snapshot = GetTransactionSnapshot();
+	find_operation(out->dataset_id, tenant, operation_id, snapshot, out);
+	store_key_int4(&key[0], VA_DATASET, out->dataset_id);
+	out->max_version = store_fetch("version", "version_pkey", snapshot, key, 1,
+								   BackwardScanDirection, values, nulls) ?
+		DatumGetInt64(values[VA_VERSION - 1]) : 0;
 }
 
 /* ----------------------------------------------------------------------
@@ -448,29 +518,22 @@ store_adopt_stage(const StageRow *stage, int64 version, const uint8 *digest,
 bool
 store_version_head(int32 dataset_id, int64 version, VersionHead *head)
 {
-	static SPIPlanPtr plan;
-	Oid			types[2] = {INT4OID, INT8OID};
-	Datum		values[2] = {Int32GetDatum(dataset_id), Int64GetDatum(version)};
-	bool		isnull;
-	Datum		d;
+	ScanKeyData key[2];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
 
-	run(store_plan(&plan,
-				 "SELECT v.tenant, v.bytes, v.digest, v.nchunks, v.blob, v.data "
-				 "FROM lake.version v "
-				 "WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 "
-				 "  AND v.version OPERATOR(pg_catalog.=) $2",
-				 2, types),
-		values, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	store_key_int4(&key[0], VA_DATASET, dataset_id);
+	store_key_int8(&key[1], VA_VERSION, version);
+	if (!store_fetch("version", "version_pkey", InvalidSnapshot, key, 2,
+					 ForwardScanDirection, values, nulls))
 		return false;
-	head->tenant = col_text(0, 1);
-	head->bytes = DatumGetInt64(colv(0, 2));
-	copy_digest(colv(0, 3), head->digest);
-	head->nchunks = DatumGetInt32(colv(0, 4));
-	d = col(0, 5, &isnull);
-	head->blob = isnull ? 0 : DatumGetInt64(d);
-	d = col(0, 6, &isnull);
-	head->inline_chunk = isnull ? NULL : DatumGetByteaPCopy(d);
+	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
+	head->bytes = DatumGetInt64(values[VA_BYTES - 1]);
+	copy_digest(values[VA_DIGEST - 1], head->digest);
+	head->nchunks = DatumGetInt32(values[VA_NCHUNKS - 1]);
+	head->blob = nulls[VA_BLOB - 1] ? 0 : DatumGetInt64(values[VA_BLOB - 1]);
+	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
+		DatumGetByteaPCopy(values[VA_DATA - 1]);
 	return true;
 }
 

@@ -11,6 +11,8 @@
 
 #include "lake.h"
 
+#include "access/sdir.h"
+#include "access/skey.h"
 #include "funcapi.h"
 #include "utils/snapshot.h"
 
@@ -67,6 +69,14 @@ typedef void (*ChunkVisitor) (const char *data, size_t len, void *arg);
 
 extern SPIPlanPtr store_plan(SPIPlanPtr *cache, const char *sql, int nargs,
 							 Oid *argtypes);
+
+/* Direct index point lookups (see store.c). */
+extern void store_key_int4(ScanKeyData *key, AttrNumber att, int32 value);
+extern void store_key_int8(ScanKeyData *key, AttrNumber att, int64 value);
+extern void store_key_text(ScanKeyData *key, AttrNumber att, const char *value);
+extern bool store_fetch(const char *table, const char *index, Snapshot snapshot,
+						ScanKeyData *keys, int nkeys, ScanDirection dir,
+						Datum *values, bool *nulls);
 
 /* Encode bytes as a stored chunk (codec.h) at lake.compression_level. */
 extern bytea *store_encode(const char *data, size_t len);
