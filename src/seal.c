@@ -267,7 +267,7 @@ seal_run(void)
 			Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)), LSNGetDatum(lsn),
 		PointerGetDatum(stored)};
 
-		if (SPI_execute_plan(store_plan(&plan_cycle,
+		if (SPI_execute_plan(store_plan_once(&plan_cycle,
 									  "INSERT INTO lake.cycle (cycle, epoch, first_seq, last_seq, casts, "
 									  " bytes, stored_bytes, sealed_at, lsn, data) "
 									  "VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.clock_timestamp(), $8, $9)",
@@ -286,7 +286,7 @@ seal_run(void)
 		values[1] = Int64GetDatum(cycle);
 		values[2] = PointerGetDatum(int8_array(first_pos, nowners));
 		values[3] = PointerGetDatum(int8_array(last_pos, nowners));
-		if (SPI_execute_plan(store_plan(&plan_owners,
+		if (SPI_execute_plan(store_plan_once(&plan_owners,
 									  "INSERT INTO lake.cycle_owner (owner_id, cycle, first_position, last_position) "
 									  "SELECT u.o, $2, u.f, u.l FROM ROWS FROM (pg_catalog.unnest($1), "
 									  " pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(o, f, l)",
@@ -304,7 +304,7 @@ seal_run(void)
 		values[2] = PointerGetDatum(varlena_array(op_digests, nops, BYTEAOID));
 		values[3] = Int32GetDatum(cut.epoch);
 		values[4] = PointerGetDatum(int8_array(op_seqs, nops));
-		if (SPI_execute_plan(store_plan(&plan_ops,
+		if (SPI_execute_plan(store_plan_once(&plan_ops,
 									  "INSERT INTO lake.cast_operation (owner_id, operation_id, digest, epoch, seq) "
 									  "SELECT u.o, u.i, u.d, $4, u.s FROM ROWS FROM (pg_catalog.unnest($1), "
 									  " pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($5)) AS u(o, i, d, s)",

@@ -96,13 +96,13 @@ store_owner(void)
 	return lookup_owner();
 }
 
-/* A plan prepared once per backend and kept. */
-SPIPlanPtr
-store_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
+static SPIPlanPtr
+keep_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes,
+		  int cursor_options)
 {
 	if (*cache == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, cursor_options);
 
 		if (plan == NULL)
 			elog(ERROR, "lake: could not prepare \"%s\": %s",
@@ -111,6 +111,24 @@ store_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
 		*cache = plan;
 	}
 	return *cache;
+}
+
+/*
+ * A query kept once per backend and planned at every execution with its
+ * parameters: a plan cached while a table was small must not keep a
+ * sequential scan once it is large (planning is cheap next to a scan).
+ */
+SPIPlanPtr
+store_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
+{
+	return keep_plan(cache, sql, nargs, argtypes, CURSOR_OPT_CUSTOM_PLAN);
+}
+
+/* A statement with no access path to choose (an INSERT ... VALUES), planned once. */
+SPIPlanPtr
+store_plan_once(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
+{
+	return keep_plan(cache, sql, nargs, argtypes, 0);
 }
 
 static void
@@ -418,8 +436,8 @@ insert_chunk(int64 blob, int32 chunk_no, const uint8 *digest, const char *data,
 		values[3] = digest_datum(digest);
 		nulls[3] = ' ';
 	}
-	rc = SPI_execute_plan(store_plan(&plan,
-								   "INSERT INTO lake.chunk (blob, chunk_no, bytes, digest, data) "
+	rc = SPI_execute_plan(store_plan_once(&plan,
+										"INSERT INTO lake.chunk (blob, chunk_no, bytes, digest, data) "
 								   "VALUES ($1, $2, $3, $4, $5)",
 								   5, types),
 						  values, nulls, false, 0);
@@ -434,7 +452,7 @@ next_blob(void)
 {
 	static SPIPlanPtr plan;
 
-	run(store_plan(&plan, "SELECT pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass)",
+	run(store_plan_once(&plan, "SELECT pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass)",
 				 0, NULL),
 		NULL, SPI_OK_SELECT);
 	return DatumGetInt64(colv(0, 1));
@@ -471,8 +489,8 @@ insert_version(int32 dataset_id, int64 version, const char *tenant,
 	 * it never goes backwards within a dataset (now() would: it is the
 	 * start of a transaction that may have waited for the lock).
 	 */
-	rc = SPI_execute_plan(store_plan(&plan,
-								   "INSERT INTO lake.version (dataset_id, version, tenant, operation_id, "
+	rc = SPI_execute_plan(store_plan_once(&plan,
+										"INSERT INTO lake.version (dataset_id, version, tenant, operation_id, "
 								   " digest, bytes, stored_bytes, nchunks, blob, committed_at, data) "
 								   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
 								   "        pg_catalog.clock_timestamp(), $10)",

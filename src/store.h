@@ -69,6 +69,8 @@ typedef void (*ChunkVisitor) (const char *data, size_t len, void *arg);
 
 extern SPIPlanPtr store_plan(SPIPlanPtr *cache, const char *sql, int nargs,
 							 Oid *argtypes);
+extern SPIPlanPtr store_plan_once(SPIPlanPtr *cache, const char *sql, int nargs,
+								  Oid *argtypes);
 
 /* Direct index point lookups (see store.c). */
 extern void store_key_int4(ScanKeyData *key, AttrNumber att, int32 value);
