@@ -9,7 +9,7 @@ OBJS        = src/lake.o src/guc.o src/args.o src/admission.o src/codec.o \
               src/digest.o src/store.o src/access.o src/operation.o \
               src/append.o src/stage.o src/lifecycle.o src/owner.o \
               src/landing.o src/cycle.o src/seal.o src/logread.o \
-              src/recovery.o src/worker.o
+              src/recovery.o src/checkpoint.o src/worker.o
 DATA        = sql/lake--$(EXTVERSION).sql
 SHLIB_LINK  = -lzstd
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -26,7 +26,7 @@ include $(PGXS)
 
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
-REGRESS_T := extension append read stage tenant cast admission guc worker
+REGRESS_T := extension append read stage tenant cast recovery admission guc worker
 
 .PHONY: check check-regress check-isolation check-tap bench
 

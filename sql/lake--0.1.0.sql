@@ -106,12 +106,16 @@ CREATE TABLE lake.lifecycle (
     created_at     timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 
--- The durable owner registry; live state is in shared memory.
+-- The durable owner registry; live state is in shared memory. A quarantine
+-- is durable too: the position of the applied prefix and why the next
+-- landing did not apply; only lake.release_owner clears it.
 CREATE TABLE lake.owner (
-    id          int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    name        text NOT NULL UNIQUE,
-    lifecycle   int NOT NULL REFERENCES lake.lifecycle (id),
-    created_at  timestamptz NOT NULL DEFAULT pg_catalog.now()
+    id                   int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name                 text NOT NULL UNIQUE,
+    lifecycle            int NOT NULL REFERENCES lake.lifecycle (id),
+    created_at           timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    quarantine_position  bigint,
+    quarantine_reason    text
 );
 
 -- The writer epoch: grows durably each time a worker starts sealing, so a
@@ -157,6 +161,19 @@ CREATE TABLE lake.cast_operation (
     CONSTRAINT cast_operation_pkey PRIMARY KEY (owner_id, operation_id)
 );
 
+-- Owner snapshots: every owner's state as of a sealed cycle, in one
+-- zstd-compressed record; recovery starts from the newest and replays only
+-- the cycles after it.
+CREATE TABLE lake.snapshot (
+    cycle         bigint PRIMARY KEY,
+    taken_at      timestamptz NOT NULL,
+    owners        int NOT NULL,
+    bytes         bigint NOT NULL,
+    stored_bytes  bigint NOT NULL,
+    data          bytea NOT NULL
+);
+ALTER TABLE lake.snapshot ALTER COLUMN data SET STORAGE EXTERNAL;
+
 CREATE TYPE lake.receipt AS (epoch int, seq bigint);
 CREATE TYPE lake.coordinate AS (cycle bigint, position bigint, lsn pg_lsn);
 
@@ -178,6 +195,7 @@ SELECT pg_catalog.pg_extension_config_dump('lake.writer', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.cycle', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.cycle_owner', '');
 SELECT pg_catalog.pg_extension_config_dump('lake.cast_operation', '');
+SELECT pg_catalog.pg_extension_config_dump('lake.snapshot', '');
 
 -- The hot lookups (store.c) read these indexes directly, by name: point
 -- lookups that must never degrade to a scan, whatever the statistics said
@@ -269,6 +287,19 @@ CREATE FUNCTION lake.seal() RETURNS bigint
     AS 'MODULE_PATHNAME', 'lake_seal'
     LANGUAGE C SET search_path = pg_catalog, pg_temp;
 
+CREATE FUNCTION lake.checkpoint() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'lake_checkpoint'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.recover(owner text DEFAULT NULL)
+    RETURNS TABLE(owner text, applied int, "position" bigint, quarantined boolean)
+    AS 'MODULE_PATHNAME', 'lake_recover'
+    LANGUAGE C CALLED ON NULL INPUT SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION lake.release_owner(owner text) RETURNS void
+    AS 'MODULE_PATHNAME', 'lake_release_owner'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
 CREATE FUNCTION lake.trajectory(owner text, after_position bigint DEFAULT 0)
     RETURNS TABLE("position" bigint, cycle bigint, epoch int, seq bigint,
                   from_phase text, to_phase text, lap bigint, payload bytea,
@@ -304,6 +335,7 @@ CREATE FUNCTION lake.stats(
     OUT casts_sealed bigint, OUT casts_pending bigint, OUT mean_casts_per_cycle float8,
     OUT last_seal_ms float8, OUT sealed_cycle bigint, OUT recovery_owners bigint,
     OUT recovery_applied bigint, OUT recovery_quarantined bigint,
-    OUT recovery_ms float8)
+    OUT recovery_ms float8, OUT recovery_tail bigint, OUT recovery_snapshot bigint,
+    OUT last_snapshot bigint)
     AS 'MODULE_PATHNAME', 'lake_stats'
     LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp;

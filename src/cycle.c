@@ -355,6 +355,20 @@ cycle_sealed_cycle(void)
 	return cs->sealed_cycle;
 }
 
+void
+cycle_set_last_snapshot(int64 cycle)
+{
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	cs->stats.last_snapshot = cycle;
+	LWLockRelease(&cs->lock);
+}
+
+int64
+cycle_last_snapshot(void)
+{
+	return cs->stats.last_snapshot;
+}
+
 Oid
 cycle_current_generation(void)
 {
@@ -438,8 +452,8 @@ cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
  * The owner's entry, entered from the registry at its first use after
  * recovery; *lifecycle gets its lifecycle, loaded into this backend's cache.
  */
-static OwnerState *
-owner_entry(const char *name, const Lifecycle **lifecycle)
+OwnerState *
+cycle_owner_entry(const char *name, const Lifecycle **lifecycle)
 {
 	static SPIPlanPtr plan;
 	OwnerState *o;
@@ -620,7 +634,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 			LogReceipt sealed;
 
 			if (o == NULL)
-				o = owner_entry(req->owner, &lc);
+				o = cycle_owner_entry(req->owner, &lc);
 			store_connect();
 			if (log_find_operation(o->id, req->operation_id, &sealed))
 			{
@@ -644,7 +658,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 			if (lc == NULL)
 			{
 				LWLockRelease(&cs->lock);
-				o = owner_entry(req->owner, &lc);
+				o = cycle_owner_entry(req->owner, &lc);
 				continue;
 			}
 		}
@@ -1125,7 +1139,7 @@ lake_owner_state(PG_FUNCTION_ARGS)
 	name = lake_arg_short_name(fcinfo, 0, "owner");
 	InitMaterializedSRF(fcinfo, 0);
 	cycle_wait_ready();
-	o = owner_entry(name, &lc);
+	o = cycle_owner_entry(name, &lc);
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	copy = *o;
 	LWLockRelease(&cs->lock);

@@ -26,7 +26,8 @@ typedef struct RecoveryFigures
 	int64		owners;
 	int64		applied;		/* landings replayed */
 	int64		quarantined;
-	int64		tail;			/* landings above the snapshot watermarks */
+	int64		tail;			/* landings read above the snapshot */
+	int64		snapshot;		/* the cycle the snapshot used covers, 0: none */
 	double		ms;
 } RecoveryFigures;
 
@@ -39,6 +40,7 @@ typedef struct CycleStats
 	int64		cycles_sealed;	/* since the server started */
 	int64		casts_sealed;
 	double		last_seal_ms;
+	int64		last_snapshot;	/* the cycle the newest snapshot covers */
 	RecoveryFigures recovery;
 } CycleStats;
 
@@ -96,6 +98,14 @@ extern int32 cycle_epoch(void);
 /* Sessions: wait until the worker has recovered the owners (55000 on a standby). */
 extern void cycle_wait_ready(void);
 
+/*
+ * The owner's live entry, entered from the registry at its first use after
+ * recovery (42704 if unknown, 53000 if the table is full); *lifecycle gets
+ * its lifecycle, loaded into this backend's cache.
+ */
+struct Lifecycle;
+extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **lifecycle);
+
 /* Worker */
 extern bool cycle_needs_recovery(Oid generation);
 extern void cycle_begin_recovery(void);
@@ -118,6 +128,8 @@ extern void cycle_prepare_commit(const CycleCut *cut, int64 cycle, XLogRecPtr ls
 /* Sealed state, for receipts that are no longer pending. */
 extern int64 cycle_sealed_seq(void);
 extern int64 cycle_sealed_cycle(void);
+extern void cycle_set_last_snapshot(int64 cycle);
+extern int64 cycle_last_snapshot(void);
 
 /* The OID of lake.owner: which incarnation of the extension is installed. */
 extern Oid	cycle_current_generation(void);

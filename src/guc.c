@@ -26,6 +26,7 @@ int			lake_max_owners = 100000;
 int			lake_cycle_interval_ms = 10;
 int			lake_cycle_max_casts = 10000;
 int			lake_cycle_buffer_size = 16 * 1024 * 1024;
+int			lake_checkpoint_cycles = 1000;
 
 /*
  * Define an integer parameter and, at server start, refuse a configured
@@ -145,6 +146,14 @@ lake_guc_init(void)
 			   16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024,
 			   PGC_POSTMASTER,
 			   GUC_UNIT_BYTE);
+
+	define_int("lake.checkpoint_cycles",
+			   "Cycles sealed between two owner snapshots.",
+			   NULL,
+			   &lake_checkpoint_cycles,
+			   1000, 1, INT_MAX,
+			   PGC_SIGHUP,
+			   0);
 
 	MarkGUCPrefixReserved("lake");
 

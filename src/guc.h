@@ -19,6 +19,7 @@ extern int	lake_max_owners;
 extern int	lake_cycle_interval_ms;
 extern int	lake_cycle_max_casts;
 extern int	lake_cycle_buffer_size;
+extern int	lake_checkpoint_cycles;
 
 extern void lake_guc_init(void);
 extern bool lake_guc_byte_pair_valid(void);

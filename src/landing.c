@@ -1,5 +1,6 @@
 /*
- * landing.c — encode and decode a cycle's landings (format in landing.h).
+ * landing.c — encode and decode a cycle's landings and owner snapshots
+ * (formats in landing.h).
  */
 #include <string.h>
 
@@ -198,4 +199,57 @@ lake_landing_status_text(LakeLandingStatus st)
 			return "stopped";
 	}
 	return "unknown landing status";
+}
+
+#define IMAGE_FIXED (4 + 8 + 8)
+
+size_t
+lake_image_size(const LakeOwnerImage *o)
+{
+	return IMAGE_FIXED + 2 + o->phase_len;
+}
+
+size_t
+lake_images_put_header(uint8_t *out, uint32_t count)
+{
+	out[0] = 'S';
+	out[1] = 1;
+	put_u32(out + 2, count);
+	return LAKE_IMAGES_HEADER;
+}
+
+size_t
+lake_image_put(uint8_t *out, const LakeOwnerImage *o)
+{
+	put_u32(out, (uint32_t) o->owner_id);
+	put_u64(out + 4, (uint64_t) o->position);
+	put_u64(out + 12, (uint64_t) o->lap);
+	return (size_t) (put_bytes16(out + IMAGE_FIXED, o->phase, o->phase_len) - out);
+}
+
+LakeLandingStatus
+lake_images_decode(const uint8_t *in, size_t len, LakeImageVisitor visit, void *arg)
+{
+	size_t		pos = LAKE_IMAGES_HEADER;
+	uint32_t	count;
+
+	if (len < LAKE_IMAGES_HEADER || in[0] != 'S' || in[1] != 1)
+		return LAKE_LANDING_BAD_HEADER;
+	count = get_u32(in + 2);
+	for (uint32_t i = 0; i < count; i++)
+	{
+		LakeOwnerImage o;
+
+		if (len - pos < IMAGE_FIXED)
+			return LAKE_LANDING_TRUNCATED;
+		o.owner_id = (int32_t) get_u32(in + pos);
+		o.position = (int64_t) get_u64(in + pos + 4);
+		o.lap = (int64_t) get_u64(in + pos + 12);
+		pos += IMAGE_FIXED;
+		if (!get_bytes16(in, len, &pos, &o.phase, &o.phase_len))
+			return LAKE_LANDING_TRUNCATED;
+		if (visit(&o, arg) != 0)
+			return LAKE_LANDING_STOPPED;
+	}
+	return pos == len ? LAKE_LANDING_OK : LAKE_LANDING_TRAILING;
 }

@@ -1,5 +1,6 @@
 /*
- * landing.h — the encoding of a sealed cycle's landings.
+ * landing.h — the encodings of the owner log: a sealed cycle's landings
+ * and an owner snapshot.
  *
  * A cycle record is the zstd-compressed (codec.h) concatenation of
  *   'L', version 1, uint32 count, then count landings:
@@ -68,5 +69,30 @@ extern LakeLandingStatus lake_landings_decode(const uint8_t *in, size_t len,
 											  LakeLandingVisitor visit, void *arg);
 
 extern const char *lake_landing_status_text(LakeLandingStatus st);
+
+/*
+ * An owner snapshot record: 'S', version 1, uint32 count, then per owner
+ * int32 owner_id, int64 position (its watermark), int64 lap, uint16 len +
+ * phase name. Same integer encoding and status codes as landings.
+ */
+typedef struct LakeOwnerImage
+{
+	int32_t		owner_id;
+	int64_t		position;
+	int64_t		lap;
+	const char *phase;
+	uint16_t	phase_len;
+} LakeOwnerImage;
+
+#define LAKE_IMAGES_HEADER 6
+
+extern size_t lake_image_size(const LakeOwnerImage *o);
+extern size_t lake_images_put_header(uint8_t *out, uint32_t count);
+extern size_t lake_image_put(uint8_t *out, const LakeOwnerImage *o);
+
+typedef int (*LakeImageVisitor) (const LakeOwnerImage *o, void *arg);
+
+extern LakeLandingStatus lake_images_decode(const uint8_t *in, size_t len,
+											LakeImageVisitor visit, void *arg);
 
 #endif							/* LAKE_LANDING_H */

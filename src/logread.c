@@ -141,8 +141,7 @@ log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
 typedef struct Emit
 {
 	ReturnSetInfo *rsinfo;
-	int64		cycle;
-	int32		epoch;
+	LogCycle	at;
 	int32		owner_id;		/* trajectory: only this owner; else 0 */
 	int64		after_position;
 	HTAB	   *names;			/* log: owner id -> name */
@@ -175,7 +174,7 @@ emit_landing(const LakeLanding *l, void *arg)
 	{
 		OwnerName  *on = hash_search(e->names, &l->owner_id, HASH_FIND, NULL);
 
-		v[i++] = Int64GetDatum(e->cycle);
+		v[i++] = Int64GetDatum(e->at.cycle);
 		v[i] = on ? CStringGetTextDatum(on->name) : (Datum) 0;
 		n[i++] = (on == NULL);
 		v[i++] = Int64GetDatum(l->position);
@@ -183,9 +182,9 @@ emit_landing(const LakeLanding *l, void *arg)
 	else
 	{
 		v[i++] = Int64GetDatum(l->position);
-		v[i++] = Int64GetDatum(e->cycle);
+		v[i++] = Int64GetDatum(e->at.cycle);
 	}
-	v[i++] = Int32GetDatum(e->epoch);
+	v[i++] = Int32GetDatum(e->at.epoch);
 	v[i++] = Int64GetDatum(l->seq);
 	v[i] = text_or_null(l->from_phase, l->from_len, l->flags & LANDING_MOVE, &n[i]);
 	i++;
@@ -224,10 +223,10 @@ emit_cycles(SPIPlanPtr plan, Datum *values, Emit *e)
 		SPI_cursor_fetch(portal, true, 1);
 		if (SPI_processed == 0)
 			break;
-		e->cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		e->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		e->at.cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		e->at.epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		old = MemoryContextSwitchTo(cxt);
-		log_visit_cycle(e->cycle,
+		log_visit_cycle(e->at.cycle,
 						SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
 						emit_landing, e);
 		MemoryContextSwitchTo(old);
@@ -250,6 +249,53 @@ arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
 	return after;
 }
 
+/*
+ * Visit the landings of one owner above 'after_position', in position
+ * order, reading only the cycles lake.cycle_owner lists for it. The
+ * visitor also sees the cycle and epoch through *where.
+ */
+void
+log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
+				LakeLandingVisitor visit, void *arg)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT4OID, INT8OID};
+	Datum		values[2] = {Int32GetDatum(owner_id), Int64GetDatum(after_position)};
+	Portal		portal = SPI_cursor_open(NULL,
+										 store_plan(&plan,
+													"SELECT c.cycle, c.epoch, c.data FROM lake.cycle_owner o "
+													"JOIN lake.cycle c ON c.cycle OPERATOR(pg_catalog.=) o.cycle "
+													"WHERE o.owner_id OPERATOR(pg_catalog.=) $1 "
+													"  AND o.last_position OPERATOR(pg_catalog.>) $2 "
+													"ORDER BY o.cycle",
+													2, types),
+										 values, NULL, true);
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
+											  ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		bool		isnull;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, 1);
+		if (SPI_processed == 0)
+			break;
+		where->cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		where->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		old = MemoryContextSwitchTo(cxt);
+		log_visit_cycle(where->cycle,
+						SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
+						visit, arg);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(cxt);
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	MemoryContextDelete(cxt);
+}
+
 PG_FUNCTION_INFO_V1(lake_trajectory);
 PG_FUNCTION_INFO_V1(lake_log);
 PG_FUNCTION_INFO_V1(lake_cycles);
@@ -258,13 +304,10 @@ Datum
 lake_trajectory(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr plan_owner;
-	static SPIPlanPtr plan;
 	char	   *owner;
 	Emit		e = {0};
-	Oid			types[2] = {INT4OID, INT8OID};
 	Oid			ntypes[1] = {TEXTOID};
 	Datum		nvalues[1];
-	Datum		values[2];
 	bool		isnull;
 
 	lake_require_preload();
@@ -285,16 +328,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("owner \"%s\" does not exist", owner)));
 	e.owner_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	values[0] = Int32GetDatum(e.owner_id);
-	values[1] = Int64GetDatum(e.after_position);
-	emit_cycles(store_plan(&plan,
-						 "SELECT c.cycle, c.epoch, c.data FROM lake.cycle_owner o "
-						 "JOIN lake.cycle c ON c.cycle OPERATOR(pg_catalog.=) o.cycle "
-						 "WHERE o.owner_id OPERATOR(pg_catalog.=) $1 "
-						 "  AND o.last_position OPERATOR(pg_catalog.>) $2 "
-						 "ORDER BY o.cycle",
-						 2, types),
-				values, &e);
+	log_visit_owner(e.owner_id, e.after_position, &e.at, emit_landing, &e);
 	store_finish();
 	return (Datum) 0;
 }

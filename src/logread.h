@@ -26,6 +26,16 @@ typedef struct LogReceipt
 extern bool log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out);
 extern bool log_find_receipt(int32 epoch, int64 seq, LogReceipt *out);
 
+/* The cycle a visitor's landing comes from. */
+typedef struct LogCycle
+{
+	int64		cycle;
+	int32		epoch;
+} LogCycle;
+
+extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
+							LakeLandingVisitor visit, void *arg);
+
 /* Decode one stored cycle and visit its landings (XX001 if damaged). */
 extern void log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg);
 

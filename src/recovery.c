@@ -1,25 +1,38 @@
 /*
- * recovery.c — owners rebuilt from the durable log.
+ * recovery.c — owners rebuilt from a snapshot plus the log above it.
  *
- * Each owner starts in its lifecycle's initial phase and replays its sealed
- * landings in position order: every landing must continue the position
- * count, start from the phase the owner is in, follow a legal edge and
- * carry the lap that move gives. An owner whose landing does not apply is
- * quarantined with the reason and the position of its applied prefix; the
- * others recover regardless. Casts wait (cycle_wait_ready) until the whole
- * replay is done: nobody sees a half-recovered owner.
+ * At every start the worker loads the newest snapshot (each owner's phase,
+ * lap and watermark position as of a sealed cycle) and replays only the
+ * cycles after it, in order: its cost follows the tail, not the history.
+ * Every landing must continue its owner's positions, start from the phase
+ * the owner is in, follow a legal edge and carry the lap that move gives;
+ * no-step landings advance the position too. An owner whose landing does
+ * not apply is quarantined — durably, in lake.owner, with the reason and
+ * the position of its applied prefix — and every other owner recovers.
+ * Casts wait (cycle_wait_ready) until the whole replay is done: nobody sees
+ * a half-recovered owner.
+ *
+ * lake.recover() re-runs the same replay on demand from each owner's live
+ * position (so a healthy owner applies nothing); lake.release_owner()
+ * retries a quarantined owner's tail after a fix and clears the quarantine
+ * if it now applies.
  */
 #include "lake.h"
 
 #include "access/xact.h"
+#include "access.h"
+#include "args.h"
 #include "catalog/pg_type.h"
+#include "checkpoint.h"
+#include "codec.h"
 #include "cycle.h"
 #include "executor/spi.h"
+#include "funcapi.h"
+#include "guc.h"
 #include "landing.h"
 #include "lifecycle.h"
 #include "logread.h"
 #include "miscadmin.h"
-#include "guc.h"
 #include "recovery.h"
 #include "seal.h"
 #include "store.h"
@@ -28,20 +41,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-typedef struct ById
-{
-	int32		id;
-	OwnerState *owner;
-} ById;
+PG_FUNCTION_INFO_V1(lake_recover);
+PG_FUNCTION_INFO_V1(lake_release_owner);
 
-typedef struct Replay
-{
-	HTAB	   *byid;
-	int64		cycle;
-	RecoveryFigures fig;
-} Replay;
-
-/* Why landing l cannot apply to o, or NULL. */
+/* Why landing l cannot apply to o, or NULL; *to gets the phase it moves to. */
 static char *
 misfit(const OwnerState *o, const Lifecycle *lc, const LakeLanding *l, int *to)
 {
@@ -69,16 +72,69 @@ misfit(const OwnerState *o, const Lifecycle *lc, const LakeLanding *l, int *to)
 	return NULL;
 }
 
+/* Apply l to o's durable state (and projected, when nothing is pending). */
+static void
+advance(OwnerState *o, const LakeLanding *l, int to)
+{
+	o->phase = (int16) to;
+	o->lap = l->lap;
+	o->position = l->position;
+	if (o->pending == 0)
+	{
+		o->projected_phase = o->phase;
+		o->projected_lap = o->lap;
+	}
+}
+
+/* Record a quarantine durably (the caller sets it in shared memory). */
+static void
+persist_quarantine(int32 owner_id, int64 position, const char *why)
+{
+	static SPIPlanPtr plan;
+	Oid			types[3] = {INT4OID, INT8OID, TEXTOID};
+	Datum		values[3] = {Int32GetDatum(owner_id), Int64GetDatum(position),
+	why ? CStringGetTextDatum(why) : (Datum) 0};
+	char		nulls[3] = {' ', why ? ' ' : 'n', why ? ' ' : 'n'};
+
+	if (SPI_execute_plan(store_plan(&plan,
+									"UPDATE lake.owner SET quarantine_position = $2, quarantine_reason = $3 "
+									"WHERE id OPERATOR(pg_catalog.=) $1",
+									3, types),
+						 values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "lake: could not record the quarantine of owner %d", owner_id);
+}
+
+/* ----------------------------------------------------------------------
+ * The worker's recovery
+ * ---------------------------------------------------------------------- */
+
+typedef struct ById
+{
+	int32		id;
+	OwnerState *owner;
+	bool		limited;		/* durably quarantined ... */
+	int64		limit;			/* ... at this applied prefix */
+	char	   *reason;
+	bool		newly;			/* quarantined by this recovery */
+} ById;
+
+typedef struct Replay
+{
+	HTAB	   *byid;
+	int64		cycle;
+	RecoveryFigures fig;
+} Replay;
+
 static int
 apply_landing(const LakeLanding *l, void *arg)
 {
 	Replay	   *rp = (Replay *) arg;
 	ById	   *b = hash_search(rp->byid, &l->owner_id, HASH_FIND, NULL);
 	OwnerState *o;
-	const Lifecycle *lc;
 	char	   *why;
 	int			to;
 
+	rp->fig.tail++;
 	if (b == NULL)
 	{
 		ereport(WARNING,
@@ -87,13 +143,14 @@ apply_landing(const LakeLanding *l, void *arg)
 		return 0;
 	}
 	o = b->owner;
-	if (o->quarantined)
+	if (o->quarantined || l->position <= o->position ||
+		(b->limited && l->position > b->limit))
 		return 0;
-	lc = lifecycle_get(o->lifecycle);
-	why = misfit(o, lc, l, &to);
+	why = misfit(o, lifecycle_get(o->lifecycle), l, &to);
 	if (why != NULL)
 	{
 		owner_quarantine(o, o->position, why);
+		b->newly = true;
 		rp->fig.quarantined++;
 		ereport(WARNING,
 				(errmsg("lake recovery: owner \"%s\" quarantined at position " INT64_FORMAT,
@@ -101,9 +158,7 @@ apply_landing(const LakeLanding *l, void *arg)
 				 errdetail("%s", why)));
 		return 0;
 	}
-	o->phase = o->projected_phase = (int16) to;
-	o->lap = o->projected_lap = l->lap;
-	o->position = l->position;
+	advance(o, l, to);
 	rp->fig.applied++;
 	return 0;
 }
@@ -123,8 +178,9 @@ load_owners(Replay *rp)
 						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	if (SPI_execute_plan(store_plan(&plan,
-								  "SELECT o.id, o.name, o.lifecycle FROM lake.owner o ORDER BY o.id",
-								  0, NULL),
+									"SELECT o.id, o.name, o.lifecycle, o.quarantine_position, o.quarantine_reason "
+									"FROM lake.owner o ORDER BY o.id",
+									0, NULL),
 						 NULL, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "lake: could not read the owner registry");
 	/* lifecycle_get may query too: keep this result aside. */
@@ -136,9 +192,14 @@ load_owners(Replay *rp)
 		int32		id = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
 		char	   *name = TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
 		int32		lc = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
+		Datum		limit = SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull);
 		ById	   *b = hash_search(rp->byid, &id, HASH_ENTER, NULL);
 		bool		full;
 
+		b->limited = !isnull;
+		b->limit = isnull ? 0 : DatumGetInt64(limit);
+		b->reason = isnull ? NULL : TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 5, &isnull));
+		b->newly = false;
 		(void) lifecycle_get(lc);
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 		b->owner = owner_enter(name, id, lc, &full);
@@ -154,18 +215,119 @@ load_owners(Replay *rp)
 	SPI_freetuptable(tt);
 }
 
-static void
-replay_log(Replay *rp)
+static int
+load_image(const LakeOwnerImage *im, void *arg)
+{
+	Replay	   *rp = (Replay *) arg;
+	ById	   *b = hash_search(rp->byid, &im->owner_id, HASH_FIND, NULL);
+	OwnerState *o;
+	const Lifecycle *lc;
+	int			phase;
+
+	if (b == NULL)
+		return 0;				/* not registered any more */
+	o = b->owner;
+	lc = lifecycle_get(o->lifecycle);
+	phase = lifecycle_phase(lc, im->phase, im->phase_len);
+	if (phase < 0)
+	{
+		owner_quarantine(o, 0, psprintf("the snapshot puts it in phase %.*s, which is not in its lifecycle",
+										(int) im->phase_len, im->phase));
+		b->newly = true;
+		rp->fig.quarantined++;
+		return 0;
+	}
+	o->phase = o->projected_phase = (int16) phase;
+	o->lap = o->projected_lap = im->lap;
+	o->position = im->position;
+	return 0;
+}
+
+/*
+ * Start every owner from the newest snapshot; returns the cycle it covers,
+ * or 0 (replay everything) when there is none or it cannot be read.
+ */
+static int64
+load_snapshot(Replay *rp)
 {
 	static SPIPlanPtr plan;
+	bool		isnull;
+	int64		cycle;
+	bytea	   *stored;
+	size_t		size;
+	size_t		got;
+	uint8	   *raw = NULL;
+	LakeCodecStatus cst;
+	LakeLandingStatus lst = LAKE_LANDING_BAD_HEADER;
+
+	if (SPI_execute_plan(store_plan(&plan,
+									"SELECT s.cycle, s.data FROM lake.snapshot s ORDER BY s.cycle DESC LIMIT 1",
+									0, NULL),
+						 NULL, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "lake: could not read the snapshots");
+	if (SPI_processed == 0)
+		return 0;
+	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	stored = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	cst = lake_chunk_decoded_size((const uint8_t *) VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored), &size);
+	if (cst == LAKE_CODEC_OK && size <= MaxAllocSize)
+	{
+		raw = palloc(Max(size, 1));
+		cst = lake_chunk_decode((const uint8_t *) VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored),
+								raw, size, &got);
+		if (cst == LAKE_CODEC_OK)
+		{
+			LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+			lst = lake_images_decode(raw, got, load_image, rp);
+			LWLockRelease(cycle_lock());
+		}
+	}
+	if (lst == LAKE_LANDING_OK)
+		return cycle;
+
+	/* A damaged snapshot: forget what it set and replay the whole log. */
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("lake recovery: the snapshot of cycle " INT64_FORMAT " is damaged; replaying the whole log", cycle),
+			 errdetail("%s", cst != LAKE_CODEC_OK ? lake_codec_status_text(cst) : lake_landing_status_text(lst))));
+	{
+		HASH_SEQ_STATUS status;
+		ById	   *b;
+
+		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+		hash_seq_init(&status, rp->byid);
+		while ((b = hash_seq_search(&status)) != NULL)
+		{
+			OwnerState *o = b->owner;
+
+			o->phase = o->projected_phase = 0;
+			o->lap = o->projected_lap = 0;
+			o->position = 0;
+			o->quarantined = false;
+			b->newly = false;
+		}
+		LWLockRelease(cycle_lock());
+		rp->fig.quarantined = 0;
+	}
+	return 0;
+}
+
+static void
+replay_log(Replay *rp, int64 after_cycle)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(after_cycle)};
 	Portal		portal = SPI_cursor_open(NULL,
 										 store_plan(&plan,
-												  "SELECT c.cycle, c.data FROM lake.cycle c ORDER BY c.cycle",
-												  0, NULL),
-										 NULL, NULL, true);
+													"SELECT c.cycle, c.data FROM lake.cycle c "
+													"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
+													1, types),
+										 values, NULL, true);
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake replay",
 											  ALLOCSET_DEFAULT_SIZES);
 
+	rp->cycle = after_cycle;
 	for (;;)
 	{
 		bool		isnull;
@@ -177,7 +339,7 @@ replay_log(Replay *rp)
 			break;
 		rp->cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		old = MemoryContextSwitchTo(cxt);
-		/* The replay applies under the cycle lock: no session is reading. */
+		/* No session reads owners during recovery; the lock is for form. */
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 		log_visit_cycle(rp->cycle,
 						SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull),
@@ -186,10 +348,33 @@ replay_log(Replay *rp)
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(cxt);
 		SPI_freetuptable(SPI_tuptable);
-		rp->fig.tail++;
 	}
 	SPI_cursor_close(portal);
 	MemoryContextDelete(cxt);
+}
+
+/* Mark durable quarantines in shared memory, record the new ones. */
+static void
+settle_quarantines(Replay *rp)
+{
+	HASH_SEQ_STATUS status;
+	ById	   *b;
+
+	hash_seq_init(&status, rp->byid);
+	while ((b = hash_seq_search(&status)) != NULL)
+	{
+		OwnerState *o = b->owner;
+
+		if (b->newly)
+			persist_quarantine(o->id, o->quarantine_position, o->reason);
+		else if (b->reason != NULL)
+		{
+			LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+			owner_quarantine(o, o->position, b->reason);
+			LWLockRelease(cycle_lock());
+			rp->fig.quarantined++;
+		}
+	}
 }
 
 void
@@ -200,6 +385,7 @@ recovery_run(RecoveryResult *out)
 	Replay		rp;
 	bool		isnull;
 	int32		epoch;
+	int64		snapshot;
 
 	memset(&rp, 0, sizeof(rp));
 	cycle_begin_recovery();
@@ -207,26 +393,189 @@ recovery_run(RecoveryResult *out)
 	store_connect();
 	seal_lock();
 	if (SPI_execute_plan(store_plan(&plan_epoch,
-								  "UPDATE lake.writer SET epoch = epoch OPERATOR(pg_catalog.+) 1 "
-								  "RETURNING epoch",
-								  0, NULL),
+									"UPDATE lake.writer SET epoch = epoch OPERATOR(pg_catalog.+) 1 "
+									"RETURNING epoch",
+									0, NULL),
 						 NULL, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
 		elog(ERROR, "lake: could not advance the writer epoch");
 	epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 	load_owners(&rp);
-	replay_log(&rp);
+	snapshot = load_snapshot(&rp);
+	replay_log(&rp, snapshot);
+	settle_quarantines(&rp);
 	store_finish();
 
 	/* The new epoch must be durable before any receipt carries it. */
 	ForceSyncCommit();
-	rp.fig.tail = rp.fig.applied;
+	rp.fig.snapshot = snapshot;
 	rp.fig.ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
 	ereport(LOG,
-			(errmsg("lake recovery: epoch %d, %lld owners, %lld landings applied, %lld quarantined, %.1f ms",
-					epoch, (long long) rp.fig.owners, (long long) rp.fig.applied,
+			(errmsg("lake recovery: epoch %d, %lld owners from the snapshot of cycle %lld, %lld landings read in the tail, %lld applied, %lld quarantined, %.1f ms",
+					epoch, (long long) rp.fig.owners, (long long) snapshot,
+					(long long) rp.fig.tail, (long long) rp.fig.applied,
 					(long long) rp.fig.quarantined, rp.fig.ms)));
 	out->epoch = epoch;
 	out->sealed_cycle = rp.cycle;
+	out->last_snapshot = snapshot;
 	out->figures = rp.fig;
+}
+
+/* ----------------------------------------------------------------------
+ * On demand: lake.recover() and lake.release_owner()
+ * ---------------------------------------------------------------------- */
+
+typedef struct OwnerReplay
+{
+	OwnerState *owner;
+	const Lifecycle *lc;
+	int			applied;
+	char	   *why;			/* set when a landing did not apply */
+} OwnerReplay;
+
+static int
+apply_owner_landing(const LakeLanding *l, void *arg)
+{
+	OwnerReplay *r = (OwnerReplay *) arg;
+	int			to;
+
+	if (l->owner_id != r->owner->id || l->position <= r->owner->position)
+		return 0;
+	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+	r->why = misfit(r->owner, r->lc, l, &to);
+	if (r->why == NULL)
+	{
+		advance(r->owner, l, to);
+		r->applied++;
+	}
+	LWLockRelease(cycle_lock());
+	return r->why != NULL;		/* stop at the first landing that does not apply */
+}
+
+/* Apply the sealed landings above the owner's live position. */
+static void
+replay_owner(OwnerReplay *r)
+{
+	LogCycle	at;
+
+	r->applied = 0;
+	r->why = NULL;
+	log_visit_owner(r->owner->id, r->owner->position, &at, apply_owner_landing, r);
+}
+
+/*
+ * The owner's live entry and lifecycle, for the on-demand functions. The
+ * lifecycle is read afresh: the fix a release follows may have been to it.
+ */
+static void
+open_owner(const char *name, OwnerReplay *r)
+{
+	lifecycle_cache_reset();
+	r->owner = cycle_owner_entry(name, &r->lc);
+}
+
+Datum
+lake_recover(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan;
+	ReturnSetInfo *rsinfo;
+	char	   *only = NULL;
+	SPITupleTable *tt = NULL;
+	uint64		n = 1;
+
+	lake_require_preload();
+	if (!PG_ARGISNULL(0))
+		only = lake_arg_short_name(fcinfo, 0, "owner");
+	access_require_admin();
+	checkpoint_require_own_transaction("lake.recover()");
+	InitMaterializedSRF(fcinfo, 0);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	cycle_wait_ready();
+
+	store_connect();
+	seal_lock();
+	if (only == NULL)
+	{
+		if (SPI_execute_plan(store_plan(&plan, "SELECT o.name FROM lake.owner o ORDER BY o.name", 0, NULL),
+							 NULL, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "lake: could not read the owner registry");
+		tt = SPI_tuptable;
+		n = SPI_processed;
+	}
+	for (uint64 i = 0; i < n; i++)
+	{
+		OwnerReplay r;
+		Datum		values[4];
+		bool		nulls[4] = {0};
+		char	   *name = only;
+
+		CHECK_FOR_INTERRUPTS();
+		if (tt != NULL)
+		{
+			bool		isnull;
+
+			name = TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+		}
+		open_owner(name, &r);
+		r.applied = 0;
+		if (!r.owner->quarantined)
+		{
+			replay_owner(&r);
+			if (r.why != NULL)
+			{
+				LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+				owner_quarantine(r.owner, r.owner->position, r.why);
+				LWLockRelease(cycle_lock());
+				persist_quarantine(r.owner->id, r.owner->position, r.why);
+			}
+		}
+		values[0] = CStringGetTextDatum(name);
+		values[1] = Int32GetDatum(r.applied);
+		values[2] = Int64GetDatum(r.owner->position);
+		values[3] = BoolGetDatum(r.owner->quarantined);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	store_finish();
+	return (Datum) 0;
+}
+
+Datum
+lake_release_owner(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	OwnerReplay r;
+
+	lake_require_preload();
+	name = lake_arg_short_name(fcinfo, 0, "owner");
+	access_require_admin();
+	checkpoint_require_own_transaction("lake.release_owner()");
+	cycle_wait_ready();
+
+	store_connect();
+	seal_lock();
+	open_owner(name, &r);
+	if (!r.owner->quarantined)
+	{
+		store_finish();
+		ereport(NOTICE,
+				(errmsg("owner \"%s\" is not quarantined", name)));
+		PG_RETURN_VOID();
+	}
+	replay_owner(&r);
+	if (r.why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_LAKE_OWNER_QUARANTINED),
+				 errmsg("owner \"%s\" still cannot be recovered", name),
+				 errdetail("%s (applied prefix: position " INT64_FORMAT ").", r.why, r.owner->position),
+				 errhint("Fix the cause (the lifecycle, or the damaged data) and release it again.")));
+	persist_quarantine(r.owner->id, 0, NULL);
+	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+	r.owner->quarantined = false;
+	r.owner->reason[0] = '\0';
+	LWLockRelease(cycle_lock());
+	store_finish();
+	ereport(NOTICE,
+			(errmsg("owner \"%s\" released at position " INT64_FORMAT " (%d landings applied)",
+					name, r.owner->position, r.applied)));
+	PG_RETURN_VOID();
 }

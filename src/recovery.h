@@ -12,6 +12,7 @@ typedef struct RecoveryResult
 {
 	int32		epoch;
 	int64		sealed_cycle;
+	int64		last_snapshot;
 	RecoveryFigures figures;
 } RecoveryResult;
 

@@ -20,6 +20,7 @@
 #include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "checkpoint.h"
 #include "cycle.h"
 #include "executor/spi.h"
 #include "guc.h"
@@ -326,11 +327,7 @@ lake_seal(PG_FUNCTION_ARGS)
 
 	lake_require_preload();
 	access_require_admin();
-	if (IsTransactionBlock() || GetCurrentTransactionNestLevel() > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-				 errmsg("lake.seal() cannot run inside a transaction block"),
-				 errdetail("A seal is made durable by its own commit.")));
+	checkpoint_require_own_transaction("lake.seal()");
 	cycle_wait_ready();
 	cycle = seal_run();
 	if (cycle == 0)

@@ -26,6 +26,7 @@
 #include "access/htup_details.h"
 #include "access/skey.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
@@ -45,10 +46,18 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-/* The caller's identity, saved while the store runs as the schema owner. */
+/*
+ * The caller's identity, saved while the store runs as the schema owner.
+ * Connections nest (a lookup may connect inside a connected section); only
+ * the outermost one switches identity and back. An error unwinds every
+ * lake frame up to the (sub)transaction that catches it, and the abort
+ * restores the identity itself, so the depth starts again from zero.
+ */
 static Oid	saved_userid;
 static int	saved_sec_context;
 static Oid	lake_owner;
+static int	depth = 0;
+static bool callbacks_set = false;
 
 /* zstd context reused for the life of the backend (zstd's own allocator). */
 static ZSTD_CCtx *cctx = NULL;
@@ -67,11 +76,35 @@ lookup_owner(void)
 	return owner;
 }
 
+static void
+reset_depth_xact(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		depth = 0;
+}
+
+static void
+reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		depth = 0;
+}
+
 void
 store_connect(void)
 {
-	lake_owner = lookup_owner();
-	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	if (!callbacks_set)
+	{
+		RegisterXactCallback(reset_depth_xact, NULL);
+		RegisterSubXactCallback(reset_depth_subxact, NULL);
+		callbacks_set = true;
+	}
+	if (depth++ == 0)
+	{
+		lake_owner = lookup_owner();
+		GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	}
 	SPI_connect();
 	SetUserIdAndSecContext(lake_owner,
 						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
@@ -81,7 +114,8 @@ void
 store_finish(void)
 {
 	SPI_finish();
-	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	if (--depth == 0)
+		SetUserIdAndSecContext(saved_userid, saved_sec_context);
 }
 
 Oid

@@ -27,6 +27,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "checkpoint.h"
 #include "cycle.h"
 #include "postmaster/interrupt.h"
 #include "recovery.h"
@@ -207,6 +208,24 @@ seal(void *arg)
 	(void) seal_run();
 }
 
+static void
+snapshot(void *arg)
+{
+	*(int64 *) arg = checkpoint_take();
+}
+
+/* Snapshot the owners once lake.checkpoint_cycles cycles have been sealed. */
+static void
+snapshot_if_due(void)
+{
+	int64		covered;
+
+	if (cycle_sealed_cycle() - cycle_last_snapshot() < lake_checkpoint_cycles)
+		return;
+	if (run_in_transaction("lake: snapshotting owners", snapshot, &covered))
+		cycle_set_last_snapshot(covered);
+}
+
 /*
  * The extension's generation (the OID of lake.owner) in the database we
  * serve, or InvalidOid if the extension is not installed there.
@@ -314,13 +333,17 @@ lake_worker_main(Datum arg)
 				RecoveryResult r;
 
 				if (run_in_transaction("lake: recovering owners", recover, &r))
+				{
 					cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures);
+					cycle_set_last_snapshot(r.last_snapshot);
+				}
 				else
 					timeout = 1000L;	/* retry after a pause, not in a loop */
 			}
 			else
 			{
 				timeout = seal_if_due(&seal_due);
+				snapshot_if_due();
 				if (GetCurrentTimestamp() >= next_expiry)
 				{
 					expire_idle_stages();
@@ -373,8 +396,8 @@ lake_stats(PG_FUNCTION_ARGS)
 {
 	static const char *const state_names[] = {"stopped", "waiting for extension", "serving"};
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20] = {0};
+	Datum		values[23];
+	bool		nulls[23] = {0};
 	CycleStats	cst;
 	uint32		pid;
 	uint32		state;
@@ -409,6 +432,9 @@ lake_stats(PG_FUNCTION_ARGS)
 	values[17] = Int64GetDatum(cst.recovery.applied);
 	values[18] = Int64GetDatum(cst.recovery.quarantined);
 	values[19] = Float8GetDatum(cst.recovery.ms);
+	values[20] = Int64GetDatum(cst.recovery.tail);
+	values[21] = Int64GetDatum(cst.recovery.snapshot);
+	values[22] = Int64GetDatum(cst.last_snapshot);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

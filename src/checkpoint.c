@@ -1,0 +1,151 @@
+/*
+ * checkpoint.c — owner snapshots and lake.checkpoint().
+ *
+ * A snapshot holds, for every owner, the position its durable state
+ * reflects (its watermark), its phase and its lap, as of the sealed head.
+ * It is taken under the sealing lock, so no seal can commit in between and
+ * the owners' durable states in shared memory are exactly those of the
+ * head. The worker takes one every lake.checkpoint_cycles cycles; the
+ * newest two are kept, so a damaged newest one still leaves an older one.
+ */
+#include "lake.h"
+
+#include "access/xact.h"
+#include "access.h"
+#include "args.h"
+#include "catalog/pg_type.h"
+#include "checkpoint.h"
+#include "guc.h"
+#include "cycle.h"
+#include "executor/spi.h"
+#include "landing.h"
+#include "lifecycle.h"
+#include "seal.h"
+#include "store.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(lake_checkpoint);
+
+typedef struct Image
+{
+	int32		id;
+	int32		lifecycle;
+	int16		phase;
+	int64		lap;
+	int64		position;
+} Image;
+
+typedef struct Collect
+{
+	Image	   *images;
+	int			n;
+} Collect;
+
+static void
+collect(OwnerState *o, void *arg)
+{
+	Collect    *c = (Collect *) arg;
+	Image	   *im = &c->images[c->n++];
+
+	im->id = o->id;
+	im->lifecycle = o->lifecycle;
+	im->phase = o->phase;
+	im->lap = o->lap;
+	im->position = o->position;
+}
+
+int64
+checkpoint_take(void)
+{
+	static SPIPlanPtr plan_insert;
+	static SPIPlanPtr plan_retire;
+	Collect		c;
+	int64		cycle;
+	size_t		rawlen = LAKE_IMAGES_HEADER;
+	uint8	   *raw;
+	size_t		pos;
+	bytea	   *stored;
+
+	store_connect();
+	seal_lock();
+	cycle = cycle_sealed_cycle();
+
+	c.images = palloc(sizeof(Image) * Max(lake_max_owners, 1));
+	c.n = 0;
+	LWLockAcquire(cycle_lock(), LW_SHARED);
+	owner_foreach(collect, &c);
+	LWLockRelease(cycle_lock());
+
+	for (int i = 0; i < c.n; i++)
+		rawlen += 4 + 8 + 8 + 2 + NAMEDATALEN;
+	raw = palloc(rawlen);
+	pos = lake_images_put_header(raw, (uint32) c.n);
+	for (int i = 0; i < c.n; i++)
+	{
+		const Lifecycle *lc = lifecycle_get(c.images[i].lifecycle);
+		LakeOwnerImage o;
+
+		o.owner_id = c.images[i].id;
+		o.position = c.images[i].position;
+		o.lap = c.images[i].lap;
+		o.phase = lc->phases[c.images[i].phase];
+		o.phase_len = strlen(o.phase);
+		pos += lake_image_put(raw + pos, &o);
+	}
+	stored = store_encode((const char *) raw, pos);
+
+	{
+		Oid			types[5] = {INT8OID, INT4OID, INT8OID, INT8OID, BYTEAOID};
+		Datum		values[5] = {Int64GetDatum(cycle), Int32GetDatum(c.n),
+			Int64GetDatum((int64) pos), Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
+		PointerGetDatum(stored)};
+
+		if (SPI_execute_plan(store_plan_once(&plan_insert,
+											 "INSERT INTO lake.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data) "
+											 "VALUES ($1, pg_catalog.now(), $2, $3, $4, $5) "
+											 "ON CONFLICT (cycle) DO UPDATE SET taken_at = excluded.taken_at, "
+											 " owners = excluded.owners, bytes = excluded.bytes, "
+											 " stored_bytes = excluded.stored_bytes, data = excluded.data",
+											 5, types),
+							 values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "lake: could not write the snapshot of cycle " INT64_FORMAT, cycle);
+	}
+	{
+		Oid			types[1] = {INT8OID};
+		Datum		values[1] = {Int64GetDatum(cycle)};
+
+		if (SPI_execute_plan(store_plan(&plan_retire,
+										"DELETE FROM lake.snapshot s WHERE s.cycle OPERATOR(pg_catalog.<) "
+										" (SELECT pg_catalog.max(p.cycle) FROM lake.snapshot p "
+										"  WHERE p.cycle OPERATOR(pg_catalog.<) $1)",
+										1, types),
+							 values, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "lake: could not retire old snapshots");
+	}
+	store_finish();
+	return cycle;
+}
+
+void
+checkpoint_require_own_transaction(const char *what)
+{
+	if (IsTransactionBlock() || GetCurrentTransactionNestLevel() > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("%s cannot run inside a transaction block", what),
+				 errdetail("What it writes is made durable by its own commit.")));
+}
+
+Datum
+lake_checkpoint(PG_FUNCTION_ARGS)
+{
+	int64		cycle;
+
+	lake_require_preload();
+	access_require_admin();
+	checkpoint_require_own_transaction("lake.checkpoint()");
+	cycle_wait_ready();
+	cycle = checkpoint_take();
+	cycle_set_last_snapshot(cycle);
+	PG_RETURN_INT64(cycle);
+}

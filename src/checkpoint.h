@@ -1,0 +1,20 @@
+/*
+ * checkpoint.h — owner snapshots (SPEC §5): every owner's durable state and
+ * watermark, written as one record so recovery replays only what follows.
+ */
+#ifndef LAKE_CHECKPOINT_H
+#define LAKE_CHECKPOINT_H
+
+#include "lake.h"
+
+/*
+ * Snapshot every owner as of the sealed head, in the current transaction
+ * (store connected or not); returns the cycle it covers. Snapshots older
+ * than the one before it are retired.
+ */
+extern int64 checkpoint_take(void);
+
+/* Refuse (25001) inside a transaction block or a subtransaction. */
+extern void checkpoint_require_own_transaction(const char *what);
+
+#endif							/* LAKE_CHECKPOINT_H */
