@@ -206,37 +206,6 @@ emit_landing(const LakeLanding *l, void *arg)
 	return 0;
 }
 
-/* Run a cycle query through a cursor, emitting each cycle's landings. */
-static void
-emit_cycles(SPIPlanPtr plan, Datum *values, Emit *e)
-{
-	Portal		portal = SPI_cursor_open(NULL, plan, values, NULL, true);
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
-											  ALLOCSET_DEFAULT_SIZES);
-
-	for (;;)
-	{
-		bool		isnull;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, 1);
-		if (SPI_processed == 0)
-			break;
-		e->at.cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		e->at.epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-		old = MemoryContextSwitchTo(cxt);
-		log_visit_cycle(e->at.cycle,
-						SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
-						emit_landing, e);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(cxt);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	MemoryContextDelete(cxt);
-}
-
 static int64
 arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
 {
@@ -250,26 +219,15 @@ arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
 }
 
 /*
- * Visit the landings of one owner above 'after_position', in position
- * order, reading only the cycles lake.cycle_owner lists for it. The
- * visitor also sees the cycle and epoch through *where.
+ * Visit the landings of every cycle a query returns as (cycle, epoch,
+ * data), cycle by cycle through a cursor: memory stays at one cycle. The
+ * visitor sees the current cycle and epoch through *where.
  */
 void
-log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
-				LakeLandingVisitor visit, void *arg)
+log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
+				 LakeLandingVisitor visit, void *arg)
 {
-	static SPIPlanPtr plan;
-	Oid			types[2] = {INT4OID, INT8OID};
-	Datum		values[2] = {Int32GetDatum(owner_id), Int64GetDatum(after_position)};
-	Portal		portal = SPI_cursor_open(NULL,
-										 store_plan(&plan,
-													"SELECT c.cycle, c.epoch, c.data FROM lake.cycle_owner o "
-													"JOIN lake.cycle c ON c.cycle OPERATOR(pg_catalog.=) o.cycle "
-													"WHERE o.owner_id OPERATOR(pg_catalog.=) $1 "
-													"  AND o.last_position OPERATOR(pg_catalog.>) $2 "
-													"ORDER BY o.cycle",
-													2, types),
-										 values, NULL, true);
+	Portal		portal = SPI_cursor_open(NULL, plan, values, NULL, true);
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
 											  ALLOCSET_DEFAULT_SIZES);
 
@@ -294,6 +252,28 @@ log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 	}
 	SPI_cursor_close(portal);
 	MemoryContextDelete(cxt);
+}
+
+/*
+ * Visit the landings of one owner above 'after_position', in position
+ * order, reading only the cycles lake.cycle_owner lists for it.
+ */
+void
+log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
+				LakeLandingVisitor visit, void *arg)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT4OID, INT8OID};
+	Datum		values[2] = {Int32GetDatum(owner_id), Int64GetDatum(after_position)};
+
+	log_visit_cycles(store_plan(&plan,
+								"SELECT c.cycle, c.epoch, c.data FROM lake.cycle_owner o "
+								"JOIN lake.cycle c ON c.cycle OPERATOR(pg_catalog.=) o.cycle "
+								"WHERE o.owner_id OPERATOR(pg_catalog.=) $1 "
+								"  AND o.last_position OPERATOR(pg_catalog.>) $2 "
+								"ORDER BY o.cycle",
+								2, types),
+					 values, where, visit, arg);
 }
 
 PG_FUNCTION_INFO_V1(lake_trajectory);
@@ -368,11 +348,11 @@ lake_log(PG_FUNCTION_ARGS)
 				NAMEDATALEN);
 	}
 	SPI_freetuptable(SPI_tuptable);
-	emit_cycles(store_plan(&plan,
-						 "SELECT c.cycle, c.epoch, c.data FROM lake.cycle c "
-						 "WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
-						 1, types),
-				values, &e);
+	log_visit_cycles(store_plan(&plan,
+								"SELECT c.cycle, c.epoch, c.data FROM lake.cycle c "
+								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
+								1, types),
+					 values, &e.at, emit_landing, &e);
 	store_finish();
 	return (Datum) 0;
 }
@@ -384,37 +364,18 @@ lake_cycles(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo;
 	Oid			types[1] = {INT8OID};
 	Datum		values[1];
-	Portal		portal;
 
 	lake_require_preload();
 	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	store_connect();
-	portal = SPI_cursor_open(NULL,
-							 store_plan(&plan,
-									  "SELECT c.cycle, c.epoch, c.sealed_at, c.casts, c.bytes, "
-									  "       c.stored_bytes, c.lsn FROM lake.cycle c "
-									  "WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
-									  1, types),
-							 values, NULL, true);
-	for (;;)
-	{
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, 1000);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			Datum		row[7];
-			bool		nulls[7];
-
-			heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, row, nulls);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
+	store_fill(store_plan(&plan,
+						  "SELECT c.cycle, c.epoch, c.sealed_at, c.casts, c.bytes, "
+						  "       c.stored_bytes, c.lsn FROM lake.cycle c "
+						  "WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
+						  1, types),
+			   values, rsinfo);
 	store_finish();
 	return (Datum) 0;
 }

@@ -9,6 +9,7 @@
 #include "lake.h"
 
 #include "access/xlogdefs.h"
+#include "executor/spi.h"
 #include "landing.h"
 
 /* Where a cast landed. */
@@ -33,6 +34,8 @@ typedef struct LogCycle
 	int32		epoch;
 } LogCycle;
 
+extern void log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
+							 LakeLandingVisitor visit, void *arg);
 extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 							LakeLandingVisitor visit, void *arg);
 

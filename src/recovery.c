@@ -121,7 +121,7 @@ typedef struct ById
 typedef struct Replay
 {
 	HTAB	   *byid;
-	int64		cycle;
+	LogCycle	at;				/* the cycle being replayed */
 	RecoveryFigures fig;
 } Replay;
 
@@ -139,7 +139,7 @@ apply_landing(const LakeLanding *l, void *arg)
 	{
 		ereport(WARNING,
 				(errmsg("lake recovery: cycle " INT64_FORMAT " has a landing of unregistered owner %d; skipped",
-						rp->cycle, l->owner_id)));
+						rp->at.cycle, l->owner_id)));
 		return 0;
 	}
 	o = b->owner;
@@ -147,9 +147,12 @@ apply_landing(const LakeLanding *l, void *arg)
 		(b->limited && l->position > b->limit))
 		return 0;
 	why = misfit(o, lifecycle_get(o->lifecycle), l, &to);
+	/* No session reads owners during recovery: the lock is for form. */
+	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 	if (why != NULL)
 	{
 		owner_quarantine(o, o->position, why);
+		LWLockRelease(cycle_lock());
 		b->newly = true;
 		rp->fig.quarantined++;
 		ereport(WARNING,
@@ -159,6 +162,7 @@ apply_landing(const LakeLanding *l, void *arg)
 		return 0;
 	}
 	advance(o, l, to);
+	LWLockRelease(cycle_lock());
 	rp->fig.applied++;
 	return 0;
 }
@@ -318,39 +322,13 @@ replay_log(Replay *rp, int64 after_cycle)
 	static SPIPlanPtr plan;
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(after_cycle)};
-	Portal		portal = SPI_cursor_open(NULL,
-										 store_plan(&plan,
-													"SELECT c.cycle, c.data FROM lake.cycle c "
-													"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
-													1, types),
-										 values, NULL, true);
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake replay",
-											  ALLOCSET_DEFAULT_SIZES);
 
-	rp->cycle = after_cycle;
-	for (;;)
-	{
-		bool		isnull;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, 1);
-		if (SPI_processed == 0)
-			break;
-		rp->cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		old = MemoryContextSwitchTo(cxt);
-		/* No session reads owners during recovery; the lock is for form. */
-		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-		log_visit_cycle(rp->cycle,
-						SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull),
-						apply_landing, rp);
-		LWLockRelease(cycle_lock());
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(cxt);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	MemoryContextDelete(cxt);
+	rp->at.cycle = after_cycle;
+	log_visit_cycles(store_plan(&plan,
+								"SELECT c.cycle, c.epoch, c.data FROM lake.cycle c "
+								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
+								1, types),
+					 values, &rp->at, apply_landing, rp);
 }
 
 /* Mark durable quarantines in shared memory, record the new ones. */
@@ -416,7 +394,7 @@ recovery_run(RecoveryResult *out)
 					(long long) rp.fig.tail, (long long) rp.fig.applied,
 					(long long) rp.fig.quarantined, rp.fig.ms)));
 	out->epoch = epoch;
-	out->sealed_cycle = rp.cycle;
+	out->sealed_cycle = rp.at.cycle;
 	out->last_snapshot = snapshot;
 	out->figures = rp.fig;
 }

@@ -724,7 +724,6 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 	Datum		values[3] = {Int32GetDatum(dataset_id), Int64GetDatum(after_version),
 	ObjectIdGetDatum(only_role)};
 	SPIPlanPtr	plan;
-	Portal		portal;
 
 #define VERSION_COLUMNS \
 	"SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes, " \
@@ -745,8 +744,22 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 		plan = store_plan(&plan_all, VERSION_COLUMNS "ORDER BY v.version", 2, types);
 #undef VERSION_COLUMNS
 
-	/* A cursor keeps memory flat however long the history is. */
-	portal = SPI_cursor_open(NULL, plan, values, NULL, true);
+	store_fill(plan, values, rsinfo);
+}
+
+/*
+ * Copy a query's rows into a set-returning function's tuplestore through
+ * a cursor: memory stays flat however long the result. The query's
+ * columns are the function's.
+ */
+void
+store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo)
+{
+	Portal		portal = SPI_cursor_open(NULL, plan, values, NULL, true);
+	int			natts = rsinfo->setDesc->natts;
+	Datum	   *row = palloc(sizeof(Datum) * natts);
+	bool	   *nulls = palloc(sizeof(bool) * natts);
+
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -755,9 +768,6 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 			break;
 		for (uint64 i = 0; i < SPI_processed; i++)
 		{
-			Datum		row[7];
-			bool		nulls[7];
-
 			heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, row, nulls);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 		}

@@ -103,6 +103,7 @@ extern void store_adopt_stage(const StageRow *stage, int64 version,
 extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);
 extern const char *store_visit_version(const VersionHead *head, ChunkVisitor visit,
 									   void *arg);
+extern void store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo);
 extern void store_list_versions(int32 dataset_id, int64 after_version,
 								Oid only_role, ReturnSetInfo *rsinfo);
 
