@@ -123,6 +123,59 @@ SELECT cycle, epoch, casts, bytes, stored_bytes, lsn FROM lake.cycles() ORDER BY
 SELECT epoch, cycles_sealed, casts_sealed, round(mean_casts_per_cycle::numeric, 2) AS mean_casts_per_cycle FROM lake.stats();
 SQL
 
+echo
+echo "== a crash with casts in flight"
+sql <<'SQL'
+\pset footer off
+CREATE TABLE demo_acks AS
+  SELECT 'agent-1' AS owner, lake.cast_durable('agent-1', 'CognitiveWork', 'Evaluation', '{"before": "crash"}') AS coordinate;
+ALTER SYSTEM SET lake.cycle_interval = '1h';
+SELECT pg_reload_conf();
+SQL
+# The worker applies the reload before the next casts; then they stay pending.
+until [ "$(sql -At -c "SHOW lake.cycle_interval")" = "1h" ]; do sleep 0.1; done
+sql <<'SQL'
+\pset footer off
+CREATE TABLE demo_receipts AS
+  SELECT g, lake.cast('agent-2', NULL, NULL, convert_to('{"in flight": ' || g || '}', 'UTF8')) AS receipt
+  FROM generate_series(1, 5) g;
+\echo '-- acknowledged before the crash:'
+SELECT * FROM demo_acks;
+\echo '-- accepted, not yet sealed (receipts only):'
+SELECT receipt FROM demo_receipts;
+SELECT phase, position, pending FROM lake.owner_state('agent-2');
+SQL
+echo "-- pg_ctl stop -m immediate: the server dies with 5 casts in flight"
+as_pg pg_ctl -D "$DEMO_DIR/data" -m immediate stop >/dev/null
+as_pg pg_ctl -D "$DEMO_DIR/data" -l "$DEMO_DIR/server.log" -w start >/dev/null
+sql -c "ALTER SYSTEM RESET lake.cycle_interval" -c "SELECT pg_reload_conf()" >/dev/null
+until [ "$(sql -At -c "SELECT worker_state FROM lake.stats()")" = "serving" ] &&
+      sql -At -c "SELECT * FROM lake.owner_state('agent-1')" >/dev/null 2>&1; do sleep 0.1; done
+sql <<'SQL'
+\pset footer off
+\echo '-- recovered: a new epoch, every owner rebuilt from its durable log'
+SELECT epoch, recovery_owners, recovery_applied, recovery_quarantined, recovery_tail, round(recovery_ms::numeric, 1) AS recovery_ms FROM lake.stats();
+SELECT o.name AS owner, s.phase, s.lap, s.position, s.pending FROM lake.owner o, LATERAL lake.owner_state(o.name) s ORDER BY o.name;
+\echo '-- the acknowledged coordinate is intact'
+SELECT a.owner, a.coordinate, t.from_phase, t.to_phase, convert_from(t.payload, 'UTF8') AS payload
+FROM demo_acks a JOIN LATERAL lake.trajectory(a.owner, (a.coordinate).position - 1) t ON t.position = (a.coordinate).position;
+\echo '-- the receipts that were never sealed say so (LK006), at once'
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT g, receipt FROM demo_receipts ORDER BY g LOOP
+    BEGIN
+      PERFORM lake.await_durable(r.receipt);
+      RAISE NOTICE 'receipt % is durable', r.receipt;
+    EXCEPTION WHEN SQLSTATE 'LK006' THEN
+      RAISE NOTICE 'receipt %: % (SQLSTATE LK006)', r.receipt, SQLERRM;
+    END;
+  END LOOP;
+END $$;
+\echo '-- running recovery again applies nothing'
+SELECT sum(applied) AS applied, bool_or(quarantined) AS any_quarantined FROM lake.recover();
+SQL
+
 cat <<EOT
 
 == the demo cluster is still running
