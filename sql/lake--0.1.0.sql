@@ -106,6 +106,16 @@ CREATE TABLE lake.lifecycle (
     created_at     timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 
+-- Lifecycles are meant to stay as defined. A hand edit is made coherent:
+-- at its commit, sessions reload lifecycles and the worker recovers every
+-- owner against them.
+CREATE FUNCTION lake.lifecycle_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'lake_lifecycle_changed'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+CREATE TRIGGER lifecycle_changed AFTER UPDATE OR DELETE ON lake.lifecycle
+    FOR EACH STATEMENT EXECUTE FUNCTION lake.lifecycle_changed();
+REVOKE ALL ON FUNCTION lake.lifecycle_changed() FROM PUBLIC;
+
 -- The durable owner registry; live state is in shared memory. A quarantine
 -- is durable too: the position of the applied prefix and why the next
 -- landing did not apply; only lake.release_owner clears it.

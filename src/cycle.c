@@ -26,6 +26,7 @@
 #include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "cycle.h"
 #include "digest.h"
 #include "executor/spi.h"
@@ -38,6 +39,7 @@
 #include "pgstat.h"
 #include "seal.h"
 #include "storage/condition_variable.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "store.h"
@@ -80,6 +82,7 @@ typedef struct CycleShared
 	int64		sealed_cycle;
 	XLogRecPtr	sealed_lsn;
 	pg_atomic_uint32 waiters;
+	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake.lifecycle */
 	ConditionVariable space_cv;
 	ConditionVariable durable_cv;
 	ConditionVariable ready_cv;
@@ -104,6 +107,10 @@ typedef struct SealCommit
 } SealCommit;
 
 static bool prefaulted = false;
+static bool waiting = false;	/* this backend's waiter slot is registered */
+static bool exit_hook_set = false;
+static bool lifecycle_dirty = false;	/* this transaction edited lake.lifecycle */
+static uint64 seen_lifecycle_changes = 0;
 static void prefault_ring(void);
 static bool cut_active = false;
 static SealCommit *seal_commit = NULL;
@@ -139,6 +146,7 @@ cycle_shmem_startup(void)
 		LWLockInitialize(&cs->lock, cs->tranche);
 		cs->capacity = MAXALIGN_DOWN(lake_cycle_buffer_size);
 		pg_atomic_init_u32(&cs->waiters, 0);
+		pg_atomic_init_u64(&cs->lifecycle_changes, 0);
 		ConditionVariableInit(&cs->space_cv);
 		ConditionVariableInit(&cs->durable_cv);
 		ConditionVariableInit(&cs->ready_cv);
@@ -220,7 +228,23 @@ cycle_needs_recovery(Oid generation)
 	return !cs->ready || cs->generation != generation;
 }
 
+/* Do the live states (and pending casts) belong to this incarnation? */
+bool
+cycle_serves(Oid generation)
+{
+	return cs->generation == generation;
+}
+
 /* Close the door: casts wait from now until cycle_finish_recovery. */
+void
+cycle_close(void)
+{
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	cs->ready = false;
+	LWLockRelease(&cs->lock);
+}
+
+/* Forget every live state and pending cast: recovery rebuilds them. */
 void
 cycle_begin_recovery(void)
 {
@@ -288,10 +312,12 @@ cycle_wait_ready(void)
 	if (!prefaulted)
 		prefault_ring();
 	generation = current_generation();
-	if (generation != seen_generation)
+	if (generation != seen_generation ||
+		pg_atomic_read_u64(&cs->lifecycle_changes) != seen_lifecycle_changes)
 	{
 		lifecycle_cache_reset();
 		seen_generation = generation;
+		seen_lifecycle_changes = pg_atomic_read_u64(&cs->lifecycle_changes);
 	}
 	if (cs->ready && cs->generation == generation)
 		return;
@@ -575,7 +601,7 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
  */
 static CastRecord *
 write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
-			 int64 seq, int64 lap)
+			 int64 seq, int64 lap, int16 phase)
 {
 	CastRecord *r = cycle_record(at);
 	char	   *p = r->data;
@@ -591,6 +617,7 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 	r->owner = o;
 	r->seq = seq;
 	r->lap = lap;
+	r->phase = phase;
 	memcpy(r->digest, req->digest, LAKE_DIGEST_LEN);
 	r->ready = false;
 	memcpy(p, req->from, r->from_len);
@@ -650,6 +677,14 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		}
 
 		LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+		if (!cs->ready)
+		{
+			/* The worker is draining the ring before a recovery: wait. */
+			LWLockRelease(&cs->lock);
+			cycle_wait_ready();
+			o = NULL;
+			continue;
+		}
 		if (o == NULL)
 		{
 			/* The common case: the owner is live and its lifecycle cached. */
@@ -718,9 +753,9 @@ cast_accept(const CastRequest *req, int32 *epoch)
 
 		seq = ++cs->next_seq;
 		lap = o->projected_lap + ((req->from && to == lc->initial) ? 1 : 0);
-		r = write_record(at, len, req, o, seq, lap);
 		if (req->from)
 			o->projected_phase = to;
+		r = write_record(at, len, req, o, seq, lap, o->projected_phase);
 		o->projected_lap = lap;
 		o->pending++;
 		pending = ++cs->pending;
@@ -797,6 +832,19 @@ lake_cast(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(receipt_datum(fcinfo, epoch, seq));
 }
 
+/* Withdraw this backend's waiter slot, once, however the wait ends. */
+static void
+waiter_unregister(int code, Datum arg)
+{
+	if (!waiting)
+		return;
+	waiting = false;
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	cs->slots[MyBackendId].seq = 0;
+	LWLockRelease(&cs->lock);
+	pg_atomic_fetch_sub_u32(&cs->waiters, 1);
+}
+
 /*
  * Wait until receipt (epoch, seq) is durable and fill *out; false on
  * timeout. LK006 if it can never be (lost with its epoch).
@@ -829,9 +877,16 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 	history = epoch != cs->epoch || seq <= cs->sealed_seq;
 	if (!history)
 	{
+		if (!exit_hook_set)
+		{
+			/* A FATAL exit does not unwind PG_FINALLY: clean up there too. */
+			before_shmem_exit(waiter_unregister, (Datum) 0);
+			exit_hook_set = true;
+		}
 		slot->epoch = epoch;
 		slot->seq = seq;
 		slot->done = false;
+		waiting = true;
 		pg_atomic_fetch_add_u32(&cs->waiters, 1);
 	}
 	LWLockRelease(&cs->lock);
@@ -884,10 +939,7 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 		}
 		PG_FINALLY();
 		{
-			LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-			slot->seq = 0;
-			LWLockRelease(&cs->lock);
-			pg_atomic_fetch_sub_u32(&cs->waiters, 1);
+			waiter_unregister(0, (Datum) 0);
 		}
 		PG_END_TRY();
 	}
@@ -1090,6 +1142,16 @@ seal_forget(void)
 static void
 cycle_xact_callback(XactEvent event, void *arg)
 {
+	if (lifecycle_dirty && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT))
+	{
+		/* Made visible: every cache and every live owner must follow it. */
+		if (event == XACT_EVENT_COMMIT)
+		{
+			pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
+			wake_worker();
+		}
+		lifecycle_dirty = false;
+	}
 	if (!cut_active)
 		return;
 	switch (event)
@@ -1110,6 +1172,31 @@ cycle_xact_callback(XactEvent event, void *arg)
 		default:
 			break;
 	}
+}
+
+uint64
+cycle_lifecycle_changes(void)
+{
+	return pg_atomic_read_u64(&cs->lifecycle_changes);
+}
+
+PG_FUNCTION_INFO_V1(lake_lifecycle_changed);
+
+/*
+ * Trigger on UPDATE or DELETE of lake.lifecycle: once the transaction
+ * commits, sessions reload their lifecycles and the worker seals what is
+ * pending and recovers every owner against the lifecycles as they are now
+ * (quarantining any whose durable steps no longer apply). Lifecycles are
+ * meant to stay as defined; this keeps a hand edit coherent.
+ */
+Datum
+lake_lifecycle_changed(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "lake_lifecycle_changed: not called as a trigger");
+	if (cs != NULL)
+		lifecycle_dirty = true;
+	return PointerGetDatum(NULL);
 }
 
 void

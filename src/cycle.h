@@ -58,6 +58,7 @@ typedef struct CastRecord
 	OwnerState *owner;
 	int64		seq;
 	int64		lap;			/* the owner's lap after this cast */
+	int16		phase;			/* the owner's phase after it (as validated) */
 	uint8		digest[LAKE_DIGEST_LEN];	/* content, for idempotent casts */
 	char		data[FLEXIBLE_ARRAY_MEMBER];	/* from, to, operation, payload */
 } CastRecord;
@@ -108,7 +109,10 @@ extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **
 
 /* Worker */
 extern bool cycle_needs_recovery(Oid generation);
+extern bool cycle_serves(Oid generation);
+extern void cycle_close(void);
 extern void cycle_begin_recovery(void);
+extern uint64 cycle_lifecycle_changes(void);
 extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 								  const RecoveryFigures *figures);
 extern int64 cycle_pending(void);

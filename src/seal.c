@@ -25,7 +25,6 @@
 #include "executor/spi.h"
 #include "guc.h"
 #include "landing.h"
-#include "lifecycle.h"
 #include "seal.h"
 #include "storage/lmgr.h"
 #include "store.h"
@@ -223,9 +222,7 @@ seal_run(void)
 		so->position++;
 		so->count++;
 		so->lap = r->lap;
-		if (r->flags & LANDING_MOVE)
-			so->phase = (int16) lifecycle_phase(lifecycle_get(r->owner->lifecycle),
-												CAST_TO(r), r->to_len);
+		so->phase = r->phase;	/* as the cast was validated: no lookup here */
 		positions[r->seq - cut.first_seq] = so->position;
 
 		memset(&l, 0, sizeof(l));

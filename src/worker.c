@@ -68,6 +68,9 @@ typedef struct WorkerShared
 
 static WorkerShared *ws = NULL;
 
+/* Lifecycle edits this worker's recovery has seen (cycle.h). */
+static uint64 lifecycles_seen = 0;
+
 void
 worker_shmem_request(void)
 {
@@ -227,6 +230,37 @@ snapshot_if_due(void)
 }
 
 /*
+ * Recover the owners: at the start of every worker lifetime (each gets a
+ * new epoch), when the extension was re-created, and after an edit of
+ * lake.lifecycle. When the live states belong to this incarnation, casts
+ * are stopped and what is pending is sealed first, under the old epoch,
+ * so a worker restart or a lifecycle edit loses no accepted cast.
+ */
+static bool
+recover_owners(Oid generation)
+{
+	RecoveryResult r;
+	uint64		changes = cycle_lifecycle_changes();
+
+	if (cycle_serves(generation))
+	{
+		cycle_close();
+		while (cycle_pending() > 0)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (!run_in_transaction("lake: sealing before recovery", seal, NULL))
+				break;
+		}
+	}
+	if (!run_in_transaction("lake: recovering owners", recover, &r))
+		return false;
+	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures);
+	cycle_set_last_snapshot(r.last_snapshot);
+	lifecycles_seen = changes;
+	return true;
+}
+
+/*
  * The extension's generation (the OID of lake.owner) in the database we
  * serve, or InvalidOid if the extension is not installed there.
  */
@@ -279,6 +313,7 @@ void
 lake_worker_main(Datum arg)
 {
 	bool		said_waiting = false;
+	bool		recovered = false;	/* by this worker lifetime */
 	TimestampTz next_expiry = 0;
 	TimestampTz seal_due = 0;
 
@@ -328,16 +363,11 @@ lake_worker_main(Datum arg)
 			pg_atomic_write_u32(&ws->state, WORKER_SERVING);
 			said_waiting = false;
 
-			if (cycle_needs_recovery(generation))
+			if (!recovered || cycle_needs_recovery(generation) ||
+				cycle_lifecycle_changes() != lifecycles_seen)
 			{
-				RecoveryResult r;
-
-				if (run_in_transaction("lake: recovering owners", recover, &r))
-				{
-					cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures);
-					cycle_set_last_snapshot(r.last_snapshot);
-				}
-				else
+				recovered = recover_owners(generation);
+				if (!recovered)
 					timeout = 1000L;	/* retry after a pause, not in a loop */
 			}
 			else

@@ -14,6 +14,9 @@
 #     its payload; nothing is there that was not acknowledged or in flight;
 #   - every owner's state is the replay of its trajectory, recovery
 #     applies nothing more, the epoch is above the primary's;
+#   - the receipts of casts in flight at the failover (half the load is
+#     lake.cast + await_durable) give on the new primary the coordinate
+#     its log holds, or LK006 when the cast did not make it;
 #   - casts continue the positions under the new epoch, and the statements
 #     in flight at the failover, re-sent with their operation ids, return
 #     their sealed coordinate or land once.
@@ -46,6 +49,15 @@ $primary->safe_psql(
 CREATE EXTENSION lake;
 SELECT lake.create_dataset('ds');
 SELECT count(lake.create_owner(o)) FROM unnest('{@{[ join(',', @quiet, @busy) ]}}'::text[]) o;
+-- await_durable of a receipt, as (position, cycle, 'ok') or its SQLSTATE.
+CREATE FUNCTION await_or_state(r lake.receipt, OUT got_position bigint, OUT got_cycle bigint, OUT state text)
+LANGUAGE plpgsql AS \$\$
+BEGIN
+	SELECT (c).position, (c).cycle INTO got_position, got_cycle FROM lake.await_durable(r, 10000) c;
+	state := 'ok';
+EXCEPTION WHEN OTHERS THEN
+	state := SQLSTATE;
+END \$\$;
 });
 ok($primary->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
 	'the primary runs a serving lake worker');
@@ -165,6 +177,22 @@ sub cast_sql
 	  . "$st->{lap}, '$st->{op}') c;";
 }
 
+# During the load, odd statements are lake.cast (the receipt printed as
+# "rcpt k (epoch,seq)") then await_durable of it.
+sub client_sql
+{
+	my ($st) = @_;
+	return cast_sql($st) if $st->{k} % 2 == 0;
+	my $move = defined $st->{from} ? "'$st->{from}', '$st->{to}'" : 'NULL, NULL';
+	return join("\n",
+		'\\unset r',
+		"SELECT lake.cast('$st->{owner}', $move, convert_to('$st->{payload}', 'UTF8'), "
+		  . "$st->{lap}, '$st->{op}') AS r \\gset",
+		"\\echo rcpt $st->{k} :r",
+		"SELECT 'ack', $st->{k}, '$st->{owner}', (c).position, (c).cycle "
+		  . "FROM lake.await_durable(:'r') c;");
+}
+
 # Statements walking owners round-robin from the given states.
 sub statements
 {
@@ -199,6 +227,11 @@ sub record_acks
 	my $last = -1;
 	for my $line (split /\n/, $out)
 	{
+		if ($line =~ /^rcpt (\d+) (\(\d+,\d+\))$/)
+		{
+			$stmts->[$1]{receipt} = $2;
+			next;
+		}
 		my ($tag, $k, $owner, $pos, $cycle) = split /\|/, $line;
 		die "unexpected output: $line" unless $tag eq 'ack' && $k == $last + 1;
 		$last = $k;
@@ -302,7 +335,7 @@ for my $c (0 .. $CLIENTS - 1)
 	my $file = "$scripts/failover_$c.sql";
 	open my $fh, '>', $file or die "$file: $!";
 	print $fh "\\set ON_ERROR_STOP 0\n";
-	print $fh cast_sql($_), "\n" for @$stmts;
+	print $fh client_sql($_), "\n" for @$stmts;
 	close $fh;
 	my %cl = (stmts => $stmts, out => '', err => '');
 	$cl{h} = IPC::Run::start([ 'psql', '-XAtq', '-d', $primary->connstr('postgres') ],
@@ -387,6 +420,41 @@ is( $standby->safe_psql('postgres',
 		'SELECT count(*), sum(applied), count(*) FILTER (WHERE quarantined) FROM lake.recover()'),
 	($QUIET + @busy) . '|0|0',
 	'promoted: lake.recover() applies nothing');
+
+# The receipts of casts in flight at the failover, awaited on the new
+# primary: the coordinate the log holds, or LK006 if it did not make it.
+{
+	my @with = grep { defined $_->{receipt} } @inflight;
+	my %held = map { ($_->{payload} => $_) } @$log;
+	my %got;
+	if (@with)
+	{
+		for my $line (
+			split /\n/,
+			$standby->safe_psql(
+				'postgres',
+				"SET statement_timeout = '60s'; SELECT v.k, v.o, a.* FROM (VALUES "
+				  . join(', ', map { "($_->{k}, '$_->{owner}', '$_->{receipt}'::lake.receipt)" } @with)
+				  . ") v(k, o, r), LATERAL await_or_state(v.r) a"))
+		{
+			my ($k, $o, @rest) = split /\|/, $line, -1;
+			$got{"$o|$k"} = join('|', @rest);
+		}
+	}
+	my @wrong;
+	my ($durable, $lost) = (0, 0);
+	for my $st (@with)
+	{
+		my $l = $held{ $st->{payload} };
+		my $want = $l ? "$l->{position}|$l->{cycle}|ok" : '||LK006';
+		$l ? $durable++ : $lost++;
+		my $got = $got{"$st->{owner}|$st->{k}"} // '';
+		push @wrong, "$st->{receipt}: got $got, want $want" unless $got eq $want;
+	}
+	is("@wrong", '',
+		'promoted: await_durable of the ' . scalar(@with)
+		  . " receipts of the old primary in flight: $durable give the coordinate in the log, $lost fail with LK006");
+}
 
 # The statements in flight at the failover, re-sent.
 {

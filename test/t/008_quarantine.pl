@@ -14,6 +14,9 @@
 #   lifecycle is still broken; the quarantine survives a restart; once
 #   the lifecycle is restored, release_owner applies the rest of its
 #   tail and the owner continues (Prune included), also after a restart.
+#   An owner whose snapshot puts it in Prune is quarantined as well, and
+#   released to its durable state once Prune is back.
+#
 use strict;
 use warnings;
 
@@ -278,6 +281,8 @@ sub v1_quarantined
 	is($qpos, 7, "$what: the quarantine is durable, at position 7");
 	like($qreason, $reason_re, "$what: with its reason");
 }
+is($node->safe_psql('postgres', 'SELECT recovery_snapshot FROM lake.stats()'),
+	$snapshot, "recovery started from the snapshot of cycle $snapshot: v1's Prune move was in the tail");
 v1_quarantined('after the restart');
 {
 	my ($q, $reason, $pos) = split /\|/,
@@ -293,6 +298,10 @@ is($node->safe_psql('postgres', 'SELECT recovery_quarantined FROM lake.stats()')
 	is_deeply({ map { ($_ => $now->{$_}) } grep { $_ ne 'v1' && $_ ne 'v3' } @rounders, @others },
 		{ map { ($_ => $before->{$_}) } grep { $_ ne 'v1' && $_ ne 'v3' } @rounders, @others },
 		'every other owner recovered to its state before the restart (v2 pruned inside the snapshot)');
+	my $want = replayed();
+	is_deeply({ map { ($_ => $now->{$_}) } grep { $_ ne 'v1' && $_ ne 'v3' } @rounders, @others },
+		{ map { ($_ => $want->{$_}) } grep { $_ ne 'v1' && $_ ne 'v3' } @rounders, @others },
+		'and that state is the replay of its trajectory');
 	note("v3 (in Prune in the snapshot): $now->{v3}");
 }
 
@@ -339,10 +348,7 @@ is( $node->safe_psql('postgres', "SELECT count(*) FROM lake.owner WHERE name = '
 # v1 continues — through Prune, the phase that came back.
 is(cast('v1', 'CognitiveWork', 'Evaluation'), 11, 'v1 continues at position 11');
 is(cast('v1', 'Evaluation', 'Prune'), 12, 'and prunes again at 12');
-TODO:
 {
-	local $TODO = 'the worker seals with the lifecycle it cached at recovery: Prune is unknown to it, '
-	  . 'so the sealed phase is -1 (recovery.c/seal.c: no lifecycle cache invalidation in the worker)';
 	is( $node->safe_psql('postgres', "SELECT phase, lap, position FROM lake.owner_state('v1')"),
 		'Prune|2|12', 'its live state follows the restored lifecycle');
 }
