@@ -1,9 +1,9 @@
 /*
  * append.c — single-shot appends and the read functions (SPEC §3).
  *
- * lake.append checks its arguments, looks the operation up, takes the
- * admission permit for the payload's size before touching the payload,
- * digests it, and then follows the idempotency protocol of operation.c. Reads stream the version's
+ * lake.append checks its arguments, takes the admission permit for the
+ * payload's size before touching the payload, digests it, and then follows
+ * the idempotency protocol of operation.c. Reads stream the version's
  * chunks one at a time through the decoder and verify the digest: damage
  * is LK005, never partial data.
  */
@@ -60,23 +60,14 @@ lake_append(PG_FUNCTION_ARGS)
 	supplied = lake_arg_digest(fcinfo, 4);
 	len = VARSIZE_ANY_EXHDR(payload);
 
-	store_connect();
-	access_require_tenant(tenant);
-	store_lookup_operation(dataset, tenant, operation_id, &op);
-
-	/*
-	 * A new operation queues for its dataset's lock before it takes a
-	 * permit: a session waiting behind another append of the same dataset
-	 * holds no slot that appends to other datasets could use. The permit
-	 * still comes before the payload is touched.
-	 */
-	if (!op.found)
-		store_lock_dataset(op.dataset_id);
 	admission_reserve((uint64) len);
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);
 
+	store_connect();
+	access_require_tenant(tenant);
+	store_lookup_operation(dataset, tenant, operation_id, &op);
 	if (operation_resolve(&op, digest, dataset, tenant, operation_id, &version))
 		store_write_version(op.dataset_id, version, tenant, operation_id, digest,
 							VARDATA_ANY(payload), len);
