@@ -48,5 +48,11 @@ check-tap:
 	  TESTDIR=$(CURDIR) PG_TEST_EXTRA="$(PG_TEST_EXTRA)" \
 	  prove -I $(PGXS_DIR)../../src/test/perl -I test/t $(PROVE_FLAGS) test/t/*.pl
 
+# Every benchmark, each beside its baseline from the same run; the
+# foundation's report (run.sh) comes first, the others' sections follow.
 bench:
 	bench/run.sh
+	bench/staged.sh
+	bench/cycles.sh
+	bench/recovery.sh
+	cat bench/results-staged.md bench/results-cycles.md bench/results-recovery.md >> bench/RESULTS.md
