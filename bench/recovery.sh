@@ -361,6 +361,12 @@ if [ "$PROFILED" = 1 ] && [ -s "$OUT/perf-long-top.txt" ]; then
     echo '```'
 fi
 echo
+echo "### Notes"
+echo
+echo "- **Recovery time (1).** Every restart of both clusters read only the tail above the newest snapshot (recovery_snapshot = the snapshot's cycle, recovery_tail = $TAIL in each; see the table), so the history's length cannot show up except through index depth. The spread between restarts of the same cluster ($(range short 3) ms short, $(range long 3) ms long) is the machine's noise; the median of the paired ratios is the figure to trust."
+echo "- **Replay rate (2).** \`recovery_ms\` includes the part of a start that does not depend on the tail: $MS_E ms with an empty tail, against $MS_L ms with the $TAIL-landing tail. Counted in, the rate is $(fmt "$RATE_L") landings/s; the tail itself replays at about $(fmt "$NET_RATE") landings/s, $(calc %.2f "$NET_RATE / $LRATE_L") of the log read. In a profile of one restart (10,000 owners, empty tail) \`load_owners\` was about three quarters of \`recovery_run\`: planning its first queries in a fresh process (cold catalog caches), reading the registry through SPI, and \`owner_enter\` for each owner. *What would close it:* a cheaper start per owner (read lake.owner once with a heap scan, resolve lifecycles once per lifecycle rather than per owner), or report the replay apart (e.g. \`recovery_replay_ms\`) so that the two costs can be told apart in \`lake.stats()\`."
+echo "- **\`lake.seal()\` is refused while the worker seals (bug, \`check_fence\` in \`src/seal.c\`).** The fence reads the durable head (\`SELECT max(c.cycle) FROM lake.cycle c\`) through SPI with \`read_only = true\`, i.e. with the statement's snapshot, taken before \`seal_lock()\` waited for the worker's seal; every cycle the worker committed during that wait is invisible, so the head looks older than the base in shared memory and the seal fails with 55000 \`seal refused: its base is not the sealed head\`. Under an 8-client fire-and-forget load, 13 of 13 \`SELECT lake.seal()\` calls were refused (\`DETAIL: This sealer has epoch 3 and base cycle 17857; the durable epoch is 3 and the head is cycle 17851.\`). A fresh snapshot after the lock (\`SPI_execute_snapshot\` with \`GetLatestSnapshot()\`, as logread.c already does for receipts) would fix it; this script waits for \`casts_pending = 0\` instead of calling \`lake.seal()\`."
+echo
 echo "### Checks"
 echo
 awk -F'\t' '{ printf "- %s: %s\n", $1, $2 }' "$CHECKS"

@@ -33,6 +33,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(lake_seal);
@@ -62,34 +63,36 @@ seal_wait(void)
 	UnlockDatabaseObject(relid, 0, 0, ShareLock);
 }
 
-static int64
-single_int8(SPIPlanPtr plan)
-{
-	bool		isnull;
-	Datum		d;
-
-	if (SPI_execute_plan(plan, NULL, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "lake: sealing query failed");
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? 0 : DatumGetInt64(d);
-}
-
-/* Refuse (writing nothing) unless this sealer's base is the durable head. */
+/*
+ * Refuse (writing nothing) unless this sealer's base is the durable head.
+ * Both are read from their indexes with the latest snapshot, after the
+ * sealing lock was granted: a seal another process committed while we
+ * waited for the lock must be seen (the statement's snapshot would not).
+ */
 static void
 check_fence(const CycleCut *cut, int64 base)
 {
-	static SPIPlanPtr plan_epoch;
-	static SPIPlanPtr plan_head;
-	int64		epoch = single_int8(store_plan(&plan_epoch,
-											 "SELECT w.epoch::pg_catalog.int8 FROM lake.writer w", 0, NULL));
-	int64		head = single_int8(store_plan(&plan_head,
-											"SELECT pg_catalog.max(c.cycle) FROM lake.cycle c", 0, NULL));
+	Snapshot	latest = GetLatestSnapshot();
+	Datum		cycle_row[10];
+	bool		cycle_nulls[10];
+	Datum		writer_row[2];
+	bool		writer_nulls[2];
+	int64		head;
+	int32		epoch;
+
+	head = store_fetch("cycle", "cycle_pkey", latest, NULL, 0,
+					   BackwardScanDirection, cycle_row, cycle_nulls) ?
+		DatumGetInt64(cycle_row[0]) : 0;
+	if (!store_fetch("writer", "writer_pkey", latest, NULL, 0,
+					 ForwardScanDirection, writer_row, writer_nulls))
+		elog(ERROR, "lake: the writer epoch row is missing");
+	epoch = DatumGetInt32(writer_row[1]);
 
 	if (epoch != cut->epoch || head != base)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("seal refused: its base is not the sealed head"),
-				 errdetail("This sealer has epoch %d and base cycle " INT64_FORMAT "; the durable epoch is " INT64_FORMAT " and the head is cycle " INT64_FORMAT ".",
+				 errdetail("This sealer has epoch %d and base cycle " INT64_FORMAT "; the durable epoch is %d and the head is cycle " INT64_FORMAT ".",
 						   cut->epoch, base, epoch, head)));
 }
 
