@@ -81,48 +81,8 @@ END $$});
 # ----------------------------------------------------------------------
 # kanban, as the test understands it
 # ----------------------------------------------------------------------
-my %EDGE = map { $_ => 1 } (
-	'Planning>CognitiveWork', 'CognitiveWork>Evaluation',
-	'Evaluation>Commit',      'Evaluation>Prune',
-	'Commit>Planning',        'Prune>Planning');
 
-# The move an owner makes from phase in lap: Commit on even laps of even
-# owners and odd laps of odd ones, Prune otherwise.
-sub next_phase
-{
-	my ($owner, $phase, $lap) = @_;
-	my ($n) = $owner =~ /(\d+)/;
-	return 'CognitiveWork' if $phase eq 'Planning';
-	return 'Evaluation'    if $phase eq 'CognitiveWork';
-	return (($n + $lap) % 2 ? 'Prune' : 'Commit') if $phase eq 'Evaluation';
-	return 'Planning';
-}
 
-# Replays landings (in position order) from the initial state; returns
-# (phase, lap, position) or dies naming the first landing that does not fit.
-sub replay
-{
-	my ($owner, $landings) = @_;
-	my ($phase, $lap, $pos) = ('Planning', 0, 0);
-	for my $l (@$landings)
-	{
-		die "$owner: position $l->{position} follows $pos\n"
-		  unless $l->{position} == $pos + 1;
-		if ($l->{from} ne '')
-		{
-			die "$owner: landing $l->{position} moves from $l->{from}, owner is in $phase\n"
-			  unless $l->{from} eq $phase;
-			die "$owner: landing $l->{position} moves $l->{from} -> $l->{to}, not an edge\n"
-			  unless $EDGE{"$l->{from}>$l->{to}"};
-			$phase = $l->{to};
-			$lap++ if $phase eq 'Planning';
-		}
-		die "$owner: landing $l->{position} carries lap $l->{lap}, replay says $lap\n"
-		  unless $l->{lap} == $lap;
-		$pos = $l->{position};
-	}
-	return ($phase, $lap, $pos);
-}
 
 # ----------------------------------------------------------------------
 # reading the node
@@ -138,24 +98,6 @@ sub lake_stats
 	return \%s;
 }
 
-# The sealed log: a list of landings in (cycle, seq) order.
-sub read_log
-{
-	my @log;
-	for my $line (
-		split /\n/,
-		$node->safe_psql(
-			'postgres',
-			"SELECT owner, position, cycle, epoch, seq, coalesce(from_phase, ''), coalesce(to_phase, ''), "
-			  . "lap, convert_from(payload, 'UTF8'), coalesce(operation_id, '') "
-			  . "FROM lake.log() ORDER BY cycle, seq"))
-	{
-		my %l;
-		@l{qw(owner position cycle epoch seq from to lap payload op)} = split /\|/, $line, -1;
-		push @log, \%l;
-	}
-	return \@log;
-}
 
 # owner -> "phase|lap|position|pending|quarantined"
 sub live_states
@@ -231,7 +173,7 @@ sub client_statements
 			if ($k % 9 != 4)    # every ninth statement is a no-step cast
 			{
 				$st{from} = $s->{phase};
-				$st{to}   = next_phase($o, $s->{phase}, $s->{lap});
+				$st{to}   = kanban_next($o, $s->{phase}, $s->{lap});
 				$s->{phase} = $st{to};
 				$s->{lap}++ if $st{to} eq 'Planning';
 			}
@@ -327,7 +269,7 @@ sub collect_clients
 sub verify
 {
 	my ($round) = @_;
-	my $log = read_log();
+	my $log = read_log($node);
 
 	# No twin positions; no cast sealed twice; nothing invented.
 	my (%at, %payloads, @twins, @again, @invented);
@@ -379,7 +321,7 @@ sub verify
 	for my $o (@owners)
 	{
 		my @l = sort { $a->{position} <=> $b->{position} } @{ $by{$o} // [] };
-		my @want = eval { replay($o, \@l) };
+		my @want = eval { kanban_replay($o, \@l) };
 		if ($@) { push @bad, $@; next; }
 		push @unequal, "$o: live $live->{$o}, replay @want"
 		  unless $live->{$o} eq join('|', @want, 0, 'f');
@@ -649,7 +591,7 @@ sub set_cycle_interval
 	my ($phase, $lap, $pos, $cycles) = split /\|/,
 	  $node->safe_psql('postgres',
 		"SELECT phase, lap, position, (SELECT count(*) FROM lake.cycles()) FROM lake.owner_state('$owner')");
-	my $to      = next_phase($owner, $phase, $lap);
+	my $to      = kanban_next($owner, $phase, $lap);
 	my $receipt = $node->safe_psql('postgres',
 		"SELECT lake.cast('$owner', '$phase', '$to', convert_to('never sealed', 'UTF8'))");
 	like($receipt, qr/^\(\d+,\d+\)$/, "a plain cast returned receipt $receipt");

@@ -70,62 +70,9 @@ $standby->start;
 # ----------------------------------------------------------------------
 # kanban and the log, as the test understands them
 # ----------------------------------------------------------------------
-my %EDGE = map { $_ => 1 } (
-	'Planning>CognitiveWork', 'CognitiveWork>Evaluation',
-	'Evaluation>Commit',      'Evaluation>Prune',
-	'Commit>Planning',        'Prune>Planning');
 
-sub next_phase
-{
-	my ($owner, $phase, $lap) = @_;
-	my ($n) = $owner =~ /(\d+)/;
-	return 'CognitiveWork' if $phase eq 'Planning';
-	return 'Evaluation'    if $phase eq 'CognitiveWork';
-	return (($n + $lap) % 2 ? 'Prune' : 'Commit') if $phase eq 'Evaluation';
-	return 'Planning';
-}
 
-sub replay
-{
-	my ($owner, $landings) = @_;
-	my ($phase, $lap, $pos) = ('Planning', 0, 0);
-	for my $l (@$landings)
-	{
-		die "$owner: position $l->{position} follows $pos\n" unless $l->{position} == $pos + 1;
-		if ($l->{from} ne '')
-		{
-			die "$owner: landing $l->{position} moves from $l->{from}, owner is in $phase\n"
-			  unless $l->{from} eq $phase;
-			die "$owner: landing $l->{position}: $l->{from} -> $l->{to} is not an edge\n"
-			  unless $EDGE{"$l->{from}>$l->{to}"};
-			$phase = $l->{to};
-			$lap++ if $phase eq 'Planning';
-		}
-		die "$owner: landing $l->{position} carries lap $l->{lap}, replay says $lap\n"
-		  unless $l->{lap} == $lap;
-		$pos = $l->{position};
-	}
-	return join('|', $phase, $lap, $pos);
-}
 
-sub read_log
-{
-	my ($node) = @_;
-	my @log;
-	for my $line (
-		split /\n/,
-		$node->safe_psql(
-			'postgres',
-			"SELECT owner, position, cycle, epoch, seq, coalesce(from_phase, ''), coalesce(to_phase, ''), "
-			  . "lap, convert_from(payload, 'UTF8'), coalesce(operation_id, '') "
-			  . "FROM lake.log() ORDER BY cycle, seq"))
-	{
-		my %l;
-		@l{qw(owner position cycle epoch seq from to lap payload op)} = split /\|/, $line, -1;
-		push @log, \%l;
-	}
-	return \@log;
-}
 
 # owner -> "phase|lap|position" replayed from a log.
 sub replayed_states
@@ -136,7 +83,7 @@ sub replayed_states
 	my %s;
 	for my $o (@quiet, @busy)
 	{
-		$s{$o} = eval { replay($o, [ sort { $a->{position} <=> $b->{position} } @{ $by{$o} // [] } ]) }
+		$s{$o} = eval { join('|', kanban_replay($o, [ sort { $a->{position} <=> $b->{position} } @{ $by{$o} // [] } ])) }
 		  // "broken: $@";
 	}
 	return \%s;
@@ -209,7 +156,7 @@ sub statements
 			if ($k % 7 != 3)    # every seventh statement is a no-step cast
 			{
 				$st{from} = $s->{phase};
-				$st{to}   = next_phase($o, $s->{phase}, $s->{lap});
+				$st{to}   = kanban_next($o, $s->{phase}, $s->{lap});
 				$s->{phase} = $st{to};
 				$s->{lap}++ if $st{to} eq 'Planning';
 			}
@@ -481,7 +428,7 @@ is( $standby->safe_psql('postgres',
 # Casts continue the positions under the new epoch.
 {
 	my ($phase, $lap, $pos) = split /\|/, $live->{q1};
-	my $to = next_phase('q1', $phase, $lap);
+	my $to = kanban_next('q1', $phase, $lap);
 	is( $standby->safe_psql('postgres',
 			"SELECT (lake.cast_durable('q1', '$phase', '$to')).position"),
 		$pos + 1, "promoted: a new cast_durable of q1 lands at position @{[ $pos + 1 ]}");

@@ -35,20 +35,7 @@ my @others   = qw(v1 v2 v3 h1 h2);
 $node->safe_psql('postgres',
 	"CREATE EXTENSION lake; SELECT count(lake.create_owner(o)) FROM unnest('{@{[ join(',', @rounders, @others) ]}}'::text[]) o");
 
-my %EDGE = map { $_ => 1 } (
-	'Planning>CognitiveWork', 'CognitiveWork>Evaluation',
-	'Evaluation>Commit',      'Evaluation>Prune',
-	'Commit>Planning',        'Prune>Planning');
 
-sub next_phase
-{
-	my ($owner, $phase, $lap) = @_;
-	my ($n) = $owner =~ /(\d+)/;
-	return 'CognitiveWork' if $phase eq 'Planning';
-	return 'Evaluation'    if $phase eq 'CognitiveWork';
-	return (($n + $lap) % 2 ? 'Prune' : 'Commit') if $phase eq 'Evaluation';
-	return 'Planning';
-}
 
 # owner -> "phase|lap|position|pending|quarantined" replayed from the
 # trajectories (kanban, from Planning); dies on a landing that does not fit.
@@ -63,26 +50,14 @@ sub replayed
 			"SELECT o.name, t.position, coalesce(t.from_phase, ''), coalesce(t.to_phase, ''), t.lap "
 			  . "FROM lake.owner o, LATERAL lake.trajectory(o.name) t ORDER BY o.name, t.position"))
 	{
-		my ($o, $pos, $from, $to, $lap) = split /\|/, $line, -1;
-		push @{ $l{$o} }, [ $pos, $from, $to, $lap ];
+		my %x;
+		my $o;
+		($o, @x{qw(position from to lap)}) = split /\|/, $line, -1;
+		push @{ $l{$o} }, \%x;
 	}
 	for my $o (@rounders, @others)
 	{
-		my ($phase, $lap, $pos) = ('Planning', 0, 0);
-		for my $x (@{ $l{$o} // [] })
-		{
-			my ($p, $from, $to, $landing_lap) = @$x;
-			die "$o: $p follows $pos" unless $p == $pos + 1;
-			if ($from ne '')
-			{
-				die "$o: $p moves from $from in $phase" unless $from eq $phase;
-				die "$o: $p: $from -> $to" unless $EDGE{"$from>$to"};
-				$phase = $to;
-				$lap++ if $to eq 'Planning';
-			}
-			die "$o: $p carries lap $landing_lap, not $lap" unless $landing_lap == $lap;
-			$pos = $p;
-		}
+		my ($phase, $lap, $pos) = kanban_replay($o, $l{$o} // []);
 		$s{$o} = "$phase|$lap|$pos|0|f";
 	}
 	return \%s;
@@ -127,7 +102,7 @@ sub walk
 				push @sql, "SELECT lake.cast_durable('$o', NULL, NULL, '\\x01'::bytea, $lap);";
 				next;
 			}
-			my $to = next_phase($o, $phase, $lap);
+			my $to = kanban_next($o, $phase, $lap);
 			push @sql, "SELECT lake.cast_durable('$o', '$phase', '$to', NULL, $lap);";
 			$m{$o} = [ $to, $to eq 'Planning' ? $lap + 1 : $lap ];
 		}

@@ -12,7 +12,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(lake_node sql_error wait_until);
+our @EXPORT = qw(lake_node sql_error wait_until kanban_next kanban_replay read_log);
 
 # lake_node(name, init => {...}, conf => "lines", preload => 1)
 #
@@ -63,6 +63,71 @@ sub wait_until
 		usleep(10_000);
 	}
 	return undef;
+}
+
+# kanban, as the recovery tests understand it.
+my %EDGE = map { $_ => 1 } (
+	'Planning>CognitiveWork', 'CognitiveWork>Evaluation',
+	'Evaluation>Commit',      'Evaluation>Prune',
+	'Commit>Planning',        'Prune>Planning');
+
+# kanban_next(owner, phase, lap) -> the phase the test moves the owner to:
+# Commit on even laps of even owners and odd laps of odd ones, else Prune.
+sub kanban_next
+{
+	my ($owner, $phase, $lap) = @_;
+	my ($n) = $owner =~ /(\d+)/;
+	return 'CognitiveWork' if $phase eq 'Planning';
+	return 'Evaluation'    if $phase eq 'CognitiveWork';
+	return (($n + $lap) % 2 ? 'Prune' : 'Commit') if $phase eq 'Evaluation';
+	return 'Planning';
+}
+
+# kanban_replay(owner, [ {position, from, to, lap}, ... ]) -> (phase, lap,
+# position): the state its landings (in position order) reach from
+# creation; dies naming the first landing that does not fit.
+sub kanban_replay
+{
+	my ($owner, $landings) = @_;
+	my ($phase, $lap, $pos) = ('Planning', 0, 0);
+	for my $l (@$landings)
+	{
+		die "$owner: position $l->{position} follows $pos\n"
+		  unless $l->{position} == $pos + 1;
+		if ($l->{from} ne '')
+		{
+			die "$owner: landing $l->{position} moves from $l->{from}, owner is in $phase\n"
+			  unless $l->{from} eq $phase;
+			die "$owner: landing $l->{position} moves $l->{from} -> $l->{to}, not an edge\n"
+			  unless $EDGE{"$l->{from}>$l->{to}"};
+			$phase = $l->{to};
+			$lap++ if $phase eq 'Planning';
+		}
+		die "$owner: landing $l->{position} carries lap $l->{lap}, replay says $lap\n"
+		  unless $l->{lap} == $lap;
+		$pos = $l->{position};
+	}
+	return ($phase, $lap, $pos);
+}
+
+# read_log(node) -> the sealed log as a list of landings in (cycle, seq) order.
+sub read_log
+{
+	my ($node) = @_;
+	my @log;
+	for my $line (
+		split /\n/,
+		$node->safe_psql(
+			'postgres',
+			"SELECT owner, position, cycle, epoch, seq, coalesce(from_phase, ''), coalesce(to_phase, ''), "
+			  . "lap, convert_from(payload, 'UTF8'), coalesce(operation_id, '') "
+			  . "FROM lake.log() ORDER BY cycle, seq"))
+	{
+		my %l;
+		@l{qw(owner position cycle epoch seq from to lap payload op)} = split /\|/, $line, -1;
+		push @log, \%l;
+	}
+	return \@log;
 }
 
 1;
