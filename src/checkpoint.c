@@ -76,8 +76,11 @@ checkpoint_take(void)
 	owner_foreach(collect, &c);
 	LWLockRelease(cycle_lock());
 
-	for (int i = 0; i < c.n; i++)
-		rawlen += 4 + 8 + 8 + 2 + NAMEDATALEN;
+	{
+		LakeOwnerImage longest = {.phase_len = NAMEDATALEN - 1};
+
+		rawlen += (size_t) c.n * lake_image_size(&longest);
+	}
 	raw = palloc(rawlen);
 	pos = lake_images_put_header(raw, (uint32) c.n);
 	for (int i = 0; i < c.n; i++)

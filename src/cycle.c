@@ -164,12 +164,6 @@ cycle_lock(void)
 	return &cs->lock;
 }
 
-int32
-cycle_epoch(void)
-{
-	return cs->epoch;
-}
-
 int64
 cycle_pending(void)
 {
@@ -367,12 +361,6 @@ reserve(uint32 len, uint64 *at)
 	*at = cs->tail;
 	cs->tail += len;
 	return true;
-}
-
-int64
-cycle_sealed_seq(void)
-{
-	return cs->sealed_seq;
 }
 
 int64

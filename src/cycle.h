@@ -94,7 +94,6 @@ extern void cycle_shmem_startup(void);
 extern void cycle_init(void);
 
 extern LWLock *cycle_lock(void);
-extern int32 cycle_epoch(void);
 
 /* Sessions: wait until the worker has recovered the owners (55000 on a standby). */
 extern void cycle_wait_ready(void);
@@ -129,8 +128,7 @@ extern void cycle_prepare_commit(const CycleCut *cut, int64 cycle, XLogRecPtr ls
 								 SealedOwner *owners, int nowners,
 								 int64 *positions, double started_ms);
 
-/* Sealed state, for receipts that are no longer pending. */
-extern int64 cycle_sealed_seq(void);
+/* The sealed head and the newest snapshot. */
 extern int64 cycle_sealed_cycle(void);
 extern void cycle_set_last_snapshot(int64 cycle);
 extern int64 cycle_last_snapshot(void);

@@ -96,6 +96,26 @@ check_fence(const CycleCut *cut, int64 base)
 						   cut->epoch, base, epoch, head)));
 }
 
+/* The landing an accepted cast becomes at 'position'. */
+static void
+landing_of(const CastRecord *r, int64 position, LakeLanding *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->owner_id = r->owner_id;
+	l->position = position;
+	l->seq = r->seq;
+	l->lap = r->lap;
+	l->flags = r->flags;
+	l->from_phase = CAST_FROM(r);
+	l->from_len = r->from_len;
+	l->to_phase = CAST_TO(r);
+	l->to_len = r->to_len;
+	l->operation_id = CAST_OPERATION(r);
+	l->operation_len = r->operation_len;
+	l->payload = (const uint8_t *) CAST_PAYLOAD(r);
+	l->payload_len = r->payload_len;
+}
+
 typedef struct OwnerSlot
 {
 	OwnerState *key;
@@ -191,8 +211,12 @@ seal_run(void)
 
 		off = cycle_next(r, off);
 		if (r->len != 0)
-			rawlen += offsetof(CastRecord, data) + r->from_len + r->to_len +
-				r->operation_len + r->payload_len + 64;
+		{
+			LakeLanding l;
+
+			landing_of(r, 0, &l);
+			rawlen += lake_landing_size(&l);
+		}
 	}
 	raw = palloc(rawlen);
 	pos = lake_landings_put_header(raw, (uint32) cut.ncasts);
@@ -228,20 +252,7 @@ seal_run(void)
 		so->phase = r->phase;	/* as the cast was validated: no lookup here */
 		positions[r->seq - cut.first_seq] = so->position;
 
-		memset(&l, 0, sizeof(l));
-		l.owner_id = r->owner_id;
-		l.position = so->position;
-		l.seq = r->seq;
-		l.lap = r->lap;
-		l.flags = r->flags;
-		l.from_phase = CAST_FROM(r);
-		l.from_len = r->from_len;
-		l.to_phase = CAST_TO(r);
-		l.to_len = r->to_len;
-		l.operation_id = CAST_OPERATION(r);
-		l.operation_len = r->operation_len;
-		l.payload = (const uint8_t *) CAST_PAYLOAD(r);
-		l.payload_len = r->payload_len;
+		landing_of(r, so->position, &l);
 		pos += lake_landing_put(raw + pos, &l);
 
 		if (r->flags & LANDING_OPERATION)
