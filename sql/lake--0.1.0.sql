@@ -28,6 +28,8 @@ BEGIN
     END IF;
 END
 $$;
+-- Its members reach the administrative functions without a grant of their own.
+GRANT USAGE ON SCHEMA lake TO lake_admin;
 
 -- Datasets: named, append-only, versioned collections.
 CREATE TABLE lake.dataset (

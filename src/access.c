@@ -14,6 +14,7 @@
 #include "store.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(lake_grant_tenant);
 PG_FUNCTION_INFO_V1(lake_revoke_tenant);
@@ -33,7 +34,7 @@ access_require_admin(void)
 	Oid			admin = get_role_oid("lake_admin", true);
 
 	if (superuser_arg(caller) || caller == store_owner() ||
-		(OidIsValid(admin) && is_member_of_role(caller, admin)))
+		(OidIsValid(admin) && has_privs_of_role(caller, admin)))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -66,6 +67,11 @@ change_grant(FunctionCallInfo fcinfo, bool grant)
 	role = PG_GETARG_OID(0);
 	tenant = lake_arg_name(fcinfo, 1, "tenant");
 	access_require_admin();
+	/* regrole input checks names, not a cast OID; a revoke may clean up. */
+	if (grant && !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("role with OID %u does not exist", role)));
 	store_connect();
 	store_set_tenant_grant(tenant, role, grant);
 	store_finish();

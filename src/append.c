@@ -60,13 +60,14 @@ lake_append(PG_FUNCTION_ARGS)
 	supplied = lake_arg_digest(fcinfo, 4);
 	len = VARSIZE_ANY_EXHDR(payload);
 
+	/* Refuse a tenant not granted before it can hold admission capacity. */
+	store_connect();
+	access_require_tenant(tenant);
 	admission_reserve((uint64) len);
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);
 
-	store_connect();
-	access_require_tenant(tenant);
 	store_lookup_operation(dataset, tenant, operation_id, &op);
 	if (operation_resolve(&op, digest, dataset, tenant, operation_id, &version))
 		store_write_version(op.dataset_id, version, tenant, operation_id, digest,

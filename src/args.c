@@ -35,9 +35,9 @@ require_not_null(FunctionCallInfo fcinfo, int argno, const char *what)
 				 errmsg("%s must not be NULL", what)));
 }
 
-/* A non-empty text name of at most LAKE_NAME_MAX_BYTES bytes. */
-char *
-lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what)
+/* A non-empty text name of at most 'limit' bytes. */
+static char *
+arg_name(FunctionCallInfo fcinfo, int argno, const char *what, int limit)
 {
 	text	   *t;
 	int			len;
@@ -49,13 +49,29 @@ lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not be empty", what)));
-	if (len > LAKE_NAME_MAX_BYTES)
+	if (len > limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s is too long", what),
-				 errdetail("It is %d bytes; the limit is %d bytes.",
-						   len, LAKE_NAME_MAX_BYTES)));
+				 errdetail("It is %d bytes; the limit is %d bytes.", len, limit)));
 	return text_to_cstring(t);
+}
+
+/* Dataset, tenant and operation names: up to LAKE_NAME_MAX_BYTES bytes. */
+char *
+lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	return arg_name(fcinfo, argno, what, LAKE_NAME_MAX_BYTES);
+}
+
+/*
+ * Owner, lifecycle and phase names: they live in fixed shared-memory slots
+ * of NAMEDATALEN bytes, so at most NAMEDATALEN - 1 bytes.
+ */
+char *
+lake_arg_short_name(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	return arg_name(fcinfo, argno, what, NAMEDATALEN - 1);
 }
 
 bytea *

@@ -969,6 +969,12 @@ lake_await_durable(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("receipt epoch and seq must not be NULL")));
+	/* Epochs and seqs count from 1: anything lower was never a receipt. */
+	if (epoch < 1 || seq < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("receipt (%d," INT64_FORMAT ") was never issued", epoch, seq),
+				 errdetail("Receipt epochs and seqs start at 1.")));
 	if (!PG_ARGISNULL(1))
 	{
 		timeout = PG_GETARG_INT32(1);

@@ -219,20 +219,6 @@ lifecycle_get(int32 id)
 	return &e->lc;
 }
 
-char *
-lake_arg_short_name(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-	char	   *name = lake_arg_name(fcinfo, argno, what);
-
-	if (strlen(name) >= NAMEDATALEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s is too long", what),
-				 errdetail("It is %d bytes; the limit is %d bytes.",
-						   (int) strlen(name), NAMEDATALEN - 1)));
-	return name;
-}
-
 Datum
 lake_define_lifecycle(PG_FUNCTION_ARGS)
 {

@@ -30,7 +30,4 @@ extern void lifecycle_cache_reset(void);
 extern int	lifecycle_phase(const Lifecycle *lc, const char *name, size_t len);
 extern bool lifecycle_edge(const Lifecycle *lc, int from, int to);
 
-/* Check a lake name used for owners, lifecycles and phases (22004/22023). */
-extern char *lake_arg_short_name(FunctionCallInfo fcinfo, int argno, const char *what);
-
 #endif							/* LAKE_LIFECYCLE_H */

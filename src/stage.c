@@ -115,11 +115,11 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	data = lake_arg_bytea(fcinfo, 2, "data");
 	len = VARSIZE_ANY_EXHDR(data);
 
-	admission_reserve((uint64) len);
-	lake_sha256(VARDATA_ANY(data), len, digest);
-
+	/* The stage's tenant is checked before the call holds any capacity. */
 	store_connect();
 	lock_open_stage(stage, &row);
+	admission_reserve((uint64) len);
+	lake_sha256(VARDATA_ANY(data), len, digest);
 	if (store_chunk_digest(stage, chunk_no, existing))
 	{
 		if (memcmp(existing, digest, LAKE_DIGEST_LEN) != 0)
@@ -182,8 +182,6 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	stage = arg_stage(fcinfo);
 	supplied = lake_arg_digest(fcinfo, 1);
 
-	/* A slot now; the streaming buffer's bytes once the chunks are known. */
-	admission_reserve(0);
 	store_connect();
 	if (!store_lock_stage(stage, &row))
 	{
@@ -192,6 +190,8 @@ lake_commit_append(PG_FUNCTION_ARGS)
 		PG_RETURN_INT64(version);
 	}
 	access_require_tenant(row.tenant);
+	/* A slot now; the streaming buffer's bytes once the chunks are known. */
+	admission_reserve(0);
 
 	store_stage_summary(stage, &sum);
 	if (sum.nchunks == 0 || sum.nchunks != sum.last_chunk_no + 1)
