@@ -27,7 +27,7 @@ include $(PGXS)
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast recovery admission guc worker \
-             hostile privileges
+             hostile privileges memory
 
 .PHONY: check check-regress check-isolation check-tap bench
 

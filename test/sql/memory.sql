@@ -1,0 +1,63 @@
+-- Long-lived memory: once a backend's caches are warm, calling every
+-- function again leaves its long-lived memory contexts where they were. A
+-- leak into TopMemoryContext, CacheMemoryContext or a context of lake's own
+-- would survive the transaction and show here.
+CREATE FUNCTION t.long_lived_bytes() RETURNS bigint LANGUAGE sql AS $$
+    SELECT sum(total_bytes - free_bytes)::bigint
+    FROM pg_backend_memory_contexts
+    WHERE name IN ('TopMemoryContext', 'CacheMemoryContext', 'CachedPlan',
+                   'CachedPlanSource', 'SPI Plan')
+       OR name LIKE 'lake%'
+$$;
+
+SELECT lake.create_dataset('m_data');
+SELECT lake.create_owner('m_owner');
+CREATE TABLE t.m_round (n int);
+INSERT INTO t.m_round VALUES (0);
+
+-- One round of the public API, with fresh operation ids each time.
+CREATE PROCEDURE t.m_work(rounds int) LANGUAGE plpgsql AS $$
+DECLARE
+    n int;
+    s bigint;
+    r lake.receipt;
+    phases text[] := ARRAY['Planning', 'CognitiveWork', 'Evaluation', 'Commit'];
+    v bigint;
+BEGIN
+    FOR i IN 1 .. rounds LOOP
+        UPDATE t.m_round SET n = m_round.n + 1 RETURNING m_round.n INTO n;
+        v := lake.append('m_data', 'm', 'op-' || n, convert_to(repeat('m', 5000 + n), 'UTF8'));
+        PERFORM lake.append('m_data', 'm', 'op-' || n, convert_to(repeat('m', 5000 + n), 'UTF8'));
+        PERFORM lake.read('m_data', v), lake.read_operation('m_data', 'm', 'op-' || n);
+        PERFORM count(*) FROM lake.versions('m_data', v - 1);
+        s := lake.begin_append('m_data', 'm', 'stage-' || n);
+        PERFORM lake.append_chunk(s, 0, '\x0102'::bytea);
+        PERFORM lake.append_chunk(s, 1, '\x03'::bytea);
+        PERFORM lake.commit_append(s);
+        s := lake.begin_append('m_data', 'm', 'aborted-' || n);
+        PERFORM lake.abort_append(s);
+        r := lake.cast('m_owner', phases[(n - 1) % 4 + 1], phases[n % 4 + 1],
+                       '\x00'::bytea, NULL, 'cast-' || n);
+        PERFORM lake.await_durable(r);
+        PERFORM lake.cast('m_owner', phases[(n - 1) % 4 + 1], phases[n % 4 + 1],
+                          '\x00'::bytea, NULL, 'cast-' || n);
+        PERFORM * FROM lake.owner_state('m_owner');
+        PERFORM count(*) FROM lake.trajectory('m_owner', n - 1);
+        PERFORM count(*) FROM lake.cycles((SELECT max(cycle) FROM lake.cycles()) - 1);
+        PERFORM * FROM lake.admission();
+        PERFORM * FROM lake.stats();
+        COMMIT;
+    END LOOP;
+END $$;
+
+-- Kanban loops Planning → CognitiveWork → Evaluation → Commit → Planning.
+-- Warm the caches (and the measuring function's own plan) first; then 200
+-- rounds, about 3,600 calls, may not grow the long-lived contexts by more
+-- than allocator noise: a leak of 80 bytes a round fails.
+CALL t.m_work(20);
+SELECT t.long_lived_bytes() IS NOT NULL AS warm;
+SELECT t.long_lived_bytes() AS before \gset
+CALL t.m_work(200);
+SELECT t.long_lived_bytes() - :before < 16384 AS no_growth;
+SELECT count(*) AS versions FROM lake.versions('m_data');
+SELECT phase, lap, position FROM lake.owner_state('m_owner');
