@@ -1,6 +1,8 @@
 # lake — PGXS build. `make && make install`, then `make check` runs every
-# suite (regress, isolation, TAP) against throwaway servers; run it as a
-# non-root user (scripts/test.sh does the set-up as root).
+# suite (regress, isolation, TAP, a short fuzzing run) against throwaway
+# servers; run it as a non-root user (scripts/test.sh does the set-up as
+# root). `make fuzz` fuzzes longer; `make check-valgrind` runs the regress
+# and isolation suites with the server under valgrind.
 
 EXTENSION   = lake
 EXTVERSION  = 0.1.0
@@ -29,9 +31,9 @@ BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast recovery admission guc worker \
              hostile privileges memory
 
-.PHONY: check check-regress check-isolation check-tap bench
+.PHONY: check check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench
 
-check: check-regress check-isolation check-tap
+check: check-regress check-isolation check-tap check-fuzz
 
 check-regress:
 	mkdir -p tmp_check
@@ -48,6 +50,18 @@ check-tap:
 	PATH="$(BINDIR):$$PATH" PG_REGRESS=$(PGXS_DIR)../../src/test/regress/pg_regress \
 	  TESTDIR=$(CURDIR) PG_TEST_EXTRA="$(PG_TEST_EXTRA)" \
 	  prove -I $(PGXS_DIR)../../src/test/perl -I test/t $(PROVE_FLAGS) test/t/*.pl
+
+# The decoders of stored bytes under libFuzzer with ASan and UBSan: a short
+# budget per harness in every check, FUZZ_SECONDS each with `make fuzz`.
+FUZZ_SECONDS ?= 600
+check-fuzz:
+	test/fuzz/run.sh 20
+
+fuzz:
+	test/fuzz/run.sh $(FUZZ_SECONDS)
+
+check-valgrind:
+	PG_CONFIG=$(PG_CONFIG) test/valgrind/run.sh
 
 # Every benchmark, each beside its baseline from the same run; the
 # foundation's report (run.sh) comes first, the others' sections follow.

@@ -1,0 +1,77 @@
+/*
+ * fuzz_chunk.c — libFuzzer harness for the stored chunk decoder (codec.c),
+ * the format of every payload chunk in lake.version.data and lake.chunk.
+ *
+ * Any input must be decoded or refused with a status — the server turns a
+ * refusal into LK005 / XX001 — never crash, write past the room it was
+ * given or read past the input. What decodes must re-encode and decode back
+ * to the same bytes, growing by at most the tag byte.
+ */
+#include <string.h>
+#include <zstd.h>
+
+#include "codec.h"
+#include "fuzz.h"
+
+int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static ZSTD_CCtx *cctx;
+	size_t		declared = 0;
+	size_t		got = 0;
+	size_t		again = 0;
+	LakeCodecStatus st;
+	LakeCodecStatus dst;
+	uint8_t    *out;
+	uint8_t    *enc;
+	uint8_t    *back;
+	size_t		enclen;
+
+	if (cctx == NULL)
+		cctx = ZSTD_createCCtx();
+
+	st = lake_chunk_decoded_size(data, size, &declared);
+	if (st == LAKE_CODEC_OK && declared > LAKE_CHUNK_BYTES)
+	{
+		/* The room a reader gives is what its version declares. */
+		uint8_t		small[16];
+
+		FUZZ_CHECK(lake_chunk_decode(data, size, small, sizeof(small), &got) ==
+				   LAKE_CODEC_TOO_BIG);
+		return 0;
+	}
+
+	/* Exactly the declared room: a write past it is a heap overflow. */
+	out = malloc(declared > 0 ? declared : 1);
+	dst = lake_chunk_decode(data, size, out, declared, &got);
+	if (st != LAKE_CODEC_OK)
+		FUZZ_CHECK(dst == st);
+	if (dst != LAKE_CODEC_OK)
+	{
+		FUZZ_CHECK(lake_codec_status_text(dst) != NULL);
+		free(out);
+		return 0;
+	}
+	FUZZ_CHECK(got == declared);
+	if (data[0] == LAKE_CODEC_RAW)
+		FUZZ_CHECK(memcmp(out, data + 1, got) == 0);
+
+	/* One byte less room than declared is refused, never truncated. */
+	if (declared > 0)
+		FUZZ_CHECK(lake_chunk_decode(data, size, out, declared - 1, &again) ==
+				   LAKE_CODEC_TOO_BIG);
+
+	enc = malloc(lake_chunk_bound(got));
+	enclen = lake_chunk_encode(cctx, 1, out, got, enc);
+	FUZZ_CHECK(enclen <= got + 1);
+	back = malloc(got > 0 ? got : 1);
+	FUZZ_CHECK(lake_chunk_decode(enc, enclen, back, got, &again) == LAKE_CODEC_OK);
+	FUZZ_CHECK(again == got && memcmp(back, out, got) == 0);
+
+	free(back);
+	free(enc);
+	free(out);
+	return 0;
+}

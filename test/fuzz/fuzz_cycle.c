@@ -1,0 +1,93 @@
+/*
+ * fuzz_cycle.c — libFuzzer harness for a sealed cycle record (landing.c
+ * inside codec.c), the bytes of lake.cycle.data that every trajectory, log
+ * read and recovery decodes.
+ *
+ * Any input must be decoded or refused with a status (XX001 from SQL),
+ * never crash or hand out a span past the record. The encoding is
+ * canonical, so a record that decodes must re-encode to the same bytes.
+ */
+#include <string.h>
+
+#include "fuzz.h"
+#include "landing.h"
+
+int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+typedef struct Seen
+{
+	LakeLanding *items;
+	size_t		n;
+	size_t		cap;
+	size_t		stop_after;		/* 0: never stop */
+} Seen;
+
+static int
+keep(const LakeLanding *l, void *arg)
+{
+	Seen	   *s = arg;
+
+	/* Fields a flag does not announce stay empty. */
+	if (!(l->flags & LANDING_MOVE))
+		FUZZ_CHECK(l->from_len == 0 && l->to_len == 0);
+	if (!(l->flags & LANDING_PAYLOAD))
+		FUZZ_CHECK(l->payload_len == 0);
+	if (!(l->flags & LANDING_OPERATION))
+		FUZZ_CHECK(l->operation_len == 0);
+	fuzz_touch(l->from_phase, l->from_len);
+	fuzz_touch(l->to_phase, l->to_len);
+	fuzz_touch(l->payload, l->payload_len);
+	fuzz_touch(l->operation_id, l->operation_len);
+
+	if (s->n == s->cap)
+	{
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->items = realloc(s->items, s->cap * sizeof(LakeLanding));
+		FUZZ_CHECK(s->items != NULL);
+	}
+	s->items[s->n++] = *l;
+	return s->stop_after != 0 && s->n == s->stop_after;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	size_t		len;
+	uint8_t    *raw = fuzz_unwrap(data, size, &len);
+	Seen		seen = {0};
+	LakeLandingStatus st;
+	FuzzBuf		out = {0};
+
+	if (raw == NULL)
+		return 0;
+	st = lake_landings_decode(raw, len, keep, &seen);
+	FUZZ_CHECK(lake_landing_status_text(st) != NULL);
+	if (st == LAKE_LANDING_OK)
+	{
+		size_t		want = LAKE_LANDINGS_HEADER;
+
+		for (size_t i = 0; i < seen.n; i++)
+			want += lake_landing_size(&seen.items[i]);
+		FUZZ_CHECK(want == len);
+		out.len = lake_landings_put_header(fuzz_reserve(&out, LAKE_LANDINGS_HEADER),
+										   (uint32_t) seen.n);
+		for (size_t i = 0; i < seen.n; i++)
+			out.len += lake_landing_put(fuzz_reserve(&out, lake_landing_size(&seen.items[i])),
+										&seen.items[i]);
+		FUZZ_CHECK(out.len == len && memcmp(out.data, raw, len) == 0);
+
+		/* A visitor that stops is obeyed at once. */
+		if (seen.n > 0)
+		{
+			Seen		first = {.stop_after = 1};
+
+			FUZZ_CHECK(lake_landings_decode(raw, len, keep, &first) == LAKE_LANDING_STOPPED);
+			FUZZ_CHECK(first.n == 1);
+			free(first.items);
+		}
+	}
+	free(out.data);
+	free(seen.items);
+	free(raw);
+	return 0;
+}

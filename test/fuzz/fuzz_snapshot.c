@@ -1,0 +1,62 @@
+/*
+ * fuzz_snapshot.c — libFuzzer harness for an owner snapshot (landing.c
+ * inside codec.c), the bytes of lake.snapshot.data that recovery decodes.
+ *
+ * Any input must be decoded or refused with a status (recovery then warns
+ * and replays the whole log), never crash or read past the record. The
+ * encoding is canonical: what decodes re-encodes to the same bytes.
+ */
+#include <string.h>
+
+#include "fuzz.h"
+#include "landing.h"
+
+int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+typedef struct Seen
+{
+	LakeOwnerImage *items;
+	size_t		n;
+	size_t		cap;
+} Seen;
+
+static int
+keep(const LakeOwnerImage *o, void *arg)
+{
+	Seen	   *s = arg;
+
+	fuzz_touch(o->phase, o->phase_len);
+	if (s->n == s->cap)
+	{
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->items = realloc(s->items, s->cap * sizeof(LakeOwnerImage));
+		FUZZ_CHECK(s->items != NULL);
+	}
+	s->items[s->n++] = *o;
+	return 0;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	size_t		len;
+	uint8_t    *raw = fuzz_unwrap(data, size, &len);
+	Seen		seen = {0};
+	FuzzBuf		out = {0};
+
+	if (raw == NULL)
+		return 0;
+	if (lake_images_decode(raw, len, keep, &seen) == LAKE_LANDING_OK)
+	{
+		out.len = lake_images_put_header(fuzz_reserve(&out, LAKE_IMAGES_HEADER),
+										 (uint32_t) seen.n);
+		for (size_t i = 0; i < seen.n; i++)
+			out.len += lake_image_put(fuzz_reserve(&out, lake_image_size(&seen.items[i])),
+									  &seen.items[i]);
+		FUZZ_CHECK(out.len == len && memcmp(out.data, raw, len) == 0);
+	}
+	free(out.data);
+	free(seen.items);
+	free(raw);
+	return 0;
+}
