@@ -26,6 +26,7 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(lake_create_owner);
 
@@ -147,11 +148,17 @@ lake_create_owner(PG_FUNCTION_ARGS)
 				 errhint("Define it with lake.define_lifecycle().")));
 	values[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
-	/* Creations serialize here, so the count below is exact. */
+	/*
+	 * Creations serialize here. The count must see every creation committed
+	 * while this one waited for the lock, so it reads with the latest
+	 * snapshot, not the statement's (or, in REPEATABLE READ, the
+	 * transaction's): otherwise queued creators all pass the limit.
+	 */
 	LockRelationOid(get_relname_relid("owner", get_namespace_oid("lake", false)),
 					ShareRowExclusiveLock);
-	if (SPI_execute_plan(store_plan(&plan_count, "SELECT pg_catalog.count(*) FROM lake.owner", 0, NULL),
-						 NULL, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_snapshot(store_plan(&plan_count, "SELECT pg_catalog.count(*) FROM lake.owner", 0, NULL),
+							 NULL, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: owner count failed");
 	registered = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (registered >= lake_max_owners)
