@@ -29,7 +29,7 @@ include $(PGXS)
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast recovery admission guc worker \
-             hostile privileges memory
+             hostile privileges memory damage
 
 .PHONY: check check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench
 

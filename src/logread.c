@@ -25,15 +25,29 @@
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 
-void
-log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
+static int
+landing_ignore(const LakeLanding *l, void *arg)
+{
+	return 0;
+}
+
+/*
+ * Decode one stored cycle record and visit its landings. A damaged record
+ * is XX001, or, when 'damaged' is given, is checked whole before any
+ * landing is visited and handed to 'damaged' instead: a recovery must not
+ * apply the prefix of a record it then finds broken.
+ */
+static void
+visit_record(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg,
+			 LogDamageHandler damaged)
 {
 	bytea	   *stored = DatumGetByteaPP(data);
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
 	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
 	size_t		size = 0;
-	size_t		got;
-	uint8_t    *raw;
+	size_t		got = 0;
+	uint8_t    *raw = NULL;
+	const char *why = NULL;
 	LakeCodecStatus cst = lake_chunk_decoded_size(in, inlen, &size);
 	LakeLandingStatus lst;
 
@@ -45,17 +59,29 @@ log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
 		cst = lake_chunk_decode(in, inlen, raw, size, &got);
 	}
 	if (cst != LAKE_CODEC_OK)
+		why = lake_codec_status_text(cst);
+	else if (damaged != NULL &&
+			 (lst = lake_landings_decode(raw, got, landing_ignore, NULL)) != LAKE_LANDING_OK)
+		why = lake_landing_status_text(lst);
+	else if ((lst = lake_landings_decode(raw, got, visit, arg)) != LAKE_LANDING_OK &&
+			 lst != LAKE_LANDING_STOPPED)
+		why = lake_landing_status_text(lst);
+
+	if (why != NULL && damaged != NULL)
+		damaged(cycle, why, arg);
+	else if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("cycle " INT64_FORMAT " is damaged", cycle),
-				 errdetail("%s", lake_codec_status_text(cst))));
-	lst = lake_landings_decode(raw, got, visit, arg);
-	if (lst != LAKE_LANDING_OK && lst != LAKE_LANDING_STOPPED)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("cycle " INT64_FORMAT " is damaged", cycle),
-				 errdetail("%s", lake_landing_status_text(lst))));
-	pfree(raw);
+				 errdetail("%s", why)));
+	if (raw != NULL)
+		pfree(raw);
+}
+
+void
+log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
+{
+	visit_record(cycle, data, visit, arg, NULL);
 }
 
 bool
@@ -225,7 +251,7 @@ arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
  */
 void
 log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
-				 LakeLandingVisitor visit, void *arg)
+				 LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
 {
 	Portal		portal = SPI_cursor_open(NULL, plan, values, NULL, true);
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
@@ -235,20 +261,22 @@ log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
 	{
 		bool		isnull;
 		MemoryContext old;
+		SPITupleTable *tt;
 
 		CHECK_FOR_INTERRUPTS();
 		SPI_cursor_fetch(portal, true, 1);
 		if (SPI_processed == 0)
 			break;
-		where->cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		where->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		/* A damage handler may run queries of its own: keep this row. */
+		tt = SPI_tuptable;
+		where->cycle = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+		where->epoch = DatumGetInt32(SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull));
 		old = MemoryContextSwitchTo(cxt);
-		log_visit_cycle(where->cycle,
-						SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
-						visit, arg);
+		visit_record(where->cycle, SPI_getbinval(tt->vals[0], tt->tupdesc, 3, &isnull),
+					 visit, arg, damaged);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(cxt);
-		SPI_freetuptable(SPI_tuptable);
+		SPI_freetuptable(tt);
 	}
 	SPI_cursor_close(portal);
 	MemoryContextDelete(cxt);
@@ -273,7 +301,7 @@ log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 								"  AND o.last_position OPERATOR(pg_catalog.>) $2 "
 								"ORDER BY o.cycle",
 								2, types),
-					 values, where, visit, arg);
+					 values, where, visit, NULL, arg);
 }
 
 PG_FUNCTION_INFO_V1(lake_trajectory);
@@ -352,7 +380,7 @@ lake_log(PG_FUNCTION_ARGS)
 								"SELECT c.cycle, c.epoch, c.data FROM lake.cycle c "
 								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
 								1, types),
-					 values, &e.at, emit_landing, &e);
+					 values, &e.at, emit_landing, NULL, &e);
 	store_finish();
 	return (Datum) 0;
 }

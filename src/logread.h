@@ -34,8 +34,12 @@ typedef struct LogCycle
 	int32		epoch;
 } LogCycle;
 
+/* Told of a damaged cycle instead of an XX001; 'arg' is the visitor's. */
+typedef void (*LogDamageHandler) (int64 cycle, const char *why, void *arg);
+
 extern void log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
-							 LakeLandingVisitor visit, void *arg);
+							 LakeLandingVisitor visit, LogDamageHandler damaged,
+							 void *arg);
 extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 							LakeLandingVisitor visit, void *arg);
 

@@ -125,6 +125,23 @@ typedef struct Replay
 	RecoveryFigures fig;
 } Replay;
 
+/* Quarantine an owner at the prefix applied so far, for this recovery. */
+static void
+quarantine(Replay *rp, ById *b, const char *why)
+{
+	OwnerState *o = b->owner;
+
+	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+	owner_quarantine(o, o->position, why);
+	LWLockRelease(cycle_lock());
+	b->newly = true;
+	rp->fig.quarantined++;
+	ereport(WARNING,
+			(errmsg("lake recovery: owner \"%s\" quarantined at position " INT64_FORMAT,
+					o->name, o->position),
+			 errdetail("%s", why)));
+}
+
 static int
 apply_landing(const LakeLanding *l, void *arg)
 {
@@ -147,24 +164,51 @@ apply_landing(const LakeLanding *l, void *arg)
 		(b->limited && l->position > b->limit))
 		return 0;
 	why = misfit(o, lifecycle_get(o->lifecycle), l, &to);
-	/* No session reads owners during recovery: the lock is for form. */
-	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 	if (why != NULL)
 	{
-		owner_quarantine(o, o->position, why);
-		LWLockRelease(cycle_lock());
-		b->newly = true;
-		rp->fig.quarantined++;
-		ereport(WARNING,
-				(errmsg("lake recovery: owner \"%s\" quarantined at position " INT64_FORMAT,
-						o->name, o->position),
-				 errdetail("%s", why)));
+		quarantine(rp, b, why);
 		return 0;
 	}
+	/* No session reads owners during recovery: the lock is for form. */
+	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 	advance(o, l, to);
 	LWLockRelease(cycle_lock());
 	rp->fig.applied++;
 	return 0;
+}
+
+/*
+ * A damaged cycle: none of its landings is applied, and every owner with a
+ * landing in it above what is applied is quarantined at its prefix. The
+ * other owners recover; the cycle's owners wait for a fix and
+ * lake.release_owner().
+ */
+static void
+skip_damaged_cycle(int64 cycle, const char *why, void *arg)
+{
+	static SPIPlanPtr plan;
+	Replay	   *rp = (Replay *) arg;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(cycle)};
+	char	   *reason = psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why);
+
+	if (SPI_execute_plan(store_plan(&plan,
+									"SELECT o.owner_id, o.last_position FROM lake.cycle_owner o "
+									"WHERE o.cycle OPERATOR(pg_catalog.=) $1",
+									1, types),
+						 values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "lake: could not read the owners of cycle " INT64_FORMAT, cycle);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int32		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		int64		last = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		ById	   *b = hash_search(rp->byid, &id, HASH_FIND, NULL);
+
+		if (b != NULL && !b->owner->quarantined && last > b->owner->position)
+			quarantine(rp, b, reason);
+	}
+	SPI_freetuptable(SPI_tuptable);
 }
 
 static void
@@ -328,7 +372,7 @@ replay_log(Replay *rp, int64 after_cycle)
 								"SELECT c.cycle, c.epoch, c.data FROM lake.cycle c "
 								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
 								1, types),
-					 values, &rp->at, apply_landing, rp);
+					 values, &rp->at, apply_landing, skip_damaged_cycle, rp);
 }
 
 /* Mark durable quarantines in shared memory, record the new ones. */

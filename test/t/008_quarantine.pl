@@ -16,6 +16,10 @@
 #   tail and the owner continues (Prune included), also after a restart.
 #   An owner whose snapshot puts it in Prune is quarantined as well, and
 #   released to its durable state once Prune is back.
+# - Damaged stored bytes: a snapshot that does not decode is passed over
+#   (the whole log replays to the same states); a damaged cycle record
+#   quarantines the owners with landings in it, at their prefix, while the
+#   others recover, and release_owner applies it once repaired.
 #
 use strict;
 use warnings;
@@ -333,6 +337,58 @@ is( $node->safe_psql('postgres', "SELECT phase, lap, position FROM lake.owner_st
 
 restart('immediate');
 states_replay('after the release and a restart');
+
+# ----------------------------------------------------------------------
+# Damaged stored bytes (the decoders fuzzed in test/fuzz).
+#
+# A newest snapshot that does not decode is passed over: recovery warns
+# and replays the whole log, to the same states.
+{
+	my $snap = $node->safe_psql('postgres', 'SELECT lake.checkpoint()');
+	$node->safe_psql('postgres', "UPDATE lake.snapshot SET data = '\\x7a00' WHERE cycle = $snap");
+	my $offset = -s $node->logfile;
+	restart('fast');
+	like(slurp_file($node->logfile, $offset),
+		qr/the snapshot of cycle $snap is damaged; replaying the whole log/,
+		'a damaged snapshot is reported');
+	is($node->safe_psql('postgres', 'SELECT recovery_snapshot, recovery_quarantined FROM lake.stats()'),
+		'0|0', 'and recovery started from the beginning of the log, quarantining nobody');
+	states_replay('after a damaged snapshot');
+}
+
+# A damaged cycle record: the owners with landings in it are quarantined
+# at their applied prefix, none of its landings (nor their later ones) is
+# applied, every other owner recovers. With the bytes repaired,
+# release_owner applies the rest.
+{
+	push @others, qw(d1 d2);
+	$node->safe_psql('postgres', "SELECT lake.create_owner(o) FROM unnest('{d1,d2}'::text[]) o");
+	is(cast('d2', 'Planning', 'CognitiveWork'), 1, 'd2 at 1 before the damaged cycle');
+	my $bad = $node->safe_psql('postgres',
+		"SELECT (lake.cast_durable('d2', 'CognitiveWork', 'Evaluation')).cycle");
+	is(cast('d2', 'Evaluation', 'Commit'),   3, 'd2 at 3 after it');
+	is(cast('d1', 'Planning', 'CognitiveWork'), 1, 'd1 cast in a later cycle');
+	my $good = $node->safe_psql('postgres', "SELECT encode(data, 'hex') FROM lake.cycle WHERE cycle = $bad");
+	# Recovery must read the damaged cycle: no snapshot may cover it.
+	$node->safe_psql('postgres',
+		"DELETE FROM lake.snapshot WHERE cycle >= $bad; UPDATE lake.cycle SET data = '\\x7a28b52ffd00' WHERE cycle = $bad");
+	restart('immediate');
+	is( $node->safe_psql('postgres',
+			"SELECT o, s.phase, s.position, s.quarantined, s.reason FROM unnest('{d1,d2}'::text[]) o, lake.owner_state(o) s ORDER BY o"),
+		"d1|CognitiveWork|1|f|\n"
+		  . "d2|CognitiveWork|1|t|cycle $bad is damaged: corrupt compressed frame",
+		'the owner of the damaged cycle is quarantined at its prefix; d1 recovers');
+	my ($state) = sql_error($node, "SELECT lake.cast('d2', 'CognitiveWork', 'Evaluation')");
+	is($state, 'LK007', 'a cast to it is LK007');
+	($state) = sql_error($node, "SELECT lake.release_owner('d2')");
+	is($state, 'XX001', 'release_owner is refused while the cycle is still damaged');
+	$node->safe_psql('postgres', "UPDATE lake.cycle SET data = decode('$good', 'hex') WHERE cycle = $bad");
+	$node->safe_psql('postgres', "SELECT lake.release_owner('d2')");
+	is($node->safe_psql('postgres', "SELECT phase, position, quarantined FROM lake.owner_state('d2')"),
+		'Commit|3|f', 'with the bytes repaired, release_owner applies the rest of its log');
+	restart('fast');
+	states_replay('after the damaged cycle was repaired');
+}
 
 $node->stop;
 done_testing();
