@@ -1,13 +1,13 @@
 -- Long-lived memory: once a backend's caches are warm, calling every
 -- function again leaves its long-lived memory contexts where they were. A
 -- leak into TopMemoryContext, CacheMemoryContext or a context of lake's own
--- would survive the transaction and show here.
+-- would survive the transaction and show here. (Cached plans are left out:
+-- they are rebuilt whole when autovacuum's statistics invalidate them, so
+-- their size moves without any leak.)
 CREATE FUNCTION t.long_lived_bytes() RETURNS bigint LANGUAGE sql AS $$
     SELECT sum(total_bytes - free_bytes)::bigint
     FROM pg_backend_memory_contexts
-    WHERE name IN ('TopMemoryContext', 'CacheMemoryContext', 'CachedPlan',
-                   'CachedPlanSource', 'SPI Plan')
-       OR name LIKE 'lake%'
+    WHERE name IN ('TopMemoryContext', 'CacheMemoryContext') OR name LIKE 'lake%'
 $$;
 
 SELECT lake.create_dataset('m_data');
@@ -55,6 +55,9 @@ END $$;
 -- rounds, about 3,600 calls, may not grow the long-lived contexts by more
 -- than allocator noise: a leak of 80 bytes a round fails.
 CALL t.m_work(20);
+-- Paths that first run only under load (an await that finds its cycle
+-- being sealed) may warm later: a first batch is not measured.
+CALL t.m_work(100);
 SELECT t.long_lived_bytes() IS NOT NULL AS warm;
 SELECT t.long_lived_bytes() AS before \gset
 CALL t.m_work(200);
