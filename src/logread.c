@@ -288,7 +288,7 @@ log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
  */
 void
 log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
-				LakeLandingVisitor visit, void *arg)
+				LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
 {
 	static SPIPlanPtr plan;
 	Oid			types[2] = {INT4OID, INT8OID};
@@ -301,7 +301,7 @@ log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 								"  AND o.last_position OPERATOR(pg_catalog.>) $2 "
 								"ORDER BY o.cycle",
 								2, types),
-					 values, where, visit, NULL, arg);
+					 values, where, visit, damaged, arg);
 }
 
 PG_FUNCTION_INFO_V1(lake_trajectory);
@@ -336,7 +336,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("owner \"%s\" does not exist", owner)));
 	e.owner_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	log_visit_owner(e.owner_id, e.after_position, &e.at, emit_landing, &e);
+	log_visit_owner(e.owner_id, e.after_position, &e.at, emit_landing, NULL, &e);
 	store_finish();
 	return (Datum) 0;
 }

@@ -41,7 +41,8 @@ extern void log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
 							 LakeLandingVisitor visit, LogDamageHandler damaged,
 							 void *arg);
 extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
-							LakeLandingVisitor visit, void *arg);
+							LakeLandingVisitor visit, LogDamageHandler damaged,
+							void *arg);
 
 /* Decode one stored cycle and visit its landings (XX001 if damaged). */
 extern void log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg);

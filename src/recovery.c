@@ -461,6 +461,8 @@ apply_owner_landing(const LakeLanding *l, void *arg)
 	OwnerReplay *r = (OwnerReplay *) arg;
 	int			to;
 
+	if (r->why != NULL)
+		return 1;				/* nothing applies after the first refusal */
 	if (l->owner_id != r->owner->id || l->position <= r->owner->position)
 		return 0;
 	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
@@ -474,6 +476,16 @@ apply_owner_landing(const LakeLanding *l, void *arg)
 	return r->why != NULL;		/* stop at the first landing that does not apply */
 }
 
+/* A damaged cycle in the owner's tail stops its replay like a misfit. */
+static void
+owner_cycle_damaged(int64 cycle, const char *why, void *arg)
+{
+	OwnerReplay *r = (OwnerReplay *) arg;
+
+	if (r->why == NULL)
+		r->why = psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why);
+}
+
 /* Apply the sealed landings above the owner's live position. */
 static void
 replay_owner(OwnerReplay *r)
@@ -482,7 +494,8 @@ replay_owner(OwnerReplay *r)
 
 	r->applied = 0;
 	r->why = NULL;
-	log_visit_owner(r->owner->id, r->owner->position, &at, apply_owner_landing, r);
+	log_visit_owner(r->owner->id, r->owner->position, &at, apply_owner_landing,
+					owner_cycle_damaged, r);
 }
 
 /*

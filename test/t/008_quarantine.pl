@@ -380,8 +380,12 @@ states_replay('after the release and a restart');
 		'the owner of the damaged cycle is quarantined at its prefix; d1 recovers');
 	my ($state) = sql_error($node, "SELECT lake.cast('d2', 'CognitiveWork', 'Evaluation')");
 	is($state, 'LK007', 'a cast to it is LK007');
-	($state) = sql_error($node, "SELECT lake.release_owner('d2')");
-	is($state, 'XX001', 'release_owner is refused while the cycle is still damaged');
+	my $msg;
+	($state, $msg) = sql_error($node, "SELECT lake.release_owner('d2')");
+	is($state, 'LK007', 'release_owner is refused while the cycle is still damaged');
+	like($msg, qr/owner "d2" still cannot be recovered/, 'saying the owner still cannot be recovered');
+	like($node->safe_psql('postgres', "SELECT reason FROM lake.owner_state('d2')"),
+		qr/^cycle $bad is damaged/, 'and the quarantine keeps its reason');
 	$node->safe_psql('postgres', "UPDATE lake.cycle SET data = decode('$good', 'hex') WHERE cycle = $bad");
 	$node->safe_psql('postgres', "SELECT lake.release_owner('d2')");
 	is($node->safe_psql('postgres', "SELECT phase, position, quarantined FROM lake.owner_state('d2')"),
