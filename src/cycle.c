@@ -68,6 +68,7 @@ typedef struct CycleShared
 	/* recovery */
 	bool		ready;
 	Oid			generation;		/* OID of lake.owner the state belongs to */
+	char		recovery_failure[256];	/* why the last attempt failed, or "" */
 	int32		epoch;
 	Latch	   *worker_latch;
 	/* the ring */
@@ -244,6 +245,7 @@ cycle_begin_recovery(void)
 {
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	cs->ready = false;
+	cs->recovery_failure[0] = '\0';
 	owner_clear_all();
 	cs->head = cs->cut = cs->tail = 0;
 	cs->pending = 0;
@@ -267,6 +269,19 @@ cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 	LWLockRelease(&cs->lock);
 	ConditionVariableBroadcast(&cs->ready_cv);
 	ConditionVariableBroadcast(&cs->durable_cv);
+}
+
+/*
+ * The worker's recovery failed (it retries): sessions waiting for it are
+ * told why instead of waiting on.
+ */
+void
+cycle_recovery_failed(const char *why)
+{
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	strlcpy(cs->recovery_failure, why, sizeof(cs->recovery_failure));
+	LWLockRelease(&cs->lock);
+	ConditionVariableBroadcast(&cs->ready_cv);
 }
 
 /*
@@ -319,6 +334,20 @@ cycle_wait_ready(void)
 	ConditionVariablePrepareToSleep(&cs->ready_cv);
 	while (!(cs->ready && cs->generation == generation))
 	{
+		char		why[sizeof(cs->recovery_failure)];
+
+		LWLockAcquire(&cs->lock, LW_SHARED);
+		strlcpy(why, cs->recovery_failure, sizeof(why));
+		LWLockRelease(&cs->lock);
+		if (why[0] != '\0')
+		{
+			ConditionVariableCancelSleep();
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("lake owners are not available: the worker could not recover them"),
+					 errdetail("%s", why),
+					 errhint("The worker retries every second; the server log has the whole error.")));
+		}
 		wake_worker();
 		ConditionVariableTimedSleep(&cs->ready_cv, 1000, PG_WAIT_EXTENSION);
 	}

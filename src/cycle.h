@@ -111,6 +111,7 @@ extern bool cycle_needs_recovery(Oid generation);
 extern bool cycle_serves(Oid generation);
 extern void cycle_close(void);
 extern void cycle_begin_recovery(void);
+extern void cycle_recovery_failed(const char *why);
 extern uint64 cycle_lifecycle_changes(void);
 extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 								  const RecoveryFigures *figures);

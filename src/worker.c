@@ -199,10 +199,28 @@ expiry_interval_ms(void)
 	return Max(1000L, Min(60000L, (long) lake_stage_ttl_s * 250L));
 }
 
+/* Why the last recovery failed, kept past the abort of its transaction. */
+static char recovery_failure[256];
+
 static void
 recover(void *arg)
 {
-	recovery_run((RecoveryResult *) arg);
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		recovery_run((RecoveryResult *) arg);
+	}
+	PG_CATCH();
+	{
+		MemoryContext ecxt = MemoryContextSwitchTo(cxt);
+		ErrorData  *edata = CopyErrorData();
+
+		MemoryContextSwitchTo(ecxt);
+		strlcpy(recovery_failure, edata->message, sizeof(recovery_failure));
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }
 
 static void
@@ -253,7 +271,10 @@ recover_owners(Oid generation)
 		}
 	}
 	if (!run_in_transaction("lake: recovering owners", recover, &r))
+	{
+		cycle_recovery_failed(recovery_failure);
 		return false;
+	}
 	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures);
 	cycle_set_last_snapshot(r.last_snapshot);
 	lifecycles_seen = changes;

@@ -9,7 +9,10 @@
 # - capacity comes back (after a seal, after the holders commit);
 # - the server stays up: same postmaster, same worker, no crash in the log;
 # - and after a restart the worker recovers every registered owner (the
-#   registry never outgrew lake.max_owners) with the sealed log unchanged.
+#   registry never outgrew lake.max_owners) with the sealed log unchanged;
+# - with lake.max_owners lowered below the registry, casts are refused at
+#   once with 55000 and the reason instead of waiting on a recovery that
+#   cannot succeed; with the limit restored, everything comes back.
 use strict;
 use warnings;
 
@@ -608,6 +611,38 @@ server_up('at the end');
 	  or diag($err);
 	is( $node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('ds')"),
 		'5', 'restart: the 5 versions of ds are there');
+}
+
+# --- 6. a restart with lake.max_owners lowered below the registry ----------
+# The worker cannot recover (no room in shared memory) and retries; a cast
+# is refused at once with 55000 and the reason, never left waiting. With
+# the limit restored, everything comes back.
+{
+	my $half = $MAX_OWNERS / 2;
+	$node->append_conf('postgresql.conf', "lake.max_owners = $half");
+	$node->restart;
+	my $t0 = Time::HiRes::time();
+	my ($state, $msg) = sql_error($node,
+		"SET statement_timeout = '30s'; SELECT lake.cast('c1', NULL, NULL)");
+	my $took = Time::HiRes::time() - $t0;
+	is($state, '55000', 'max_owners below the registry: a cast is refused with 55000');
+	like($msg, qr/lake owners are not available: the worker could not recover them/,
+		'saying the worker could not recover the owners');
+	my (undef, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT lake.cast('c1', NULL, NULL)");
+	like($err, qr/DETAIL:\s+lake\.max_owners \($half\) is too small for the $MAX_OWNERS registered owners/,
+		'and why, in the detail');
+	cmp_ok($took, '<', 10, sprintf('the refusal is prompt (%.2f s), not a wait', $took));
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_stat_activity WHERE backend_type = \'lake worker\''),
+		'1', 'the worker is up, retrying');
+
+	$node->append_conf('postgresql.conf', "lake.max_owners = $MAX_OWNERS");
+	$node->restart;
+	my ($ret, $n, $e) = $node->psql('postgres',
+		"SET statement_timeout = '10s'; SELECT (lake.cast_durable('c1', NULL, NULL)).position");
+	is("$ret $n", '0 ' . (scalar(@{ $told{c1} // [] }) + 3), 'limit restored: c1 takes its next cast')
+	  or diag($e);
+	is($node->safe_psql('postgres', 'SELECT recovery_owners, recovery_quarantined FROM lake.stats()'),
+		"$MAX_OWNERS|0", "limit restored: all $MAX_OWNERS owners recovered");
 }
 
 note(sprintf('runtime %.1f s', Time::HiRes::time() - $t_start));
