@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "codec.h"
 
@@ -57,6 +58,13 @@ fuzz_reserve(FuzzBuf *b, size_t n)
 		FUZZ_CHECK(b->data != NULL);
 	}
 	return b->data + b->len;
+}
+
+static inline void
+fuzz_append(FuzzBuf *b, const void *p, size_t n)
+{
+	memcpy(fuzz_reserve(b, n), p, n);
+	b->len += n;
 }
 
 /*

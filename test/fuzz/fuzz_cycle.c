@@ -16,9 +16,8 @@ int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef struct Seen
 {
-	LakeLanding *items;
+	FuzzBuf		items;			/* the landings visited, in order */
 	size_t		n;
-	size_t		cap;
 	size_t		stop_after;		/* 0: never stop */
 } Seen;
 
@@ -39,13 +38,8 @@ keep(const LakeLanding *l, void *arg)
 	fuzz_touch(l->payload, l->payload_len);
 	fuzz_touch(l->operation_id, l->operation_len);
 
-	if (s->n == s->cap)
-	{
-		s->cap = s->cap ? s->cap * 2 : 16;
-		s->items = realloc(s->items, s->cap * sizeof(LakeLanding));
-		FUZZ_CHECK(s->items != NULL);
-	}
-	s->items[s->n++] = *l;
+	fuzz_append(&s->items, l, sizeof(*l));
+	s->n++;
 	return s->stop_after != 0 && s->n == s->stop_after;
 }
 
@@ -57,23 +51,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	Seen		seen = {0};
 	LakeLandingStatus st;
 	FuzzBuf		out = {0};
+	const LakeLanding *items;
 
 	if (raw == NULL)
 		return 0;
 	st = lake_landings_decode(raw, len, keep, &seen);
 	FUZZ_CHECK(lake_landing_status_text(st) != NULL);
+	items = (const LakeLanding *) seen.items.data;
 	if (st == LAKE_LANDING_OK)
 	{
 		size_t		want = LAKE_LANDINGS_HEADER;
 
 		for (size_t i = 0; i < seen.n; i++)
-			want += lake_landing_size(&seen.items[i]);
+			want += lake_landing_size(&items[i]);
 		FUZZ_CHECK(want == len);
 		out.len = lake_landings_put_header(fuzz_reserve(&out, LAKE_LANDINGS_HEADER),
 										   (uint32_t) seen.n);
 		for (size_t i = 0; i < seen.n; i++)
-			out.len += lake_landing_put(fuzz_reserve(&out, lake_landing_size(&seen.items[i])),
-										&seen.items[i]);
+			out.len += lake_landing_put(fuzz_reserve(&out, lake_landing_size(&items[i])),
+										&items[i]);
 		FUZZ_CHECK(out.len == len && memcmp(out.data, raw, len) == 0);
 
 		/* A visitor that stops is obeyed at once. */
@@ -83,11 +79,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			FUZZ_CHECK(lake_landings_decode(raw, len, keep, &first) == LAKE_LANDING_STOPPED);
 			FUZZ_CHECK(first.n == 1);
-			free(first.items);
+			free(first.items.data);
 		}
 	}
 	free(out.data);
-	free(seen.items);
+	free(seen.items.data);
 	free(raw);
 	return 0;
 }

@@ -13,26 +13,12 @@
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-typedef struct Seen
-{
-	LakeOwnerImage *items;
-	size_t		n;
-	size_t		cap;
-} Seen;
-
+/* Keep each image visited, in order, in a FuzzBuf. */
 static int
 keep(const LakeOwnerImage *o, void *arg)
 {
-	Seen	   *s = arg;
-
 	fuzz_touch(o->phase, o->phase_len);
-	if (s->n == s->cap)
-	{
-		s->cap = s->cap ? s->cap * 2 : 16;
-		s->items = realloc(s->items, s->cap * sizeof(LakeOwnerImage));
-		FUZZ_CHECK(s->items != NULL);
-	}
-	s->items[s->n++] = *o;
+	fuzz_append((FuzzBuf *) arg, o, sizeof(*o));
 	return 0;
 }
 
@@ -41,22 +27,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t		len;
 	uint8_t    *raw = fuzz_unwrap(data, size, &len);
-	Seen		seen = {0};
+	FuzzBuf		seen = {0};
 	FuzzBuf		out = {0};
 
 	if (raw == NULL)
 		return 0;
 	if (lake_images_decode(raw, len, keep, &seen) == LAKE_LANDING_OK)
 	{
+		const LakeOwnerImage *items = (const LakeOwnerImage *) seen.data;
+		size_t		n = seen.len / sizeof(LakeOwnerImage);
+
 		out.len = lake_images_put_header(fuzz_reserve(&out, LAKE_IMAGES_HEADER),
-										 (uint32_t) seen.n);
-		for (size_t i = 0; i < seen.n; i++)
-			out.len += lake_image_put(fuzz_reserve(&out, lake_image_size(&seen.items[i])),
-									  &seen.items[i]);
+										 (uint32_t) n);
+		for (size_t i = 0; i < n; i++)
+			out.len += lake_image_put(fuzz_reserve(&out, lake_image_size(&items[i])),
+									  &items[i]);
 		FUZZ_CHECK(out.len == len && memcmp(out.data, raw, len) == 0);
 	}
 	free(out.data);
-	free(seen.items);
+	free(seen.data);
 	free(raw);
 	return 0;
 }

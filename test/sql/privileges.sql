@@ -88,28 +88,32 @@ WHERE p.pronamespace = 'lake'::regnamespace AND p.prorettype <> 'trigger'::regty
 CREATE TABLE t.p_result (label text, ord int, res text);
 GRANT SELECT ON t.p_case, t.p_stage, t.p_receipt TO PUBLIC;
 GRANT INSERT ON t.p_result TO PUBLIC;
--- Run every case, in order, as the current role.
-CREATE FUNCTION t.p_matrix() RETURNS void LANGUAGE plpgsql AS $$
+-- Run every case of a case table, in order, as the current role, and
+-- record the outcomes in a result table (both in schema t).
+CREATE FUNCTION t.p_run(cases text, results text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     c record;
 BEGIN
-    FOR c IN SELECT * FROM t.p_case ORDER BY ord LOOP
-        INSERT INTO t.p_result VALUES (t.p_me(), c.ord, t.err(c.sql));
+    FOR c IN EXECUTE format('SELECT ord, sql FROM t.%I ORDER BY ord', cases) LOOP
+        EXECUTE format('INSERT INTO t.%I VALUES ($1, $2, $3)', results)
+            USING t.p_me(), c.ord, t.err(c.sql);
     END LOOP;
 END $$;
+-- … once as each role of a list ('none': the session's own superuser).
+CREATE FUNCTION t.p_run_as(roles text[], cases text, results text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY roles LOOP
+        PERFORM pg_catalog.set_config('role', r, true);
+        PERFORM t.p_run(cases, results);
+    END LOOP;
+    PERFORM pg_catalog.set_config('role', 'none', true);
+END $$;
 
-SET ROLE lake_p_none;
-SELECT t.p_matrix();
-SET ROLE lake_p_usage;
-SELECT t.p_matrix();
-SET ROLE lake_p_tenant;
-SELECT t.p_matrix();
-SET ROLE lake_p_member;
-SELECT t.p_matrix();
-SET ROLE lake_p_admin;
-SELECT t.p_matrix();
-RESET ROLE;
-SELECT t.p_matrix();
+SELECT t.p_run_as('{lake_p_none,lake_p_usage,lake_p_tenant,lake_p_member,lake_p_admin,none}',
+                  'p_case', 'p_result');
 
 -- THE MATRIX. 25001 for seal/checkpoint/recover/release_owner means the
 -- privilege check passed: those run only in a transaction of their own, and
@@ -263,23 +267,7 @@ INSERT INTO t.p_iso_case VALUES
  (13, 'abort_append (committed stage)',  $$SELECT lake.abort_append((SELECT stage FROM t.p_stage WHERE label = 'globex' AND kind = 'committed'))$$);
 CREATE TABLE t.p_iso (label text, ord int, res text);
 GRANT INSERT ON t.p_iso TO PUBLIC;
-CREATE FUNCTION t.p_isolation() RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-    c record;
-BEGIN
-    FOR c IN SELECT * FROM t.p_iso_case ORDER BY ord LOOP
-        INSERT INTO t.p_iso VALUES (t.p_me(), c.ord, t.err(c.sql));
-    END LOOP;
-END $$;
-SET ROLE lake_p_usage;
-SELECT t.p_isolation();
-SET ROLE lake_p_tenant;
-SELECT t.p_isolation();
-SET ROLE lake_p_member;
-SELECT t.p_isolation();
-SET ROLE lake_p_admin;
-SELECT t.p_isolation();
-RESET ROLE;
+SELECT t.p_run_as('{lake_p_usage,lake_p_tenant,lake_p_member,lake_p_admin}', 'p_iso_case', 'p_iso');
 SELECT c.what,
        max(x.code) FILTER (WHERE x.label = 'usage')  AS usage,
        max(x.code) FILTER (WHERE x.label = 'tenant') AS tenant,
@@ -504,5 +492,5 @@ DROP OWNED BY lake_p_none, lake_p_usage, lake_p_tenant, lake_p_group, lake_p_mem
     lake_p_admin, lake_p_scratch, lake_p_noinherit, lake_p_admin_noinherit, lake_p_admin_bare;
 DROP ROLE lake_p_none, lake_p_usage, lake_p_tenant, lake_p_member, lake_p_group,
     lake_p_admin, lake_p_scratch, lake_p_noinherit, lake_p_admin_noinherit, lake_p_admin_bare;
-DROP FUNCTION t.p_matrix(), t.p_direct(), t.p_isolation(), t.p_seen(), t.p_me();
+DROP FUNCTION t.p_run_as(text[], text, text), t.p_run(text, text), t.p_direct(), t.p_seen(), t.p_me();
 DROP TABLE t.p_receipt, t.p_role, t.p_stage, t.p_case, t.p_result, t.p_direct, t.p_iso_case, t.p_iso, t.p_seen;
