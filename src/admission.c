@@ -10,6 +10,9 @@
  * says someone sleeps, so the uncontended path touches nothing but the
  * atomics.
  *
+ * A permit is released once: at the end of its transaction, at the abort
+ * of the subtransaction that took it, or at backend exit.
+ *
  * The effective (stream, buffered) pair is published in shared memory too:
  * the worker validates each reload and keeps the previous pair when the new
  * one breaks max_buffered_bytes >= max_stream_bytes.
@@ -50,6 +53,7 @@ static AdmissionShared *adm = NULL;
 /* This backend's permit. */
 static bool held = false;
 static uint32 held_bytes = 0;
+static SubTransactionId held_subxact = InvalidSubTransactionId;	/* took it */
 static bool exit_hook_set = false;
 
 /*
@@ -194,6 +198,23 @@ admission_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * The subtransaction that took the permit owns it, like a resource owner:
+ * its abort (a caught error, ROLLBACK TO SAVEPOINT) releases the permit at
+ * once, and its commit hands it to its parent.
+ */
+static void
+admission_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						   SubTransactionId parentSubid, void *arg)
+{
+	if (!held || mySubid != held_subxact)
+		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		release_permit();
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		held_subxact = parentSubid;
+}
+
 static void
 admission_exit_callback(int code, Datum arg)
 {
@@ -205,6 +226,7 @@ admission_init(void)
 {
 	start_limits = pack_limits();
 	RegisterXactCallback(admission_xact_callback, NULL);
+	RegisterSubXactCallback(admission_subxact_callback, NULL);
 }
 
 /*
@@ -297,7 +319,10 @@ admission_reserve(uint64 bytes)
 	}
 
 	if (need_slot)
+	{
 		pg_atomic_fetch_add_u64(&adm->admitted, 1);
+		held_subxact = GetCurrentSubTransactionId();
+	}
 	held = true;
 	held_bytes = (uint32) bytes;
 }

@@ -1,5 +1,5 @@
 -- Admission: one permit per backend, grown as needed, released at
--- transaction end however it ends.
+-- transaction end however it ends (or with the subtransaction that took it).
 SELECT slots_in_use, bytes_reserved, max_concurrent, max_stream_bytes, max_buffered_bytes
 FROM lake.admission();
 CREATE TEMP TABLE before AS SELECT * FROM lake.admission();
@@ -37,6 +37,26 @@ SELECT lake.append('events', 'acme', 'adm-6', '\x01'::bytea) AS v;
 SAVEPOINT s;
 SELECT lake.append('events', 'acme', 'adm-6', '\x02'::bytea) AS conflict;
 ROLLBACK TO SAVEPOINT s;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+COMMIT;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+
+-- A permit taken inside a subtransaction belongs to it: the error that
+-- aborts it (caught, or rolled back to a savepoint) releases the permit
+-- at once, and the transaction goes on holding nothing.
+BEGIN;
+SAVEPOINT s;
+SELECT lake.append('events', 'acme', 'adm-6b', '\x02'::bytea, sha256('\x03')) AS mismatch;
+ROLLBACK TO SAVEPOINT s;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+SELECT t.err($$SELECT lake.append('events', 'acme', 'adm-6c', '\x02'::bytea, sha256('\x03'))$$);
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+-- A released savepoint hands its permit to the transaction.
+SAVEPOINT s2;
+SELECT lake.append('events', 'acme', 'adm-6d', '\x04'::bytea) AS v;
+RELEASE SAVEPOINT s2;
+SAVEPOINT s3;
+ROLLBACK TO SAVEPOINT s3;
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
 COMMIT;
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
