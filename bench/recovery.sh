@@ -26,9 +26,6 @@ set -euo pipefail
 START_EPOCH=$(date +%s)
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-BINDIR=$("$PG_CONFIG" --bindir)
-PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
 OWNERS=${RECOVERY_OWNERS:-10000}
 SHORT=${RECOVERY_SHORT:-20000}
 LONG=${RECOVERY_LONG:-1000000}
@@ -43,72 +40,15 @@ RESULTS=$HERE/results-recovery.md
 mkdir -p "$OUT"
 rm -rf "$OUT"/* 2>/dev/null || true
 
-say() { printf '== %s\n' "$*" >&2; }
-die() { printf 'recovery: %s\n' "$*" >&2; exit 1; }
-now() { date +%s.%N; }
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
-
-# ---------------------------------------------------------------- preflight
-[ -f "$PKGLIBDIR/lake.so" ] || die "lake is not installed in $PKGLIBDIR: run 'make && make install' as root first"
-if [ "$(id -u)" = 0 ]; then
-    id "$OS_USER" >/dev/null 2>&1 || die "OS user $OS_USER does not exist"
-    as_server() { runuser -u "$OS_USER" -- "$@"; }
-else
-    OS_USER=$(id -un)
-    as_server() { "$@"; }
-fi
-PERF_OK=0
-if [ "$(id -u)" = 0 ] && command -v perf >/dev/null 2>&1 && perf stat -e cpu-clock true >/dev/null 2>&1; then
-    PERF_OK=1
-fi
-
-# ---------------------------------------------------------- the clusters
-TMP=$(mktemp -d /tmp/lake-recovery.XXXXXX)
-chmod 755 "$TMP"
-[ "$(id -u)" = 0 ] && chown "$OS_USER" "$TMP"
+NAME=recovery
+. "$HERE/lib.sh"
 CASES="short long"
 declare -A CPORT=([short]=$PORT [long]=$((PORT + 1)))
 data() { echo "$TMP/$1"; }
-BG_PIDS=()
-
-cleanup() {
-    local rc=$? c
-    for p in "${BG_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-    for c in $CASES; do
-        if [ -f "$(data "$c")/postmaster.pid" ]; then
-            as_server "$BINDIR/pg_ctl" -D "$(data "$c")" -m fast -w stop >/dev/null 2>&1 ||
-                as_server "$BINDIR/pg_ctl" -D "$(data "$c")" -m immediate -w stop >/dev/null 2>&1 || true
-        fi
-        [ -f "$TMP/server-$c.log" ] && cp "$TMP/server-$c.log" "$OUT/server-$c.log" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-    [ $rc -ne 0 ] && printf 'recovery: failed (exit %d); logs in %s\n' "$rc" "$OUT" >&2
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-export PGHOST=$TMP PGUSER=postgres PGDATABASE=postgres
-unset PGOPTIONS PGSERVICE PGPASSWORD PGPORT || true
-PSQL=("$BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
 sql() { "${PSQL[@]}" -p "${CPORT[$1]}" -At -c "$2"; }       # sql <case> <statement>
-
-start_server() { # <case>
-    as_server "$BINDIR/pg_ctl" -D "$(data "$1")" -l "$TMP/server-$1.log" -w -t 300 start >/dev/null ||
-        { cp "$TMP/server-$1.log" "$OUT/server-$1.log" 2>/dev/null; die "server $1 did not start; see $OUT/server-$1.log"; }
-}
+start_server() { cluster_start "$1" 300; }                  # start_server <case>
 for c in $CASES; do
-    say "initdb of cluster '$c' (port ${CPORT[$c]})"
-    as_server "$BINDIR/initdb" -D "$(data "$c")" -A trust -U postgres --no-sync >"$OUT/initdb-$c.log" 2>&1 ||
-        die "initdb failed; see $OUT/initdb-$c.log"
-    cat >>"$(data "$c")/postgresql.conf" <<EOF
-
-# --- bench/recovery.sh
-port = ${CPORT[$c]}
-listen_addresses = ''
-unix_socket_directories = '$TMP'
-shared_preload_libraries = 'lake'
-lake.database = 'postgres'
+    cluster_init "$c" "${CPORT[$c]}" <<EOF
 shared_buffers = 1GB
 max_wal_size = 32GB
 checkpoint_timeout = 1h

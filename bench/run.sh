@@ -23,9 +23,6 @@ set -euo pipefail
 START_EPOCH=$(date +%s)
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-BINDIR=$("$PG_CONFIG" --bindir)
-PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
 T=${BENCH_SECONDS:-10}
 ROUNDS=${BENCH_ROUNDS:-2}
 WAL_N=${BENCH_WAL_N:-10000}
@@ -40,71 +37,18 @@ mkdir -p "$OUT"
 rm -f "$OUT"/*.log "$OUT"/*.tsv "$OUT"/*.txt "$OUT"/perf-*.data* 2>/dev/null || true
 if [ "$ONLY" = "1 2 3 4 5" ]; then RESULTS=$HERE/RESULTS.md; else RESULTS=$OUT/RESULTS.md; fi
 
-say() { printf '== %s\n' "$*" >&2; }
-die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+NAME=bench
+. "$HERE/lib.sh"
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
-# ---------------------------------------------------------------- preflight
-[ -x "$BINDIR/pgbench" ] || die "pgbench not found in $BINDIR"
-[ -f "$PKGLIBDIR/lake.so" ] || die "lake is not installed in $PKGLIBDIR: run 'make && make install' as root first"
-if [ "$(id -u)" = 0 ]; then
-    id "$OS_USER" >/dev/null 2>&1 || die "OS user $OS_USER does not exist (the server refuses to run as root)"
-    as_server() { runuser -u "$OS_USER" -- "$@"; }
-else
-    OS_USER=$(id -un)
-    as_server() { "$@"; }
-fi
 BUILT_NOTE=""
 if [ -f "$ROOT/lake.so" ] && ! cmp -s "$ROOT/lake.so" "$PKGLIBDIR/lake.so"; then
     BUILT_NOTE="WARNING: ./lake.so differs from the installed one; the INSTALLED library was measured."
     say "$BUILT_NOTE"
 fi
-PERF_OK=0
-if [ "$(id -u)" = 0 ] && command -v perf >/dev/null 2>&1 &&
-   perf stat -e cpu-clock true >/dev/null 2>&1; then
-    PERF_OK=1
-fi
-
-# ---------------------------------------------------------- the cluster
-TMP=$(mktemp -d /tmp/lake-bench.XXXXXX)
-chmod 755 "$TMP"
-[ "$(id -u)" = 0 ] && chown "$OS_USER" "$TMP"
 DATA=$TMP/data
-BG_PIDS=()
-
-cleanup() {
-    local rc=$?
-    for p in "${BG_PIDS[@]:-}"; do
-        [ -n "$p" ] && kill "$p" 2>/dev/null || true
-    done
-    if [ -f "$DATA/postmaster.pid" ]; then
-        as_server "$BINDIR/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null 2>&1 ||
-            as_server "$BINDIR/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || true
-    fi
-    [ -f "$TMP/server.log" ] && cp "$TMP/server.log" "$OUT/server.log" 2>/dev/null || true
-    rm -rf "$TMP"
-    [ $rc -ne 0 ] && printf 'bench: failed (exit %d); logs in %s\n' "$rc" "$OUT" >&2
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-export PGHOST=$TMP PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
-unset PGOPTIONS PGSERVICE PGPASSWORD || true
-PSQL=("$BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
-sql() { "${PSQL[@]}" -At -c "$1"; }
-
-say "initdb in $TMP (port $PORT)"
-as_server "$BINDIR/initdb" -D "$DATA" -A trust -U postgres --no-sync >"$OUT/initdb.log" 2>&1 ||
-    die "initdb failed; see $OUT/initdb.log"
-cat >>"$DATA/postgresql.conf" <<EOF
-
-# --- bench/run.sh
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$TMP'
-shared_preload_libraries = 'lake'
-lake.database = 'postgres'
+export PGPORT=$PORT
+cluster_init data "$PORT" <<EOF
 shared_buffers = 1GB
 # Checkpoints only where the benchmark asks for them (CHECKPOINT before each
 # measurement), and no autovacuum: nothing in the background writes WAL or
@@ -115,8 +59,7 @@ checkpoint_timeout = 1h
 autovacuum = off
 max_connections = 100
 EOF
-as_server "$BINDIR/pg_ctl" -D "$DATA" -l "$TMP/server.log" -w -t 60 start >/dev/null ||
-    { cp "$TMP/server.log" "$OUT/server.log" 2>/dev/null; die "server did not start; see $OUT/server.log"; }
+cluster_start data 60
 PM_PID=$(head -1 "$DATA/postmaster.pid")
 # What the tree was when the server loaded the library (others may commit
 # or reinstall during the run; the library itself is identified by its md5).

@@ -21,9 +21,6 @@ set -euo pipefail
 START_EPOCH=$(date +%s)
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-BINDIR=$("$PG_CONFIG" --bindir)
-PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
 ROUNDS=${STAGED_ROUNDS:-2}
 NCHUNKS=${STAGED_CHUNKS:-256}
 FORCE_PERF=${STAGED_PERF:-0}
@@ -35,64 +32,11 @@ RESULTS=$HERE/results-staged.md
 mkdir -p "$OUT"
 rm -f "$OUT"/* 2>/dev/null || true
 
-say() { printf '== %s\n' "$*" >&2; }
-die() { printf 'staged: %s\n' "$*" >&2; exit 1; }
-now() { date +%s.%N; }
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
-
-# ---------------------------------------------------------------- preflight
-[ -x "$BINDIR/pgbench" ] || die "pgbench not found in $BINDIR"
-[ -f "$PKGLIBDIR/lake.so" ] || die "lake is not installed in $PKGLIBDIR: run 'make && make install' as root first"
-if [ "$(id -u)" = 0 ]; then
-    id "$OS_USER" >/dev/null 2>&1 || die "OS user $OS_USER does not exist"
-    as_server() { runuser -u "$OS_USER" -- "$@"; }
-else
-    OS_USER=$(id -un)
-    as_server() { "$@"; }
-fi
-PERF_OK=0
-if [ "$(id -u)" = 0 ] && command -v perf >/dev/null 2>&1 && perf stat -e cpu-clock true >/dev/null 2>&1; then
-    PERF_OK=1
-fi
-
-# ---------------------------------------------------------- the cluster
-TMP=$(mktemp -d /tmp/lake-staged.XXXXXX)
-chmod 755 "$TMP"
-[ "$(id -u)" = 0 ] && chown "$OS_USER" "$TMP"
+NAME=staged
+. "$HERE/lib.sh"
 DATA=$TMP/data
-BG_PIDS=()
-
-cleanup() {
-    local rc=$?
-    for p in "${BG_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-    if [ -f "$DATA/postmaster.pid" ]; then
-        as_server "$BINDIR/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null 2>&1 ||
-            as_server "$BINDIR/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || true
-    fi
-    [ -f "$TMP/server.log" ] && cp "$TMP/server.log" "$OUT/server.log" 2>/dev/null || true
-    rm -rf "$TMP"
-    [ $rc -ne 0 ] && printf 'staged: failed (exit %d); logs in %s\n' "$rc" "$OUT" >&2
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-export PGHOST=$TMP PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
-unset PGOPTIONS PGSERVICE PGPASSWORD || true
-PSQL=("$BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
-sql() { "${PSQL[@]}" -At -c "$1"; }
-
-say "initdb in $TMP (port $PORT)"
-as_server "$BINDIR/initdb" -D "$DATA" -A trust -U postgres --no-sync >"$OUT/initdb.log" 2>&1 ||
-    die "initdb failed; see $OUT/initdb.log"
-cat >>"$DATA/postgresql.conf" <<EOF
-
-# --- bench/staged.sh
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$TMP'
-shared_preload_libraries = 'lake'
-lake.database = 'postgres'
+export PGPORT=$PORT
+cluster_init data "$PORT" <<EOF
 lake.max_stream_bytes = 300MB
 lake.max_buffered_bytes = 600MB
 shared_buffers = 1GB
@@ -101,10 +45,7 @@ checkpoint_timeout = 1h
 autovacuum = off
 # fsync, synchronous_commit = on, full_page_writes = on: the defaults.
 EOF
-start_server() {
-    as_server "$BINDIR/pg_ctl" -D "$DATA" -l "$TMP/server.log" -w -t 120 start >/dev/null ||
-        { cp "$TMP/server.log" "$OUT/server.log" 2>/dev/null; die "server did not start; see $OUT/server.log"; }
-}
+start_server() { cluster_start data 120; }
 start_server
 INSTALLED_MD5=$(md5sum "$PKGLIBDIR/lake.so" | cut -d' ' -f1)
 
