@@ -99,22 +99,6 @@ sub lake_stats
 }
 
 
-# owner -> "phase|lap|position|pending|quarantined"
-sub live_states
-{
-	my %s;
-	for my $line (
-		split /\n/,
-		$node->safe_psql(
-			'postgres',
-			"SELECT o.name, s.phase, s.lap, s.position, s.pending, s.quarantined "
-			  . "FROM lake.owner o, LATERAL lake.owner_state(o.name) s"))
-	{
-		my ($o, @rest) = split /\|/, $line;
-		$s{$o} = join('|', @rest);
-	}
-	return \%s;
-}
 
 # ----------------------------------------------------------------------
 # what the clients were told, over all rounds
@@ -123,72 +107,21 @@ my %acked;      # "owner|position" -> { cycle, payload }
 my %allowed;    # payload -> 1: acknowledged, or in flight at a fault
 my %sent;       # payload -> the statement
 
-# The SQL of one statement; prints "ack|k|owner|position|cycle".
-sub cast_sql
-{
-	my ($st) = @_;
-	my $move = defined $st->{from} ? "'$st->{from}', '$st->{to}'" : 'NULL, NULL';
-	return
-	  "SELECT 'ack', $st->{k}, '$st->{owner}', (c).position, (c).cycle "
-	  . "FROM lake.cast_durable('$st->{owner}', $move, convert_to('$st->{payload}', 'UTF8'), "
-	  . "$st->{lap}, '$st->{op}') c;";
-}
-
-# What a client runs for a statement: cast_durable for even k; for odd k
-# lake.cast, its receipt printed ("rcpt k (epoch,seq)"), then
-# await_durable of that receipt.
-sub client_sql
-{
-	my ($st) = @_;
-	return cast_sql($st) if $st->{k} % 2 == 0;
-	my $move = defined $st->{from} ? "'$st->{from}', '$st->{to}'" : 'NULL, NULL';
-	return join("\n",
-		'\\unset r',
-		"SELECT lake.cast('$st->{owner}', $move, convert_to('$st->{payload}', 'UTF8'), "
-		  . "$st->{lap}, '$st->{op}') AS r \\gset",
-		"\\echo rcpt $st->{k} :r",
-		"SELECT 'ack', $st->{k}, '$st->{owner}', (c).position, (c).cycle "
-		  . "FROM lake.await_durable(:'r') c;");
-}
-
-# Client c's statements for a round, from the owners' current states.
+# Client c's statements for a round, from the owners' current states;
+# every ninth statement is a no-step cast.
 sub client_statements
 {
 	my ($c, $round, $state, $steps) = @_;
 	my @mine = map { $owners[$_] } grep { $_ % $CLIENTS == $c } 0 .. $#owners;
-	my %m = map { $_ => {%{ $state->{$_} }} } @mine;
-	my @stmts;
-	my $k = 0;
-	for my $step (0 .. $steps - 1)
-	{
-		for my $o (@mine)
-		{
-			my $s = $m{$o};
-			my %st = (
-				k       => $k,
-				owner   => $o,
-				lap     => $s->{lap},
-				payload => "$o $round k$k",
-				op      => "$round.k$k");
-			if ($k % 9 != 4)    # every ninth statement is a no-step cast
-			{
-				$st{from} = $s->{phase};
-				$st{to}   = kanban_next($o, $s->{phase}, $s->{lap});
-				$s->{phase} = $st{to};
-				$s->{lap}++ if $st{to} eq 'Planning';
-			}
-			push @stmts, \%st;
-			$sent{ $st{payload} } = \%st;
-			$k++;
-		}
-	}
-	return \@stmts;
+	my $stmts = kanban_statements($round, \@mine, $state, $steps, sub { $_[0] % 9 == 4 });
+	$sent{ $_->{payload} } = $_ for @$stmts;
+	return $stmts;
 }
 
 # Every owner's (phase, lap), which must agree with its live state.
 sub current_state
 {
-	my $live = live_states();
+	my $live = live_states($node);
 	my %state;
 	for my $o (@owners)
 	{
@@ -316,7 +249,7 @@ sub verify
 	# Per owner: 1..n, and the live state is the replay of the trajectory.
 	my %by;
 	push @{ $by{ $_->{owner} } }, $_ for @$log;
-	my $live = live_states();
+	my $live = live_states($node);
 	my (@bad, @unequal);
 	for my $o (@owners)
 	{

@@ -74,7 +74,8 @@ $standby->start;
 
 
 
-# owner -> "phase|lap|position" replayed from a log.
+# owner -> "phase|lap|position|0|f" replayed from a log (nothing pending,
+# not quarantined), as live_states reads a healthy owner.
 sub replayed_states
 {
 	my ($log) = @_;
@@ -83,29 +84,12 @@ sub replayed_states
 	my %s;
 	for my $o (@quiet, @busy)
 	{
-		$s{$o} = eval { join('|', kanban_replay($o, [ sort { $a->{position} <=> $b->{position} } @{ $by{$o} // [] } ])) }
+		$s{$o} = eval { join('|', kanban_replay($o, [ sort { $a->{position} <=> $b->{position} } @{ $by{$o} // [] } ]), 0, 'f') }
 		  // "broken: $@";
 	}
 	return \%s;
 }
 
-# owner -> "phase|lap|position" as the node's live state says.
-sub live_states
-{
-	my ($node, $extra) = @_;
-	my %s;
-	for my $line (
-		split /\n/,
-		$node->safe_psql(
-			'postgres',
-			"SELECT o.name, s.phase, s.lap, s.position, s.pending, s.quarantined "
-			  . "FROM lake.owner o, LATERAL lake.owner_state(o.name) s"))
-	{
-		my ($o, $phase, $lap, $pos, $pending, $q) = split /\|/, $line;
-		$s{$o} = join('|', $phase, $lap, $pos) . ($pending == 0 && $q eq 'f' ? '' : " pending $pending quarantined $q");
-	}
-	return \%s;
-}
 
 # ----------------------------------------------------------------------
 # what clients were told
@@ -114,58 +98,14 @@ my %acked;      # "owner|position" -> { cycle, payload }
 my %allowed;    # payload -> 1
 my %sent;       # payload -> statement
 
-sub cast_sql
-{
-	my ($st) = @_;
-	my $move = defined $st->{from} ? "'$st->{from}', '$st->{to}'" : 'NULL, NULL';
-	return
-	  "SELECT 'ack', $st->{k}, '$st->{owner}', (c).position, (c).cycle "
-	  . "FROM lake.cast_durable('$st->{owner}', $move, convert_to('$st->{payload}', 'UTF8'), "
-	  . "$st->{lap}, '$st->{op}') c;";
-}
-
-# During the load, odd statements are lake.cast (the receipt printed as
-# "rcpt k (epoch,seq)") then await_durable of it.
-sub client_sql
-{
-	my ($st) = @_;
-	return cast_sql($st) if $st->{k} % 2 == 0;
-	my $move = defined $st->{from} ? "'$st->{from}', '$st->{to}'" : 'NULL, NULL';
-	return join("\n",
-		'\\unset r',
-		"SELECT lake.cast('$st->{owner}', $move, convert_to('$st->{payload}', 'UTF8'), "
-		  . "$st->{lap}, '$st->{op}') AS r \\gset",
-		"\\echo rcpt $st->{k} :r",
-		"SELECT 'ack', $st->{k}, '$st->{owner}', (c).position, (c).cycle "
-		  . "FROM lake.await_durable(:'r') c;");
-}
-
-# Statements walking owners round-robin from the given states.
+# Statements walking owners round-robin from the given states; every
+# seventh is a no-step cast.
 sub statements
 {
 	my ($tag, $owners, $state, $steps) = @_;
-	my %m = map { $_ => {%{ $state->{$_} }} } @$owners;
-	my @stmts;
-	my $k = 0;
-	for my $step (0 .. $steps - 1)
-	{
-		for my $o (@$owners)
-		{
-			my $s = $m{$o};
-			my %st = (k => $k, owner => $o, lap => $s->{lap}, payload => "$o $tag k$k", op => "$tag.k$k");
-			if ($k % 7 != 3)    # every seventh statement is a no-step cast
-			{
-				$st{from} = $s->{phase};
-				$st{to}   = kanban_next($o, $s->{phase}, $s->{lap});
-				$s->{phase} = $st{to};
-				$s->{lap}++ if $st{to} eq 'Planning';
-			}
-			push @stmts, \%st;
-			$sent{ $st{payload} } = \%st;
-			$k++;
-		}
-	}
-	return \@stmts;
+	my $stmts = kanban_statements($tag, $owners, $state, $steps, sub { $_[0] % 7 == 3 });
+	$sent{ $_->{payload} } = $_ for @$stmts;
+	return $stmts;
 }
 
 sub record_acks

@@ -67,28 +67,12 @@ sub replayed
 	return \%s;
 }
 
-sub live
-{
-	my %s;
-	for my $line (
-		split /\n/,
-		$node->safe_psql(
-			'postgres',
-			"SELECT o.name, s.phase, s.lap, s.position, s.pending, s.quarantined "
-			  . "FROM lake.owner o, LATERAL lake.owner_state(o.name) s"))
-	{
-		my ($o, @rest) = split /\|/, $line;
-		$s{$o} = join('|', @rest);
-	}
-	return \%s;
-}
-
 # Durable casts walking the given owners $n steps each from their live
 # state, every fifth a no-step cast; one session, one cycle per cast.
 sub walk
 {
 	my ($n, @owners) = @_;
-	my $state = live();
+	my $state = live_states($node);
 	my @sql;
 	my %m;
 	for my $o (@owners)
@@ -147,7 +131,7 @@ sub states_replay
 {
 	my ($what) = @_;
 	my $want = replayed();
-	my $got  = live();
+	my $got  = live_states($node);
 	is_deeply($got, $want, "$what: every owner's live state is the replay of its trajectory");
 	is( $node->safe_psql('postgres',
 			'SELECT sum(applied), count(*) FILTER (WHERE quarantined) FROM lake.recover()'),
@@ -234,7 +218,7 @@ my @pos = map { cast('v1', @$_) } @v1;
 is("@pos", '5 6 7 8 9 10', 'v1 cast positions 5..10 after the snapshot; 8 is Evaluation -> Prune');
 cast($_, 'Planning', 'CognitiveWork') for qw(v2 h1);
 cast('h1', 'CognitiveWork', 'Evaluation');
-my $before = live();
+my $before = live_states($node);
 
 # Break kanban: no Prune any more.
 my $kanban = $node->safe_psql('postgres', "SELECT phases, edges FROM lake.lifecycle WHERE name = 'kanban'");
@@ -273,7 +257,7 @@ v1_quarantined('after the restart');
 is($node->safe_psql('postgres', 'SELECT recovery_quarantined FROM lake.stats()'),
 	'2', 'recovery quarantined those two owners, no other');
 {
-	my $now = live();
+	my $now = live_states($node);
 	is_deeply({ map { ($_ => $now->{$_}) } grep { $_ ne 'v1' && $_ ne 'v3' } @rounders, @others },
 		{ map { ($_ => $before->{$_}) } grep { $_ ne 'v1' && $_ ne 'v3' } @rounders, @others },
 		'every other owner recovered to its state before the restart (v2 pruned inside the snapshot)');

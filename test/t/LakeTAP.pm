@@ -12,7 +12,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(lake_node sql_error wait_until kanban_next kanban_replay read_log);
+our @EXPORT = qw(lake_node sql_error wait_until kanban_next kanban_replay read_log
+  live_states kanban_statements cast_sql client_sql);
 
 # lake_node(name, init => {...}, conf => "lines", preload => 1)
 #
@@ -128,6 +129,84 @@ sub read_log
 		push @log, \%l;
 	}
 	return \@log;
+}
+
+# live_states(node) -> { owner => "phase|lap|position|pending|quarantined" }
+sub live_states
+{
+	my ($node) = @_;
+	my %s;
+	for my $line (
+		split /\n/,
+		$node->safe_psql(
+			'postgres',
+			"SELECT o.name, s.phase, s.lap, s.position, s.pending, s.quarantined "
+			  . "FROM lake.owner o, LATERAL lake.owner_state(o.name) s"))
+	{
+		my ($o, @rest) = split /\|/, $line;
+		$s{$o} = join('|', @rest);
+	}
+	return \%s;
+}
+
+# kanban_statements(tag, [owners], {owner => {phase, lap}}, steps, no_step)
+# -> [ statements ]: the owners walked round-robin through kanban (see
+# kanban_next) from the given states, 'steps' casts each; statement k is a
+# no-step cast when no_step->(k) is true. A statement is a hash: k, owner,
+# lap, payload ("owner tag kK", unique), op ("tag.kK"), from and to.
+sub kanban_statements
+{
+	my ($tag, $owners, $state, $steps, $no_step) = @_;
+	my %m = map { $_ => {%{ $state->{$_} }} } @$owners;
+	my @stmts;
+	my $k = 0;
+	for my $step (0 .. $steps - 1)
+	{
+		for my $o (@$owners)
+		{
+			my $s = $m{$o};
+			my %st = (k => $k, owner => $o, lap => $s->{lap}, payload => "$o $tag k$k", op => "$tag.k$k");
+			if (!$no_step->($k))
+			{
+				$st{from} = $s->{phase};
+				$st{to}   = kanban_next($o, $s->{phase}, $s->{lap});
+				$s->{phase} = $st{to};
+				$s->{lap}++ if $st{to} eq 'Planning';
+			}
+			push @stmts, \%st;
+			$k++;
+		}
+	}
+	return \@stmts;
+}
+
+# cast_sql(statement) -> SQL that casts it durably and prints
+# "ack|k|owner|position|cycle".
+sub cast_sql
+{
+	my ($st) = @_;
+	my $move = defined $st->{from} ? "'$st->{from}', '$st->{to}'" : 'NULL, NULL';
+	return
+	  "SELECT 'ack', $st->{k}, '$st->{owner}', (c).position, (c).cycle "
+	  . "FROM lake.cast_durable('$st->{owner}', $move, convert_to('$st->{payload}', 'UTF8'), "
+	  . "$st->{lap}, '$st->{op}') c;";
+}
+
+# client_sql(statement) -> what a client runs for it: cast_sql for even k;
+# for odd k lake.cast, its receipt printed ("rcpt k (epoch,seq)"), then
+# await_durable of that receipt, printing the same ack line.
+sub client_sql
+{
+	my ($st) = @_;
+	return cast_sql($st) if $st->{k} % 2 == 0;
+	my $move = defined $st->{from} ? "'$st->{from}', '$st->{to}'" : 'NULL, NULL';
+	return join("\n",
+		'\\unset r',
+		"SELECT lake.cast('$st->{owner}', $move, convert_to('$st->{payload}', 'UTF8'), "
+		  . "$st->{lap}, '$st->{op}') AS r \\gset",
+		"\\echo rcpt $st->{k} :r",
+		"SELECT 'ack', $st->{k}, '$st->{owner}', (c).position, (c).cycle "
+		  . "FROM lake.await_durable(:'r') c;");
 }
 
 1;
