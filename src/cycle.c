@@ -864,7 +864,8 @@ waiter_unregister(int code, Datum arg)
 
 /*
  * Wait until receipt (epoch, seq) is durable and fill *out; false on
- * timeout. LK006 if it can never be (lost with its epoch).
+ * timeout. LK006 if it can never be (lost with its epoch). Epoch and seq
+ * are at least 1: lake_await_durable refuses anything lower.
  */
 static bool
 await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
@@ -877,7 +878,7 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 
 	cycle_wait_ready();
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-	if (epoch == cs->epoch && (seq < 1 || seq > cs->next_seq))
+	if (epoch == cs->epoch && seq > cs->next_seq)
 	{
 		LWLockRelease(&cs->lock);
 		ereport(ERROR,
