@@ -37,34 +37,42 @@ landing_ignore(const LakeLanding *l, void *arg)
  * landing is visited and handed to 'damaged' instead: a recovery must not
  * apply the prefix of a record it then finds broken.
  */
-static void
-visit_record(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg,
-			 LogDamageHandler damaged)
+const char *
+log_unwrap(Datum data, uint8_t **raw, size_t *len)
 {
 	bytea	   *stored = DatumGetByteaPP(data);
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
 	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
 	size_t		size = 0;
-	size_t		got = 0;
-	uint8_t    *raw = NULL;
-	const char *why = NULL;
 	LakeCodecStatus cst = lake_chunk_decoded_size(in, inlen, &size);
-	LakeLandingStatus lst;
 
+	*raw = NULL;
+	*len = 0;
 	if (cst == LAKE_CODEC_OK && size > MaxAllocSize)
 		cst = LAKE_CODEC_TOO_BIG;
 	if (cst == LAKE_CODEC_OK)
 	{
-		raw = palloc(Max(size, 1));
-		cst = lake_chunk_decode(in, inlen, raw, size, &got);
+		*raw = palloc(Max(size, 1));
+		cst = lake_chunk_decode(in, inlen, *raw, size, len);
 	}
-	if (cst != LAKE_CODEC_OK)
-		why = lake_codec_status_text(cst);
-	else if (damaged != NULL &&
-			 (lst = lake_landings_decode(raw, got, landing_ignore, NULL)) != LAKE_LANDING_OK)
+	return cst == LAKE_CODEC_OK ? NULL : lake_codec_status_text(cst);
+}
+
+static void
+visit_record(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg,
+			 LogDamageHandler damaged)
+{
+	size_t		got;
+	uint8_t    *raw;
+	const char *why = log_unwrap(data, &raw, &got);
+	LakeLandingStatus lst;
+
+	if (why == NULL && damaged != NULL &&
+		(lst = lake_landings_decode(raw, got, landing_ignore, NULL)) != LAKE_LANDING_OK)
 		why = lake_landing_status_text(lst);
-	else if ((lst = lake_landings_decode(raw, got, visit, arg)) != LAKE_LANDING_OK &&
-			 lst != LAKE_LANDING_STOPPED)
+	if (why == NULL &&
+		(lst = lake_landings_decode(raw, got, visit, arg)) != LAKE_LANDING_OK &&
+		lst != LAKE_LANDING_STOPPED)
 		why = lake_landing_status_text(lst);
 
 	if (why != NULL && damaged != NULL)

@@ -44,6 +44,12 @@ extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *wher
 							LakeLandingVisitor visit, LogDamageHandler damaged,
 							void *arg);
 
+/*
+ * Unwrap a stored record (one chunk, codec.h: a cycle or a snapshot) into
+ * palloc'd bytes: NULL and *raw, or why it cannot be read.
+ */
+extern const char *log_unwrap(Datum data, uint8_t **raw, size_t *len);
+
 /* Decode one stored cycle and visit its landings (XX001 if damaged). */
 extern void log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg);
 

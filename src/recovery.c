@@ -24,7 +24,6 @@
 #include "args.h"
 #include "catalog/pg_type.h"
 #include "checkpoint.h"
-#include "codec.h"
 #include "cycle.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -301,12 +300,10 @@ load_snapshot(Replay *rp)
 	static SPIPlanPtr plan;
 	bool		isnull;
 	int64		cycle;
-	bytea	   *stored;
-	size_t		size;
 	size_t		got;
-	uint8	   *raw = NULL;
-	LakeCodecStatus cst;
-	LakeLandingStatus lst = LAKE_LANDING_BAD_HEADER;
+	uint8	   *raw;
+	const char *why;
+	LakeLandingStatus lst;
 
 	if (SPI_execute_plan(store_plan(&plan,
 									"SELECT s.cycle, s.data FROM lake.snapshot s ORDER BY s.cycle DESC LIMIT 1",
@@ -316,28 +313,23 @@ load_snapshot(Replay *rp)
 	if (SPI_processed == 0)
 		return 0;
 	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	stored = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	cst = lake_chunk_decoded_size((const uint8_t *) VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored), &size);
-	if (cst == LAKE_CODEC_OK && size <= MaxAllocSize)
+	why = log_unwrap(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull),
+					 &raw, &got);
+	if (why == NULL)
 	{
-		raw = palloc(Max(size, 1));
-		cst = lake_chunk_decode((const uint8_t *) VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored),
-								raw, size, &got);
-		if (cst == LAKE_CODEC_OK)
-		{
-			LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-			lst = lake_images_decode(raw, got, load_image, rp);
-			LWLockRelease(cycle_lock());
-		}
+		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+		lst = lake_images_decode(raw, got, load_image, rp);
+		LWLockRelease(cycle_lock());
+		if (lst == LAKE_LANDING_OK)
+			return cycle;
+		why = lake_landing_status_text(lst);
 	}
-	if (lst == LAKE_LANDING_OK)
-		return cycle;
 
 	/* A damaged snapshot: forget what it set and replay the whole log. */
 	ereport(WARNING,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("lake recovery: the snapshot of cycle " INT64_FORMAT " is damaged; replaying the whole log", cycle),
-			 errdetail("%s", cst != LAKE_CODEC_OK ? lake_codec_status_text(cst) : lake_landing_status_text(lst))));
+			 errdetail("%s", why)));
 	{
 		HASH_SEQ_STATUS status;
 		ById	   *b;
