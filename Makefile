@@ -52,13 +52,14 @@ check-tap:
 	  prove -I $(PGXS_DIR)../../src/test/perl -I test/t $(PROVE_FLAGS) test/t/*.pl
 
 # The decoders of stored bytes under libFuzzer with ASan and UBSan: a short
-# budget per harness in every check, FUZZ_SECONDS each with `make fuzz`.
+# budget per harness in every check, FUZZ_SECONDS each with `make fuzz`
+# (which also writes bench/results-fuzz.md for bench/RESULTS.md).
 FUZZ_SECONDS ?= 600
 check-fuzz:
 	test/fuzz/run.sh 20
 
 fuzz:
-	test/fuzz/run.sh $(FUZZ_SECONDS)
+	test/fuzz/run.sh $(FUZZ_SECONDS) bench/results-fuzz.md
 
 check-valgrind:
 	PG_CONFIG=$(PG_CONFIG) test/valgrind/run.sh
@@ -70,4 +71,5 @@ bench:
 	bench/staged.sh
 	bench/cycles.sh
 	bench/recovery.sh
-	cat bench/results-staged.md bench/results-cycles.md bench/results-recovery.md >> bench/RESULTS.md
+	cat bench/results-staged.md bench/results-cycles.md bench/results-recovery.md \
+	  $(wildcard bench/results-fuzz.md) >> bench/RESULTS.md

@@ -3,11 +3,14 @@
 # UndefinedBehaviorSanitizer, runs each for SECONDS (default 20) from the
 # seed corpus, then replays everything found through a coverage build and
 # reports executions and the lines of codec.c and landing.c reached.
-#   test/fuzz/run.sh [SECONDS]        (make check-fuzz: 20 s each; make fuzz: longer)
+#   test/fuzz/run.sh [SECONDS [REPORT]]
+# (make check-fuzz: 20 s each; make fuzz: longer, and writes REPORT =
+# bench/results-fuzz.md, which make bench adds to bench/RESULTS.md).
 # Exits non-zero on any crash, sanitizer report or failed check.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-20}
+report=${2:-}
 out=tmp_check/fuzz
 CC=${FUZZ_CC:-clang}
 PROFDATA=${FUZZ_PROFDATA:-llvm-profdata}
@@ -60,5 +63,23 @@ for h in "${harnesses[@]}"; do objs+=(-object "$out/cov_$h"); done
 cat "$out/summary.md"
 echo
 cat "$out/coverage.txt"
+if [ -n "$report" ] && [ $status -eq 0 ]; then
+  {
+    echo "## Decoder fuzzing (\`test/fuzz\`)"
+    echo
+    echo "\`make fuzz FUZZ_SECONDS=$secs\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit \`$(git rev-parse --short HEAD 2>/dev/null || echo '?')\`:"
+    echo "libFuzzer with ASan and UBSan, $secs s per harness from the seed corpus of real records; no crash,"
+    echo "sanitizer report or failed property. Not a throughput benchmark: there is no baseline."
+    echo
+    cat "$out/summary.md"
+    echo
+    echo "Line, branch and function coverage of the decoders over the seeds and everything found (llvm-cov):"
+    echo
+    echo '```'
+    cat "$out/coverage.txt"
+    echo '```'
+  } > "$report"
+  echo "== report written to $report"
+fi
 [ $status -eq 0 ] && echo "== fuzzing passed" || echo "== fuzzing FAILED"
 exit $status
