@@ -21,10 +21,12 @@ EXTRA_CLEAN = results output_iso tmp_check log regression.diffs regression.out
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 
+include $(PGXS)
+
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes (a stale object reading an old struct layout is a silent bug).
+# After the include, so that PGXS's "all" stays the default goal.
 $(OBJS): $(wildcard src/*.h)
-include $(PGXS)
 
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)

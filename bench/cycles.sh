@@ -74,7 +74,7 @@ for i in $(seq 100); do
     sleep 0.1
 done
 # No ANALYZE of lake's tables: they stay as a fresh install leaves them.
-# (Analyzing lake.cycle while it is empty makes the worker's fence query a
+# (Analyzing lake_data.cycle while it is empty makes the worker's fence query a
 # sequential scan for the rest of its life — see the findings in the report.)
 
 # wait until every accepted cast is sealed
@@ -164,9 +164,9 @@ traj_time() { sql "SELECT round(min_ms::numeric, 2), round(median_ms::numeric, 2
 # The plan and buffers of the query lake.trajectory runs (logread.c), for the record.
 traj_explain() { # <owner> <file>
     local id
-    id=$(sql "SELECT id FROM lake.owner WHERE name = '$1'")
-    sql "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT c.cycle, c.epoch, c.data FROM lake.cycle_owner o
-         JOIN lake.cycle c ON c.cycle = o.cycle WHERE o.owner_id = $id AND o.last_position > 0 ORDER BY o.cycle" >"$2" 2>&1 || true
+    id=$(sql "SELECT id FROM lake_data.owner WHERE name = '$1'")
+    sql "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle_owner o
+         JOIN lake_data.cycle c ON c.cycle = o.cycle WHERE o.owner_id = $id AND o.last_position > 0 ORDER BY o.cycle" >"$2" 2>&1 || true
 }
 log_size() { sql "SELECT casts_sealed FROM lake.stats()"; }
 sql "SELECT count(*) FROM lake.trajectory('traj')" >/dev/null      # warm the caches
@@ -508,7 +508,7 @@ big log:
 $(cat "$OUT/explain-traj-big.txt")
 \`\`\`
 
-A trajectory visits only the cycles \`lake.cycle_owner\` lists for its owner, but it decodes each of those cycles whole: its cost follows the number of *landings in the cycles that hold the owner*, which the log's total size does not change (traj, small vs big log) but the size of those cycles does (traj_spread: the same 100 landings, in cycles of about $(calc %.0f "$TS_DEC / ($TS_CYC + 0.0001)") landings each).
+A trajectory visits only the cycles \`lake_data.cycle_owner\` lists for its owner, but it decodes each of those cycles whole: its cost follows the number of *landings in the cycles that hold the owner*, which the log's total size does not change (traj, small vs big log) but the size of those cycles does (traj_spread: the same 100 landings, in cycles of about $(calc %.0f "$TS_DEC / ($TS_CYC + 0.0001)") landings each).
 EOF
 for key in $PROFILED; do
     if [ "$key" = ff16 ]; then base=trivial; title="fire-and-forget cast vs the trivial call"; else base=insert_sync_on; title="cast_durable vs the one-row INSERT (synchronous_commit = on)"; fi
@@ -546,10 +546,10 @@ echo
 DUR_PROF=""
 [ -n "$DL" ] && [ -n "$DI" ] && DUR_PROF=" The profile above puts a durable cast at about $DL µs of cluster CPU (the worker's share $DW µs) against $DI µs for the INSERT and its commit: on this 2-core machine the cluster is CPU-bound, so equal CPU per call means equal throughput, and 3× would need about $(calc %.0f "$DI / 3") µs per cast."
 echo "- **Durable casts (2a–2d, 3).** The worker seals one cycle at a time, and a cycle holds only the casts that arrived while the previous seal was being written: $CPC16 casts per cycle with 16 clients, $CPC64 with 64 (fire-and-forget: $CPC). Each seal is a transaction with its own forced \`fdatasync\`, a few SPI statements (the fence's two SELECTs, the cycle row, the per-owner rows), a \`ConditionVariableBroadcast\` that signals every waiting session, done or not (a \`kill()\` each), and sessions whose cast is in the cycle being written queue on the heavyweight sealing lock (\`seal_wait\`), which the next seal then has to wait for.${DUR_PROF} *What would close it:* wake only the sessions whose receipts a seal covered (a latch each, no broadcast, no lock queue in \`seal_wait\`); overlap the next cycle with the current flush (commit the seal without waiting, \`XLogFlush\` its LSN before publishing it, and let casts gather meanwhile), so cycles grow with load instead of being capped by the number of waiting sessions; and cut the seal's per-transaction work (insert through the table AM, keep the fence in shared memory). PgQ (3) is held back by the same per-event overhead as the INSERT (its \`insert_event\` is PL/pgSQL plus one row per event), so lake's ratio against it follows the INSERT ratio."
-echo "- **WAL (4).** A fire-and-forget cast costs $W_FF B of WAL against $W_INS B for a row: its landing is one of ~$CPC encoded together and zstd-compressed in one \`lake.cycle\` row. A durable cast costs $W_DUR B: its cycles are small (one row per owner per cycle in \`lake.cycle_owner\` and one commit record per ~$CPC16 casts)."
+echo "- **WAL (4).** A fire-and-forget cast costs $W_FF B of WAL against $W_INS B for a row: its landing is one of ~$CPC encoded together and zstd-compressed in one \`lake_data.cycle\` row. A durable cast costs $W_DUR B: its cycles are small (one row per owner per cycle in \`lake_data.cycle_owner\` and one commit record per ~$CPC16 casts)."
 echo "- **Latency (5b–5d).** The probe's cast + await_durable makes the worker seal at once (a waiter is present), so its p50 is about one seal; without a waiter a cast waits for the cycle timer (\`lake.cycle_interval = 10ms\` after the cycle's first cast) plus the seal."
-echo "- **Trajectory (6).** The read visits only the owner's cycles (\`lake.cycle_owner\`), but decodes each whole: its cost follows the landings in those cycles, not the log. The planner chooses the plan at every call on lake's unanalyzed tables; with the small log it hashes a sequential scan of \`lake.cycle\` (see the EXPLAIN above), which would grow with the log if the statistics said the table was small while it was not — a direct index probe per cycle would rule that out."
-echo "- **Why the script does not ANALYZE lake's tables.** The worker's fence query (\`SELECT max(c.cycle) FROM lake.cycle c\` in \`check_fence\`, \`src/seal.c\`) has no parameters, so \`store_plan\`'s CURSOR_OPT_CUSTOM_PLAN has no effect and its first plan is kept for the worker's life. If \`lake.cycle\` was analyzed while empty (as a plain \`ANALYZE\` right after \`CREATE EXTENSION\` does, or an early autovacuum), that plan is a sequential scan plus aggregate, and every seal then reads the whole of \`lake.cycle\`: reproduced on a fresh cluster with a plain \`ANALYZE\` after \`CREATE EXTENSION\`, \`check_fence\` took 60 % of the worker's CPU (45 % in \`heap_getnextslot\`) once \`lake.cycle\` held 8,000 cycles, against 6 % without the \`ANALYZE\`; in an earlier run of this script, and \`cast_durable\` at 16 clients fell from 4,024 to 2,050 casts/s between the two rounds as the table grew."
+echo "- **Trajectory (6).** The read visits only the owner's cycles (\`lake_data.cycle_owner\`), but decodes each whole: its cost follows the landings in those cycles, not the log. The planner chooses the plan at every call on lake's unanalyzed tables; with the small log it hashes a sequential scan of \`lake_data.cycle\` (see the EXPLAIN above), which would grow with the log if the statistics said the table was small while it was not — a direct index probe per cycle would rule that out."
+echo "- **Why the script does not ANALYZE lake's tables.** The worker's fence query (\`SELECT max(c.cycle) FROM lake_data.cycle c\` in \`check_fence\`, \`src/seal.c\`) has no parameters, so \`store_plan\`'s CURSOR_OPT_CUSTOM_PLAN has no effect and its first plan is kept for the worker's life. If \`lake_data.cycle\` was analyzed while empty (as a plain \`ANALYZE\` right after \`CREATE EXTENSION\` does, or an early autovacuum), that plan is a sequential scan plus aggregate, and every seal then reads the whole of \`lake_data.cycle\`: reproduced on a fresh cluster with a plain \`ANALYZE\` after \`CREATE EXTENSION\`, \`check_fence\` took 60 % of the worker's CPU (45 % in \`heap_getnextslot\`) once \`lake_data.cycle\` held 8,000 cycles, against 6 % without the \`ANALYZE\`; in an earlier run of this script, and \`cast_durable\` at 16 clients fell from 4,024 to 2,050 casts/s between the two rounds as the table grew."
 echo
 echo "### Checks"
 echo

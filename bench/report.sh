@@ -194,7 +194,7 @@ if want 4 && [ -s "$WAL" ]; then
     echo
     echo "## 4. WAL per append"
     echo
-    echo "One append per transaction, 1 client, \`synchronous_commit = off\` (it changes no WAL byte, only the wait), one table per side that already holds the same 2000 seed rows (\`lake.version\`, new datasets \`wal_256\`/\`wal_64k\`; baseline \`bench.wal\`), the 256-byte batch first, then the 64 kB one. Bytes = \`pg_wal_lsn_diff\` of \`pg_current_wal_insert_lsn()\` around the batch. **Full-page images:** a \`CHECKPOINT\` right before each batch, so both sides start from the same state and pay the FPIs of the pages they touch first; FPI bytes come from \`pg_waldump --stats\` over the same range and are shown apart, with the ratio also computed without them."
+    echo "One append per transaction, 1 client, \`synchronous_commit = off\` (it changes no WAL byte, only the wait), one table per side that already holds the same 2000 seed rows (\`lake_data.version\`, new datasets \`wal_256\`/\`wal_64k\`; baseline \`bench.wal\`), the 256-byte batch first, then the 64 kB one. Bytes = \`pg_wal_lsn_diff\` of \`pg_current_wal_insert_lsn()\` around the batch. **Full-page images:** a \`CHECKPOINT\` right before each batch, so both sides start from the same state and pay the FPIs of the pages they touch first; FPI bytes come from \`pg_waldump --stats\` over the same range and are shown apart, with the ratio also computed without them."
     echo
     echo "| payload | system | appends | rows after | WAL bytes | per append | FPI bytes | per append without FPIs | records |"
     echo "|---|---|---|---|---|---|---|---|---|"

@@ -82,8 +82,8 @@ sql "CREATE EXTENSION lake" >/dev/null
 "${PSQL[@]}" -f "$HERE/setup.sql" >"$OUT/setup.log" 2>&1 || die "bench/setup.sql failed; see $OUT/setup.log"
 # Steady state, not first use: 2000 appends to a 'seed' dataset on both
 # sides, then ANALYZE, before anything is measured. Without it a session
-# whose first appends find lake.version empty and never analyzed caches a
-# generic plan that scans lake.version sequentially (see the report), and
+# whose first appends find lake_data.version empty and never analyzed caches a
+# generic plan that scans lake_data.version sequentially (see the report), and
 # every later append of that session costs O(rows).
 sql "SELECT lake.create_dataset('seed')" >/dev/null
 sql "SELECT count(lake.append('seed', 't1', 's' || i, bench.payload256('s' || i))) FROM generate_series(1, 2000) AS i" >/dev/null

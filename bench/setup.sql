@@ -50,7 +50,7 @@ CREATE TABLE bench.plain (
     UNIQUE (tenant, operation_id)
 );
 CREATE TABLE bench.plain_replay (LIKE bench.plain INCLUDING ALL);
--- Measurement 4: like lake.version, ONE table takes the 256-byte and then
+-- Measurement 4: like lake_data.version, ONE table takes the 256-byte and then
 -- the 64 kB batch (and the same 2000 seed rows first, see run.sh), so
 -- both sides fill and reuse pages the same way.
 CREATE TABLE bench.wal (LIKE bench.plain INCLUDING ALL);

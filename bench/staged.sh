@@ -253,7 +253,7 @@ check() { local r; r=$(sql "$2" 2>&1 | tr '\n' ' ' | sed 's/ *$//' || true); pri
 check "every staged version reads back with its digest (lake.read of the first JSON and random versions)" \
     "SELECT bool_and(sha256(lake.read('staged', v.version)) = v.digest) FROM (SELECT version, digest FROM lake.versions('staged') ORDER BY version LIMIT 2) v"
 check "no stage left open by the measured uploads" \
-    "SELECT count(*) = 0 FROM lake.stage"
+    "SELECT count(*) = 0 FROM lake_data.stage"
 check "no permit held (slots_in_use = 0, bytes_reserved = 0)" \
     "SELECT slots_in_use = 0 AND bytes_reserved = 0 FROM lake.admission()"
 check "each plain upload holds $NCHUNKS rows of 1 MB" \

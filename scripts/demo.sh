@@ -117,7 +117,7 @@ SELECT lake.cast_durable('T-42', 'Doing', 'Done', NULL, NULL, 'close-T-42') AS f
 SELECT position, cycle, epoch, seq, from_phase, to_phase, lap, convert_from(payload, 'UTF8') AS payload
 FROM lake.trajectory('agent-2');
 \echo '-- live states'
-SELECT o.name AS owner, s.* FROM lake.owner o, LATERAL lake.owner_state(o.name) s ORDER BY o.name;
+SELECT o.name AS owner, s.* FROM lake_data.owner o, LATERAL lake.owner_state(o.name) s ORDER BY o.name;
 \echo '-- the cycles: casts from sessions that arrive together share one durable write'
 SELECT cycle, epoch, casts, bytes, stored_bytes, lsn FROM lake.cycles() ORDER BY cycle DESC LIMIT 5;
 SELECT epoch, cycles_sealed, casts_sealed, round(mean_casts_per_cycle::numeric, 2) AS mean_casts_per_cycle FROM lake.stats();
@@ -155,7 +155,7 @@ sql <<'SQL'
 \pset footer off
 \echo '-- recovered: a new epoch, every owner rebuilt from its durable log'
 SELECT epoch, recovery_owners, recovery_applied, recovery_quarantined, recovery_tail, round(recovery_ms::numeric, 1) AS recovery_ms FROM lake.stats();
-SELECT o.name AS owner, s.phase, s.lap, s.position, s.pending FROM lake.owner o, LATERAL lake.owner_state(o.name) s ORDER BY o.name;
+SELECT o.name AS owner, s.phase, s.lap, s.position, s.pending FROM lake_data.owner o, LATERAL lake.owner_state(o.name) s ORDER BY o.name;
 \echo '-- the acknowledged coordinate is intact'
 SELECT a.owner, a.coordinate, t.from_phase, t.to_phase, convert_from(t.payload, 'UTF8') AS payload
 FROM demo_acks a JOIN LATERAL lake.trajectory(a.owner, (a.coordinate).position - 1) t ON t.position = (a.coordinate).position;

@@ -19,6 +19,34 @@ BEGIN
 END
 $$;
 
+-- The extension's owner (pg_extension.extowner) is the role installing it,
+-- and lake runs its table access as that role. A schema "lake" made
+-- beforehand by someone else would hand its creator objects inside lake's
+-- namespace: refuse to install into it.
+DO $$
+BEGIN
+    IF (SELECT n.nspowner FROM pg_catalog.pg_namespace n
+         WHERE n.nspname OPERATOR(pg_catalog.=) 'lake')
+       OPERATOR(pg_catalog.<>) (SELECT r.oid FROM pg_catalog.pg_roles r
+                                 WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '42501',
+            MESSAGE = 'lake cannot be installed into schema "lake": the installing role does not own it',
+            DETAIL = pg_catalog.format('Schema "lake" is owned by %s.',
+                (SELECT n.nspowner::pg_catalog.regrole FROM pg_catalog.pg_namespace n
+                  WHERE n.nspname OPERATOR(pg_catalog.=) 'lake')),
+            HINT = 'Drop the schema, or have its owner transfer it to the installing role, then create the extension again.';
+    END IF;
+END
+$$;
+
+-- The tables live in a schema of their own on which only the extension's
+-- owner has USAGE: a tenant role cannot name them, so it cannot lock them
+-- (CREATE RULE, LOCK, ALTER fail before any lock is taken). CREATE SCHEMA
+-- fails if the name is taken, so nobody else can own it either.
+CREATE SCHEMA lake_data;
+REVOKE ALL ON SCHEMA lake_data FROM PUBLIC;
+
 -- Administrative functions are open to superusers, the extension's owner
 -- and members of lake_admin.
 DO $$
@@ -32,21 +60,21 @@ $$;
 GRANT USAGE ON SCHEMA lake TO lake_admin;
 
 -- Datasets: named, append-only, versioned collections.
-CREATE TABLE lake.dataset (
+CREATE TABLE lake_data.dataset (
     id          int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name        text NOT NULL CONSTRAINT dataset_name UNIQUE,
     created_at  timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 
--- Ids of stored payloads ("blobs") whose chunks live in lake.chunk. A
+-- Ids of stored payloads ("blobs") whose chunks live in lake_data.chunk. A
 -- stage's id is the blob its chunks are uploaded to, so committing a stage
 -- hands its chunks to the version without copying them.
-CREATE SEQUENCE lake.blob_seq;
+CREATE SEQUENCE lake_data.blob_seq;
 
 -- One row per version. A payload of one chunk is stored inline (data) with
--- no blob; larger payloads and staged ones keep their chunks in lake.chunk
--- under blob (chunk 0 inline when data is set, else from lake.chunk too).
-CREATE TABLE lake.version (
+-- no blob; larger payloads and staged ones keep their chunks in lake_data.chunk
+-- under blob (chunk 0 inline when data is set, else from lake_data.chunk too).
+CREATE TABLE lake_data.version (
     dataset_id    int NOT NULL,
     nchunks       int NOT NULL,
     version       bigint NOT NULL,
@@ -63,10 +91,10 @@ CREATE TABLE lake.version (
 );
 -- A commit of a stage that was already committed and retired finds its
 -- version here.
-CREATE UNIQUE INDEX version_blob ON lake.version (blob) WHERE blob IS NOT NULL;
+CREATE UNIQUE INDEX version_blob ON lake_data.version (blob) WHERE blob IS NOT NULL;
 
 -- Stored chunks (codec.h): of versions, and of open stages.
-CREATE TABLE lake.chunk (
+CREATE TABLE lake_data.chunk (
     blob        bigint NOT NULL,
     chunk_no    int NOT NULL,
     bytes       int NOT NULL,           -- decoded size
@@ -76,11 +104,11 @@ CREATE TABLE lake.chunk (
 );
 -- Chunks are already zstd-compressed (or stored raw because they do not
 -- compress): TOAST must not try again.
-ALTER TABLE lake.version ALTER COLUMN data SET STORAGE EXTERNAL;
-ALTER TABLE lake.chunk ALTER COLUMN data SET STORAGE EXTERNAL;
+ALTER TABLE lake_data.version ALTER COLUMN data SET STORAGE EXTERNAL;
+ALTER TABLE lake_data.chunk ALTER COLUMN data SET STORAGE EXTERNAL;
 
 -- Open staged appends: at most one per operation.
-CREATE TABLE lake.stage (
+CREATE TABLE lake_data.stage (
     id            bigint PRIMARY KEY,
     dataset_id    int NOT NULL,
     tenant        text NOT NULL,
@@ -89,17 +117,17 @@ CREATE TABLE lake.stage (
     touched_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
     UNIQUE (dataset_id, tenant, operation_id)
 );
-CREATE INDEX stage_touched_at ON lake.stage (touched_at);
+CREATE INDEX stage_touched_at ON lake_data.stage (touched_at);
 
 -- Which roles may append to and read which tenants.
-CREATE TABLE lake.tenant_grant (
+CREATE TABLE lake_data.tenant_grant (
     tenant  text NOT NULL,
     role    oid NOT NULL,
     PRIMARY KEY (tenant, role)
 );
 
 -- Lifecycles: named sets of phases with legal edges.
-CREATE TABLE lake.lifecycle (
+CREATE TABLE lake_data.lifecycle (
     id             int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name           text NOT NULL UNIQUE,
     initial_phase  text NOT NULL,
@@ -114,17 +142,17 @@ CREATE TABLE lake.lifecycle (
 CREATE FUNCTION lake.lifecycle_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'lake_lifecycle_changed'
     LANGUAGE C SET search_path = pg_catalog, pg_temp;
-CREATE TRIGGER lifecycle_changed AFTER UPDATE OR DELETE ON lake.lifecycle
+CREATE TRIGGER lifecycle_changed AFTER UPDATE OR DELETE ON lake_data.lifecycle
     FOR EACH STATEMENT EXECUTE FUNCTION lake.lifecycle_changed();
 REVOKE ALL ON FUNCTION lake.lifecycle_changed() FROM PUBLIC;
 
 -- The durable owner registry; live state is in shared memory. A quarantine
 -- is durable too: the position of the applied prefix and why the next
 -- landing did not apply; only lake.release_owner clears it.
-CREATE TABLE lake.owner (
+CREATE TABLE lake_data.owner (
     id                   int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name                 text NOT NULL UNIQUE,
-    lifecycle            int NOT NULL REFERENCES lake.lifecycle (id),
+    lifecycle            int NOT NULL REFERENCES lake_data.lifecycle (id),
     created_at           timestamptz NOT NULL DEFAULT pg_catalog.now(),
     quarantine_position  bigint,
     quarantine_reason    text
@@ -132,14 +160,14 @@ CREATE TABLE lake.owner (
 
 -- The writer epoch: grows durably each time a worker starts sealing, so a
 -- receipt (epoch, seq) never repeats and a stale sealer can be fenced.
-CREATE TABLE lake.writer (
+CREATE TABLE lake_data.writer (
     one    boolean PRIMARY KEY DEFAULT true CHECK (one),
     epoch  int NOT NULL
 );
-INSERT INTO lake.writer (epoch) VALUES (0);
+INSERT INTO lake_data.writer (epoch) VALUES (0);
 
 -- Sealed cycles: every landing of a cycle in one zstd-compressed record.
-CREATE TABLE lake.cycle (
+CREATE TABLE lake_data.cycle (
     cycle         bigint PRIMARY KEY,
     epoch         int NOT NULL,
     first_seq     bigint NOT NULL,
@@ -151,11 +179,11 @@ CREATE TABLE lake.cycle (
     lsn           pg_lsn NOT NULL,
     data          bytea NOT NULL
 );
-ALTER TABLE lake.cycle ALTER COLUMN data SET STORAGE EXTERNAL;
-CREATE INDEX cycle_receipt ON lake.cycle (epoch, last_seq);
+ALTER TABLE lake_data.cycle ALTER COLUMN data SET STORAGE EXTERNAL;
+CREATE INDEX cycle_receipt ON lake_data.cycle (epoch, last_seq);
 
 -- Which cycles hold an owner's landings: a trajectory read visits only those.
-CREATE TABLE lake.cycle_owner (
+CREATE TABLE lake_data.cycle_owner (
     owner_id        int NOT NULL,
     cycle           bigint NOT NULL,
     first_position  bigint NOT NULL,
@@ -164,7 +192,7 @@ CREATE TABLE lake.cycle_owner (
 );
 
 -- Sealed idempotent casts, by operation id.
-CREATE TABLE lake.cast_operation (
+CREATE TABLE lake_data.cast_operation (
     owner_id      int NOT NULL,
     operation_id  text NOT NULL,
     digest        bytea NOT NULL,
@@ -176,7 +204,7 @@ CREATE TABLE lake.cast_operation (
 -- Owner snapshots: every owner's state as of a sealed cycle, in one
 -- zstd-compressed record; recovery starts from the newest and replays only
 -- the cycles after it.
-CREATE TABLE lake.snapshot (
+CREATE TABLE lake_data.snapshot (
     cycle         bigint PRIMARY KEY,
     taken_at      timestamptz NOT NULL,
     owners        int NOT NULL,
@@ -184,38 +212,38 @@ CREATE TABLE lake.snapshot (
     stored_bytes  bigint NOT NULL,
     data          bytea NOT NULL
 );
-ALTER TABLE lake.snapshot ALTER COLUMN data SET STORAGE EXTERNAL;
+ALTER TABLE lake_data.snapshot ALTER COLUMN data SET STORAGE EXTERNAL;
 
 CREATE TYPE lake.receipt AS (epoch int, seq bigint);
 CREATE TYPE lake.coordinate AS (cycle bigint, position bigint, lsn pg_lsn);
 
 -- The built-in lifecycle.
-INSERT INTO lake.lifecycle (name, initial_phase, phases, edges) VALUES
+INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges) VALUES
   ('kanban', 'Planning',
    '{Planning,CognitiveWork,Evaluation,Commit,Prune}',
    '{{Planning,CognitiveWork},{CognitiveWork,Evaluation},{Evaluation,Commit},{Evaluation,Prune},{Commit,Planning},{Prune,Planning}}');
 
-SELECT pg_catalog.pg_extension_config_dump('lake.dataset', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.version', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.chunk', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.stage', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.tenant_grant', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.blob_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.lifecycle', 'WHERE name OPERATOR(pg_catalog.<>) ''kanban''');
-SELECT pg_catalog.pg_extension_config_dump('lake.owner', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.writer', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.cycle', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.cycle_owner', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.cast_operation', '');
-SELECT pg_catalog.pg_extension_config_dump('lake.snapshot', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.dataset', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.version', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.chunk', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.stage', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.tenant_grant', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.blob_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.lifecycle', 'WHERE name OPERATOR(pg_catalog.<>) ''kanban''');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.owner', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.writer', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.cycle', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.cycle_owner', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.cast_operation', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.snapshot', '');
 
 -- The hot lookups (store.c) read these indexes directly, by name: point
 -- lookups that must never degrade to a scan, whatever the statistics said
 -- when a plan was cached.
 
 -- Data is reached only through the functions.
-REVOKE ALL ON ALL TABLES IN SCHEMA lake FROM PUBLIC;
-REVOKE ALL ON ALL SEQUENCES IN SCHEMA lake FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA lake_data FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA lake_data FROM PUBLIC;
 
 CREATE FUNCTION lake.create_dataset(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_create_dataset'

@@ -104,7 +104,7 @@ checkpoint_take(void)
 		PointerGetDatum(stored)};
 
 		if (SPI_execute_plan(store_plan_once(&plan_insert,
-											 "INSERT INTO lake.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data) "
+											 "INSERT INTO lake_data.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data) "
 											 "VALUES ($1, pg_catalog.now(), $2, $3, $4, $5) "
 											 "ON CONFLICT (cycle) DO UPDATE SET taken_at = excluded.taken_at, "
 											 " owners = excluded.owners, bytes = excluded.bytes, "
@@ -118,8 +118,8 @@ checkpoint_take(void)
 		Datum		values[1] = {Int64GetDatum(cycle)};
 
 		if (SPI_execute_plan(store_plan(&plan_retire,
-										"DELETE FROM lake.snapshot s WHERE s.cycle OPERATOR(pg_catalog.<) "
-										" (SELECT pg_catalog.max(p.cycle) FROM lake.snapshot p "
+										"DELETE FROM lake_data.snapshot s WHERE s.cycle OPERATOR(pg_catalog.<) "
+										" (SELECT pg_catalog.max(p.cycle) FROM lake_data.snapshot p "
 										"  WHERE p.cycle OPERATOR(pg_catalog.<) $1)",
 										1, types),
 							 values, NULL, false, 0) != SPI_OK_DELETE)

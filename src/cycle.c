@@ -67,7 +67,7 @@ typedef struct CycleShared
 	int			tranche;
 	/* recovery */
 	bool		ready;
-	Oid			generation;		/* OID of lake.owner the state belongs to */
+	Oid			generation;		/* OID of lake_data.owner the state belongs to */
 	char		recovery_failure[256];	/* why the last attempt failed, or "" */
 	int32		epoch;
 	Latch	   *worker_latch;
@@ -83,7 +83,7 @@ typedef struct CycleShared
 	int64		sealed_cycle;
 	XLogRecPtr	sealed_lsn;
 	pg_atomic_uint32 waiters;
-	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake.lifecycle */
+	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake_data.lifecycle */
 	ConditionVariable space_cv;
 	ConditionVariable durable_cv;
 	ConditionVariable ready_cv;
@@ -110,7 +110,7 @@ typedef struct SealCommit
 static bool prefaulted = false;
 static bool waiting = false;	/* this backend's waiter slot is registered */
 static bool exit_hook_set = false;
-static bool lifecycle_dirty = false;	/* this transaction edited lake.lifecycle */
+static bool lifecycle_dirty = false;	/* this transaction edited lake_data.lifecycle */
 static uint64 seen_lifecycle_changes = 0;
 static void prefault_ring(void);
 static bool cut_active = false;
@@ -212,7 +212,7 @@ cycle_stats(CycleStats *out)
 static Oid
 current_generation(void)
 {
-	Oid			nsp = get_namespace_oid("lake", true);
+	Oid			nsp = get_namespace_oid(LAKE_DATA_SCHEMA, true);
 
 	return OidIsValid(nsp) ? get_relname_relid("owner", nsp) : InvalidOid;
 }
@@ -519,7 +519,7 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle)
 		bool		isnull;
 
 		if (SPI_execute_plan(store_plan(&plan,
-										"SELECT o.id, o.lifecycle FROM lake.owner o "
+										"SELECT o.id, o.lifecycle FROM lake_data.owner o "
 										"WHERE o.name OPERATOR(pg_catalog.=) $1", 1, types),
 							 values, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "lake: owner lookup failed");
@@ -1207,7 +1207,7 @@ cycle_lifecycle_changes(void)
 PG_FUNCTION_INFO_V1(lake_lifecycle_changed);
 
 /*
- * Trigger on UPDATE or DELETE of lake.lifecycle: once the transaction
+ * Trigger on UPDATE or DELETE of lake_data.lifecycle: once the transaction
  * commits, sessions reload their lifecycles and the worker seals what is
  * pending and recovers every owner against the lifecycles as they are now
  * (quarantining any whose durable steps no longer apply). Lifecycles are

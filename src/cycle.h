@@ -134,7 +134,7 @@ extern int64 cycle_sealed_cycle(void);
 extern void cycle_set_last_snapshot(int64 cycle);
 extern int64 cycle_last_snapshot(void);
 
-/* The OID of lake.owner: which incarnation of the extension is installed. */
+/* The OID of lake_data.owner: which incarnation of the extension is installed. */
 extern Oid	cycle_current_generation(void);
 
 #endif							/* LAKE_CYCLE_H */

@@ -23,6 +23,12 @@
  */
 #define LAKE_NAME_MAX_BYTES 256
 
+/*
+ * The schema of lake's tables. Only the extension's owner has USAGE on it,
+ * so no tenant role can name (or lock) a table; the functions live in lake.
+ */
+#define LAKE_DATA_SCHEMA "lake_data"
+
 /* SHA-256 digest length; the content identity of every payload. */
 #define LAKE_DIGEST_LEN 32
 

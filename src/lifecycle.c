@@ -200,7 +200,7 @@ lifecycle_get(int32 id)
 	if (hit != NULL)
 		return hit;
 	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT l.initial_phase, l.edges FROM lake.lifecycle l "
+									"SELECT l.initial_phase, l.edges FROM lake_data.lifecycle l "
 									"WHERE l.id OPERATOR(pg_catalog.=) $1", 1, types),
 						 values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "lake: lifecycle %d is missing", id);
@@ -257,7 +257,7 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 
 	store_connect();
 	if (SPI_execute_plan(store_plan(&plan,
-									"INSERT INTO lake.lifecycle (name, initial_phase, phases, edges) "
+									"INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges) "
 									"VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
 									4, types),
 						 values, NULL, false, 0) != SPI_OK_INSERT)

@@ -1,7 +1,7 @@
 /*
  * logread.c — lake.trajectory, lake.log, lake.cycles and receipt lookups.
  *
- * A trajectory visits only the cycles lake.cycle_owner lists for the owner,
+ * A trajectory visits only the cycles lake_data.cycle_owner lists for the owner,
  * so its cost follows the owner's landings, not the length of the log.
  * Cycles are read through cursors: memory stays at one cycle at a time.
  * Receipt and operation lookups read with the latest snapshot: a seal is
@@ -144,7 +144,7 @@ log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
 	int64		cycle;
 
 	if (SPI_execute_snapshot(store_plan(&plan,
-										"SELECT c.cycle, c.lsn, c.data FROM lake.cycle c "
+										"SELECT c.cycle, c.lsn, c.data FROM lake_data.cycle c "
 										"WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
 										"  AND c.last_seq OPERATOR(pg_catalog.>=) $2 "
 										"  AND c.first_seq OPERATOR(pg_catalog.<=) $2",
@@ -292,7 +292,7 @@ log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
 
 /*
  * Visit the landings of one owner above 'after_position', in position
- * order, reading only the cycles lake.cycle_owner lists for it.
+ * order, reading only the cycles lake_data.cycle_owner lists for it.
  */
 void
 log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
@@ -303,8 +303,8 @@ log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 	Datum		values[2] = {Int32GetDatum(owner_id), Int64GetDatum(after_position)};
 
 	log_visit_cycles(store_plan(&plan,
-								"SELECT c.cycle, c.epoch, c.data FROM lake.cycle_owner o "
-								"JOIN lake.cycle c ON c.cycle OPERATOR(pg_catalog.=) o.cycle "
+								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle_owner o "
+								"JOIN lake_data.cycle c ON c.cycle OPERATOR(pg_catalog.=) o.cycle "
 								"WHERE o.owner_id OPERATOR(pg_catalog.=) $1 "
 								"  AND o.last_position OPERATOR(pg_catalog.>) $2 "
 								"ORDER BY o.cycle",
@@ -335,7 +335,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	store_connect();
 	nvalues[0] = CStringGetTextDatum(owner);
 	if (SPI_execute_plan(store_plan(&plan_owner,
-								  "SELECT o.id FROM lake.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
+								  "SELECT o.id FROM lake_data.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
 								  1, ntypes),
 						 nvalues, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: owner lookup failed");
@@ -370,7 +370,7 @@ lake_log(PG_FUNCTION_ARGS)
 	e.names = hash_create("lake owner names", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	store_connect();
-	if (SPI_execute_plan(store_plan(&plan_names, "SELECT o.id, o.name FROM lake.owner o", 0, NULL),
+	if (SPI_execute_plan(store_plan(&plan_names, "SELECT o.id, o.name FROM lake_data.owner o", 0, NULL),
 						 NULL, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "lake: owner names lookup failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -385,7 +385,7 @@ lake_log(PG_FUNCTION_ARGS)
 	}
 	SPI_freetuptable(SPI_tuptable);
 	log_visit_cycles(store_plan(&plan,
-								"SELECT c.cycle, c.epoch, c.data FROM lake.cycle c "
+								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle c "
 								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
 								1, types),
 					 values, &e.at, emit_landing, NULL, &e);
@@ -408,7 +408,7 @@ lake_cycles(PG_FUNCTION_ARGS)
 	store_connect();
 	store_fill(store_plan(&plan,
 						  "SELECT c.cycle, c.epoch, c.sealed_at, c.casts, c.bytes, "
-						  "       c.stored_bytes, c.lsn FROM lake.cycle c "
+						  "       c.stored_bytes, c.lsn FROM lake_data.cycle c "
 						  "WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
 						  1, types),
 			   values, rsinfo);

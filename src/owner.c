@@ -6,7 +6,7 @@
  * since: the worker fills it at recovery; an owner created afterwards is
  * entered at its first use (cycle.c). All access is under the cycle lock.
  *
- * lake.create_owner writes only the durable registry (lake.owner), and
+ * lake.create_owner writes only the durable registry (lake_data.owner), and
  * refuses (53000) once lake.max_owners owners are registered: every
  * registered owner must fit in the shared table at recovery.
  */
@@ -137,7 +137,7 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	store_connect();
 	values[0] = CStringGetTextDatum(lifecycle);
 	if (SPI_execute_plan(store_plan(&plan_lifecycle,
-								  "SELECT l.id FROM lake.lifecycle l WHERE l.name OPERATOR(pg_catalog.=) $1",
+								  "SELECT l.id FROM lake_data.lifecycle l WHERE l.name OPERATOR(pg_catalog.=) $1",
 								  1, types),
 						 values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: lifecycle lookup failed");
@@ -154,9 +154,9 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	 * snapshot, not the statement's (or, in REPEATABLE READ, the
 	 * transaction's): otherwise queued creators all pass the limit.
 	 */
-	LockRelationOid(get_relname_relid("owner", get_namespace_oid("lake", false)),
+	LockRelationOid(get_relname_relid("owner", get_namespace_oid(LAKE_DATA_SCHEMA, false)),
 					ShareRowExclusiveLock);
-	if (SPI_execute_snapshot(store_plan(&plan_count, "SELECT pg_catalog.count(*) FROM lake.owner", 0, NULL),
+	if (SPI_execute_snapshot(store_plan(&plan_count, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
 							 NULL, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							 true, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: owner count failed");
@@ -170,7 +170,7 @@ lake_create_owner(PG_FUNCTION_ARGS)
 
 	values[0] = CStringGetTextDatum(name);
 	if (SPI_execute_plan(store_plan(&plan_insert,
-								  "INSERT INTO lake.owner (name, lifecycle) VALUES ($1, $2) "
+								  "INSERT INTO lake_data.owner (name, lifecycle) VALUES ($1, $2) "
 								  "ON CONFLICT (name) DO NOTHING",
 								  2, types),
 						 values, NULL, false, 0) != SPI_OK_INSERT)

@@ -7,7 +7,7 @@
  * Every landing must continue its owner's positions, start from the phase
  * the owner is in, follow a legal edge and carry the lap that move gives;
  * no-step landings advance the position too. An owner whose landing does
- * not apply is quarantined — durably, in lake.owner, with the reason and
+ * not apply is quarantined — durably, in lake_data.owner, with the reason and
  * the position of its applied prefix — and every other owner recovers.
  * Casts wait (cycle_wait_ready) until the whole replay is done: nobody sees
  * a half-recovered owner.
@@ -96,7 +96,7 @@ persist_quarantine(int32 owner_id, int64 position, const char *why)
 	char		nulls[3] = {' ', why ? ' ' : 'n', why ? ' ' : 'n'};
 
 	if (SPI_execute_plan(store_plan(&plan,
-									"UPDATE lake.owner SET quarantine_position = $2, quarantine_reason = $3 "
+									"UPDATE lake_data.owner SET quarantine_position = $2, quarantine_reason = $3 "
 									"WHERE id OPERATOR(pg_catalog.=) $1",
 									3, types),
 						 values, nulls, false, 0) != SPI_OK_UPDATE)
@@ -192,7 +192,7 @@ skip_damaged_cycle(int64 cycle, const char *why, void *arg)
 	char	   *reason = psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why);
 
 	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT o.owner_id, o.last_position FROM lake.cycle_owner o "
+									"SELECT o.owner_id, o.last_position FROM lake_data.cycle_owner o "
 									"WHERE o.cycle OPERATOR(pg_catalog.=) $1",
 									1, types),
 						 values, NULL, true, 0) != SPI_OK_SELECT)
@@ -226,7 +226,7 @@ load_owners(Replay *rp)
 
 	if (SPI_execute_plan(store_plan(&plan,
 									"SELECT o.id, o.name, o.lifecycle, o.quarantine_position, o.quarantine_reason "
-									"FROM lake.owner o ORDER BY o.id",
+									"FROM lake_data.owner o ORDER BY o.id",
 									0, NULL),
 						 NULL, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "lake: could not read the owner registry");
@@ -306,7 +306,7 @@ load_snapshot(Replay *rp)
 	LakeLandingStatus lst;
 
 	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT s.cycle, s.data FROM lake.snapshot s ORDER BY s.cycle DESC LIMIT 1",
+									"SELECT s.cycle, s.data FROM lake_data.snapshot s ORDER BY s.cycle DESC LIMIT 1",
 									0, NULL),
 						 NULL, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: could not read the snapshots");
@@ -361,7 +361,7 @@ replay_log(Replay *rp, int64 after_cycle)
 
 	rp->at.cycle = after_cycle;
 	log_visit_cycles(store_plan(&plan,
-								"SELECT c.cycle, c.epoch, c.data FROM lake.cycle c "
+								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle c "
 								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
 								1, types),
 					 values, &rp->at, apply_landing, skip_damaged_cycle, rp);
@@ -407,7 +407,7 @@ recovery_run(RecoveryResult *out)
 	store_connect();
 	seal_lock();
 	if (SPI_execute_plan(store_plan(&plan_epoch,
-									"UPDATE lake.writer SET epoch = epoch OPERATOR(pg_catalog.+) 1 "
+									"UPDATE lake_data.writer SET epoch = epoch OPERATOR(pg_catalog.+) 1 "
 									"RETURNING epoch",
 									0, NULL),
 						 NULL, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
@@ -523,7 +523,7 @@ lake_recover(PG_FUNCTION_ARGS)
 	seal_lock();
 	if (only == NULL)
 	{
-		if (SPI_execute_plan(store_plan(&plan, "SELECT o.name FROM lake.owner o ORDER BY o.name", 0, NULL),
+		if (SPI_execute_plan(store_plan(&plan, "SELECT o.name FROM lake_data.owner o ORDER BY o.name", 0, NULL),
 							 NULL, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "lake: could not read the owner registry");
 		tt = SPI_tuptable;

@@ -2,13 +2,13 @@
  * seal.c — write the open cycle as one record, in one transaction.
  *
  * A sealer holds the sealing lock (a transaction-scoped lock on
- * lake.cycle's OID) to its commit, so sealers never overlap. Each seal is
+ * lake_data.cycle's OID) to its commit, so sealers never overlap. Each seal is
  * fenced against its base: the durable writer epoch must still be the one
  * this incarnation recovered under, and the sealed head must be the one it
  * knows — otherwise it refuses and writes nothing. The landings of the
  * cycle are encoded together (landing.h) and zstd-compressed into one
- * row; lake.cycle_owner gets one row per owner in the cycle (what makes a
- * trajectory read proportional to that owner), lake.cast_operation one per
+ * row; lake_data.cycle_owner gets one row per owner in the cycle (what makes a
+ * trajectory read proportional to that owner), lake_data.cast_operation one per
  * idempotent cast. The commit is forced to be synchronous: a coordinate is
  * only ever handed out for a flushed cycle.
  */
@@ -41,10 +41,10 @@ PG_FUNCTION_INFO_V1(lake_seal);
 static Oid
 sealing_lock_object(void)
 {
-	Oid			relid = get_relname_relid("cycle", get_namespace_oid("lake", false));
+	Oid			relid = get_relname_relid("cycle", get_namespace_oid(LAKE_DATA_SCHEMA, false));
 
 	if (!OidIsValid(relid))
-		elog(ERROR, "lake: table lake.cycle is missing");
+		elog(ERROR, "lake: table lake_data.cycle is missing");
 	return relid;
 }
 
@@ -280,7 +280,7 @@ seal_run(void)
 		PointerGetDatum(stored)};
 
 		if (SPI_execute_plan(store_plan_once(&plan_cycle,
-									  "INSERT INTO lake.cycle (cycle, epoch, first_seq, last_seq, casts, "
+									  "INSERT INTO lake_data.cycle (cycle, epoch, first_seq, last_seq, casts, "
 									  " bytes, stored_bytes, sealed_at, lsn, data) "
 									  "VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.clock_timestamp(), $8, $9)",
 									  9, types),
@@ -299,7 +299,7 @@ seal_run(void)
 		values[2] = PointerGetDatum(int8_array(first_pos, nowners));
 		values[3] = PointerGetDatum(int8_array(last_pos, nowners));
 		if (SPI_execute_plan(store_plan_once(&plan_owners,
-									  "INSERT INTO lake.cycle_owner (owner_id, cycle, first_position, last_position) "
+									  "INSERT INTO lake_data.cycle_owner (owner_id, cycle, first_position, last_position) "
 									  "SELECT u.o, $2, u.f, u.l FROM ROWS FROM (pg_catalog.unnest($1), "
 									  " pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(o, f, l)",
 									  4, types),
@@ -317,7 +317,7 @@ seal_run(void)
 		values[3] = Int32GetDatum(cut.epoch);
 		values[4] = PointerGetDatum(int8_array(op_seqs, nops));
 		if (SPI_execute_plan(store_plan_once(&plan_ops,
-									  "INSERT INTO lake.cast_operation (owner_id, operation_id, digest, epoch, seq) "
+									  "INSERT INTO lake_data.cast_operation (owner_id, operation_id, digest, epoch, seq) "
 									  "SELECT u.o, u.i, u.d, $4, u.s FROM ROWS FROM (pg_catalog.unnest($1), "
 									  " pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($5)) AS u(o, i, d, s)",
 									  5, types),

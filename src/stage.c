@@ -13,7 +13,7 @@
  * Each call locks the stage row first, so a chunk, a commit and an abort
  * of one stage never interleave. A commit is one transaction: a crash
  * leaves either the stage as it was or the complete version. The version
- * remembers its stage id (lake.version.blob), so a contender that finds
+ * remembers its stage id (lake_data.version.blob), so a contender that finds
  * the stage already committed and retired reconciles from the history.
  */
 #include "lake.h"

@@ -1,17 +1,17 @@
 /*
  * store.c — the tables behind datasets, versions, stages and tenants.
  *
- *   lake.dataset      (id, name, created_at)
- *   lake.version      (dataset_id, version, tenant, operation_id, digest,
+ *   lake_data.dataset      (id, name, created_at)
+ *   lake_data.version      (dataset_id, version, tenant, operation_id, digest,
  *                      bytes, stored_bytes, nchunks, blob, committed_at, data)
- *   lake.chunk        (blob, chunk_no, bytes, digest, data)
- *   lake.stage        (id, dataset_id, tenant, operation_id, created_at,
+ *   lake_data.chunk        (blob, chunk_no, bytes, digest, data)
+ *   lake_data.stage        (id, dataset_id, tenant, operation_id, created_at,
  *                      touched_at)
- *   lake.tenant_grant (tenant, role)
+ *   lake_data.tenant_grant (tenant, role)
  *
  * A payload of one chunk lives in its version row (data), so the common
  * small append writes one heap row. Larger payloads keep their chunks in
- * lake.chunk under a blob id; a stage's id is the blob its chunks are
+ * lake_data.chunk under a blob id; a stage's id is the blob its chunks are
  * uploaded to, so committing a stage hands them to the version as they are.
  *
  * Every query is prepared once per backend, names its tables with their
@@ -29,7 +29,8 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
-#include "catalog/pg_namespace.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
 #include "executor/spi.h"
@@ -42,6 +43,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -62,18 +64,49 @@ static bool callbacks_set = false;
 /* zstd context reused for the life of the backend (zstd's own allocator). */
 static ZSTD_CCtx *cctx = NULL;
 
+/*
+ * The extension's owner (pg_extension.extowner), cached per backend. The
+ * install script creates lake's data schema, so dropping or recreating the
+ * extension, or reassigning its objects, invalidates a namespace syscache
+ * entry: that resets the cache and no stale owner is ever served.
+ */
+static Oid	cached_owner = InvalidOid;
+
+static void
+forget_owner(Datum arg, int cacheid, uint32 hashvalue)
+{
+	cached_owner = InvalidOid;
+}
+
 static Oid
 lookup_owner(void)
 {
-	Oid			nsp = get_namespace_oid("lake", false);
-	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
-	Oid			owner;
+	static bool registered = false;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
 
+	if (OidIsValid(cached_owner))
+		return cached_owner;
+	if (!registered)
+	{
+		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_owner, (Datum) 0);
+		registered = true;
+	}
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("lake"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "lake: cache lookup failed for schema %u", nsp);
-	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
-	ReleaseSysCache(tup);
-	return owner;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"lake\" is not installed in this database")));
+	cached_owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return cached_owner;
 }
 
 static void
@@ -246,10 +279,10 @@ digest_datum(const uint8 *digest)
 static Oid
 lake_relid(const char *name)
 {
-	Oid			relid = get_relname_relid(name, get_namespace_oid("lake", false));
+	Oid			relid = get_relname_relid(name, get_namespace_oid(LAKE_DATA_SCHEMA, false));
 
 	if (!OidIsValid(relid))
-		elog(ERROR, "lake: relation lake.%s is missing", name);
+		elog(ERROR, "lake: relation lake_data.%s is missing", name);
 	return relid;
 }
 
@@ -313,7 +346,7 @@ store_create_dataset(const char *name)
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
 	run(store_plan(&plan,
-				 "INSERT INTO lake.dataset AS d (name) VALUES ($1) "
+				 "INSERT INTO lake_data.dataset AS d (name) VALUES ($1) "
 				 "ON CONFLICT (name) DO NOTHING RETURNING d.id",
 				 1, types),
 		values, SPI_OK_INSERT_RETURNING);
@@ -348,7 +381,7 @@ store_dataset_id(const char *name)
 
 /*
  * Appends to one dataset serialize on a transaction-scoped lock on the
- * dataset (an object lock keyed by lake.dataset's OID and the dataset id:
+ * dataset (an object lock keyed by lake_data.dataset's OID and the dataset id:
  * it writes no WAL and shows in pg_locks). Held to commit, it makes version
  * numbers gap-free and commit-ordered: the next holder sees the previous
  * holder's version with a fresh snapshot.
@@ -356,10 +389,10 @@ store_dataset_id(const char *name)
 void
 store_lock_dataset(int32 dataset_id)
 {
-	Oid			relid = get_relname_relid("dataset", get_namespace_oid("lake", false));
+	Oid			relid = get_relname_relid("dataset", get_namespace_oid(LAKE_DATA_SCHEMA, false));
 
 	if (!OidIsValid(relid))
-		elog(ERROR, "lake: table lake.dataset is missing");
+		elog(ERROR, "lake: table lake_data.dataset is missing");
 	LockDatabaseObject(relid, (Oid) dataset_id, 0, ExclusiveLock);
 }
 
@@ -367,7 +400,7 @@ store_lock_dataset(int32 dataset_id)
  * Operations
  * ---------------------------------------------------------------------- */
 
-/* Columns of lake.version, as created by the install script. */
+/* Columns of lake_data.version, as created by the install script. */
 #define VERSION_NATTS 11
 #define VA_DATASET 1
 #define VA_NCHUNKS 2
@@ -471,7 +504,7 @@ insert_chunk(int64 blob, int32 chunk_no, const uint8 *digest, const char *data,
 		nulls[3] = ' ';
 	}
 	rc = SPI_execute_plan(store_plan_once(&plan,
-										"INSERT INTO lake.chunk (blob, chunk_no, bytes, digest, data) "
+										"INSERT INTO lake_data.chunk (blob, chunk_no, bytes, digest, data) "
 								   "VALUES ($1, $2, $3, $4, $5)",
 								   5, types),
 						  values, nulls, false, 0);
@@ -486,7 +519,7 @@ next_blob(void)
 {
 	static SPIPlanPtr plan;
 
-	run(store_plan_once(&plan, "SELECT pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass)",
+	run(store_plan_once(&plan, "SELECT pg_catalog.nextval('lake_data.blob_seq'::pg_catalog.regclass)",
 				 0, NULL),
 		NULL, SPI_OK_SELECT);
 	return DatumGetInt64(colv(0, 1));
@@ -524,7 +557,7 @@ insert_version(int32 dataset_id, int64 version, const char *tenant,
 	 * start of a transaction that may have waited for the lock).
 	 */
 	rc = SPI_execute_plan(store_plan_once(&plan,
-										"INSERT INTO lake.version (dataset_id, version, tenant, operation_id, "
+										"INSERT INTO lake_data.version (dataset_id, version, tenant, operation_id, "
 								   " digest, bytes, stored_bytes, nchunks, blob, committed_at, data) "
 								   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
 								   "        pg_catalog.clock_timestamp(), $10)",
@@ -645,7 +678,7 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 
 	portal = SPI_cursor_open(NULL,
 							 store_plan(&plan,
-									  "SELECT c.chunk_no, c.data FROM lake.chunk c "
+									  "SELECT c.chunk_no, c.data FROM lake_data.chunk c "
 									  "WHERE c.blob OPERATOR(pg_catalog.=) $1 "
 									  "  AND c.chunk_no OPERATOR(pg_catalog.>=) $2 "
 									  "ORDER BY c.chunk_no",
@@ -727,14 +760,14 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 
 #define VERSION_COLUMNS \
 	"SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes, " \
-	"       v.stored_bytes, v.committed_at FROM lake.version v " \
+	"       v.stored_bytes, v.committed_at FROM lake_data.version v " \
 	"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 " \
 	"  AND v.version OPERATOR(pg_catalog.>) $2 "
 
 	if (OidIsValid(only_role))
 		plan = store_plan(&plan_granted,
 						VERSION_COLUMNS
-						"  AND EXISTS (SELECT 1 FROM lake.tenant_grant g "
+						"  AND EXISTS (SELECT 1 FROM lake_data.tenant_grant g "
 						"    JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
 						"    WHERE g.tenant OPERATOR(pg_catalog.=) v.tenant "
 						"      AND pg_catalog.pg_has_role($3, g.role, 'USAGE')) "
@@ -799,15 +832,15 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	{
 		CHECK_FOR_INTERRUPTS();
 		run(store_plan(&plan_insert,
-					 "INSERT INTO lake.stage AS s (id, dataset_id, tenant, operation_id) "
-					 "VALUES (pg_catalog.nextval('lake.blob_seq'::pg_catalog.regclass), $1, $2, $3) "
+					 "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id) "
+					 "VALUES (pg_catalog.nextval('lake_data.blob_seq'::pg_catalog.regclass), $1, $2, $3) "
 					 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
 					 3, types),
 			values, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 			return DatumGetInt64(colv(0, 1));
 		run(store_plan(&plan_find,
-					 "SELECT s.id FROM lake.stage s "
+					 "SELECT s.id FROM lake_data.stage s "
 					 "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 "
 					 "  AND s.tenant OPERATOR(pg_catalog.=) $2 "
 					 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
@@ -827,8 +860,8 @@ store_lock_stage(int64 stage, StageRow *row)
 	Datum		values[1] = {Int64GetDatum(stage)};
 
 	run(store_plan(&plan,
-				 "UPDATE lake.stage s SET touched_at = pg_catalog.now() "
-				 "FROM lake.dataset d "
+				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.now() "
+				 "FROM lake_data.dataset d "
 				 "WHERE s.id OPERATOR(pg_catalog.=) $1 AND d.id OPERATOR(pg_catalog.=) s.dataset_id "
 				 "RETURNING s.dataset_id, d.name, s.tenant, s.operation_id",
 				 1, types),
@@ -853,7 +886,7 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 
 	run(store_plan(&plan,
 				 "SELECT v.dataset_id, d.name, v.tenant, v.operation_id, v.version, v.digest "
-				 "FROM lake.version v JOIN lake.dataset d ON d.id OPERATOR(pg_catalog.=) v.dataset_id "
+				 "FROM lake_data.version v JOIN lake_data.dataset d ON d.id OPERATOR(pg_catalog.=) v.dataset_id "
 				 "WHERE v.blob OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_SELECT);
@@ -879,7 +912,7 @@ store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest)
 	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(chunk_no)};
 
 	run(store_plan(&plan,
-				 "SELECT c.digest FROM lake.chunk c "
+				 "SELECT c.digest FROM lake_data.chunk c "
 				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.=) $2",
 				 2, types),
 		values, SPI_OK_SELECT);
@@ -897,7 +930,7 @@ store_stage_bytes(int64 blob, int32 except_chunk_no)
 	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(except_chunk_no)};
 
 	run(store_plan(&plan,
-				 "SELECT pg_catalog.sum(c.bytes)::pg_catalog.int8 FROM lake.chunk c "
+				 "SELECT pg_catalog.sum(c.bytes)::pg_catalog.int8 FROM lake_data.chunk c "
 				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.<>) $2",
 				 2, types),
 		values, SPI_OK_SELECT);
@@ -929,7 +962,7 @@ store_stage_summary(int64 blob, StageSummary *sum)
 				 "       COALESCE(pg_catalog.max(c.bytes), 0)::pg_catalog.int8, "
 				 "       COALESCE(pg_catalog.sum(c.bytes), 0)::pg_catalog.int8, "
 				 "       COALESCE(pg_catalog.sum(pg_catalog.octet_length(c.data)), 0)::pg_catalog.int8 "
-				 "FROM lake.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
+				 "FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_SELECT);
 	sum->nchunks = DatumGetInt64(colv(0, 1));
@@ -948,12 +981,12 @@ store_first_missing_chunk(int64 blob)
 	Datum		values[1] = {Int64GetDatum(blob)};
 
 	run(store_plan(&plan,
-				 "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM lake.chunk z "
+				 "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM lake_data.chunk z "
 				 "   WHERE z.blob OPERATOR(pg_catalog.=) $1 AND z.chunk_no OPERATOR(pg_catalog.=) 0) "
 				 "THEN 0::pg_catalog.int8 ELSE "
 				 " (SELECT pg_catalog.min(c.chunk_no::pg_catalog.int8 OPERATOR(pg_catalog.+) 1) "
-				 "  FROM lake.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1 AND NOT EXISTS "
-				 "  (SELECT 1 FROM lake.chunk n WHERE n.blob OPERATOR(pg_catalog.=) $1 "
+				 "  FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1 AND NOT EXISTS "
+				 "  (SELECT 1 FROM lake_data.chunk n WHERE n.blob OPERATOR(pg_catalog.=) $1 "
 				 "     AND n.chunk_no OPERATOR(pg_catalog.=) (c.chunk_no::pg_catalog.int8 OPERATOR(pg_catalog.+) 1))) "
 				 "END",
 				 1, types),
@@ -970,12 +1003,12 @@ store_drop_stage(int64 stage, bool with_chunks)
 	Datum		values[1] = {Int64GetDatum(stage)};
 
 	run(store_plan(&plan_stage,
-				 "DELETE FROM lake.stage s WHERE s.id OPERATOR(pg_catalog.=) $1",
+				 "DELETE FROM lake_data.stage s WHERE s.id OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_DELETE);
 	if (with_chunks)
 		run(store_plan(&plan_chunks,
-					 "DELETE FROM lake.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
+					 "DELETE FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
 					 1, types),
 			values, SPI_OK_DELETE);
 }
@@ -995,11 +1028,11 @@ store_expire_stages(TimestampTz idle_before, int64 *stages, int64 *chunks,
 
 	run(store_plan(&plan,
 				 "WITH gone AS ("
-				 "  DELETE FROM lake.stage s WHERE s.id IN ("
-				 "    SELECT x.id FROM lake.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
+				 "  DELETE FROM lake_data.stage s WHERE s.id IN ("
+				 "    SELECT x.id FROM lake_data.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
 				 "    FOR UPDATE SKIP LOCKED) RETURNING s.id), "
 				 "chunks AS ("
-				 "  DELETE FROM lake.chunk c USING gone "
+				 "  DELETE FROM lake_data.chunk c USING gone "
 				 "  WHERE c.blob OPERATOR(pg_catalog.=) gone.id RETURNING 1) "
 				 "SELECT (SELECT pg_catalog.count(*) FROM gone), "
 				 "       (SELECT pg_catalog.count(*) FROM chunks)",
@@ -1007,7 +1040,7 @@ store_expire_stages(TimestampTz idle_before, int64 *stages, int64 *chunks,
 		values, SPI_OK_SELECT);
 	*stages = DatumGetInt64(colv(0, 1));
 	*chunks = DatumGetInt64(colv(0, 2));
-	run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake.stage", 0, NULL),
+	run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake_data.stage", 0, NULL),
 		NULL, SPI_OK_SELECT);
 	*open = DatumGetInt64(colv(0, 1));
 }
@@ -1024,7 +1057,7 @@ store_tenant_granted(const char *tenant, Oid role)
 	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
 
 	run(store_plan(&plan,
-				 "SELECT 1 FROM lake.tenant_grant g "
+				 "SELECT 1 FROM lake_data.tenant_grant g "
 				 "JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
 				 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 "
 				 "  AND pg_catalog.pg_has_role($2, g.role, 'USAGE') LIMIT 1",
@@ -1043,13 +1076,13 @@ store_set_tenant_grant(const char *tenant, Oid role, bool grant)
 
 	if (grant)
 		run(store_plan(&plan_grant,
-					 "INSERT INTO lake.tenant_grant (tenant, role) VALUES ($1, $2) "
+					 "INSERT INTO lake_data.tenant_grant (tenant, role) VALUES ($1, $2) "
 					 "ON CONFLICT DO NOTHING",
 					 2, types),
 			values, SPI_OK_INSERT);
 	else
 		run(store_plan(&plan_revoke,
-					 "DELETE FROM lake.tenant_grant g "
+					 "DELETE FROM lake_data.tenant_grant g "
 					 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
 					 2, types),
 			values, SPI_OK_DELETE);

@@ -250,7 +250,7 @@ snapshot_if_due(void)
 /*
  * Recover the owners: at the start of every worker lifetime (each gets a
  * new epoch), when the extension was re-created, and after an edit of
- * lake.lifecycle. When the live states belong to this incarnation, casts
+ * lake_data.lifecycle. When the live states belong to this incarnation, casts
  * are stopped and what is pending is sealed first, under the old epoch,
  * so a worker restart or a lifecycle edit loses no accepted cast.
  */
@@ -282,7 +282,7 @@ recover_owners(Oid generation)
 }
 
 /*
- * The extension's generation (the OID of lake.owner) in the database we
+ * The extension's generation (the OID of lake_data.owner) in the database we
  * serve, or InvalidOid if the extension is not installed there.
  */
 static Oid

@@ -1,6 +1,6 @@
 /*
  * fuzz_chunk.c — libFuzzer harness for the stored chunk decoder (codec.c),
- * the format of every payload chunk in lake.version.data and lake.chunk.
+ * the format of every payload chunk in lake_data.version.data and lake_data.chunk.
  *
  * Any input must be decoded or refused with a status — the server turns a
  * refusal into LK005 / XX001 — never crash, write past the room it was

@@ -1,6 +1,6 @@
 /*
  * fuzz_cycle.c — libFuzzer harness for a sealed cycle record (landing.c
- * inside codec.c), the bytes of lake.cycle.data that every trajectory, log
+ * inside codec.c), the bytes of lake_data.cycle.data that every trajectory, log
  * read and recovery decodes.
  *
  * Any input must be decoded or refused with a status (XX001 from SQL),

@@ -1,6 +1,6 @@
 /*
  * fuzz_snapshot.c — libFuzzer harness for an owner snapshot (landing.c
- * inside codec.c), the bytes of lake.snapshot.data that recovery decodes.
+ * inside codec.c), the bytes of lake_data.snapshot.data that recovery decodes.
  *
  * Any input must be decoded or refused with a status (recovery then warns
  * and replays the whole log), never crash or read past the record. The

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the seed corpus (test/fuzz/corpus/) from real records: starts
 # a throwaway cluster with lake installed, appends and casts a small mixed
-# workload, then exports the stored bytes of chunks (lake.version.data and
-# lake.chunk.data), sealed cycles (lake.cycle.data) and snapshots
-# (lake.snapshot.data). Each compressed record is also exported decompressed
+# workload, then exports the stored bytes of chunks (lake_data.version.data and
+# lake_data.chunk.data), sealed cycles (lake_data.cycle.data) and snapshots
+# (lake_data.snapshot.data). Each compressed record is also exported decompressed
 # under the raw tag, so the fuzzer can mutate the record structure itself.
 # Run as root or as a user who can run PostgreSQL, after `make install`.
 set -euo pipefail
@@ -63,7 +63,7 @@ export_rows() {   # export_rows KIND NAME-PREFIX SQL: one file per row of hex
     fi
   done < <(sql -c "$query")
 }
-export_rows chunk version "SELECT encode(data, 'hex') FROM lake.version WHERE data IS NOT NULL ORDER BY version"
-export_rows cycle cycle "SELECT encode(data, 'hex') FROM lake.cycle ORDER BY cycle"
-export_rows snapshot snapshot "SELECT encode(data, 'hex') FROM lake.snapshot ORDER BY cycle"
+export_rows chunk version "SELECT encode(data, 'hex') FROM lake_data.version WHERE data IS NOT NULL ORDER BY version"
+export_rows cycle cycle "SELECT encode(data, 'hex') FROM lake_data.cycle ORDER BY cycle"
+export_rows snapshot snapshot "SELECT encode(data, 'hex') FROM lake_data.snapshot ORDER BY cycle"
 ls -l corpus/*

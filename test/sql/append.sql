@@ -9,7 +9,7 @@ SELECT t.err($$SELECT lake.create_dataset('')$$);
 SELECT t.err(format('SELECT lake.create_dataset(%L)', repeat('n', 10240)));
 SELECT t.err(format('SELECT lake.create_dataset(%L)', repeat('n', 257)));
 SELECT lake.create_dataset(repeat('n', 256));
-SELECT count(*) AS longest_name_ok FROM lake.dataset WHERE length(name) = 256;
+SELECT count(*) AS longest_name_ok FROM lake_data.dataset WHERE length(name) = 256;
 
 -- A first append makes version 1; versions are per dataset and gap-free.
 SELECT lake.append('orders', 'acme', 'op-1', '\x01'::bytea) AS v;

@@ -2,11 +2,11 @@
 -- 1h here: nothing is sealed unless a test seals it or awaits it.
 
 -- The built-in lifecycle.
-SELECT name, initial_phase, phases, edges FROM lake.lifecycle WHERE name = 'kanban';
+SELECT name, initial_phase, phases, edges FROM lake_data.lifecycle WHERE name = 'kanban';
 
 -- define_lifecycle: validated.
 SELECT lake.define_lifecycle('ticket', 'Open', '{{Open,Doing},{Doing,Done},{Doing,Open},{Done,Open}}');
-SELECT phases FROM lake.lifecycle WHERE name = 'ticket';
+SELECT phases FROM lake_data.lifecycle WHERE name = 'ticket';
 SELECT t.err($$SELECT lake.define_lifecycle('ticket', 'Open', '{{Open,Doing}}')$$);
 SELECT t.err($$SELECT lake.define_lifecycle(NULL, 'Open', '{{Open,Doing}}')$$);
 SELECT t.err($$SELECT lake.define_lifecycle('x', NULL, '{{Open,Doing}}')$$);
@@ -23,7 +23,7 @@ SELECT t.err($$SELECT lake.define_lifecycle('x', 'Start', '{{Open,Doing}}')$$);
 SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{{Open,Doing},{Open,Doing}}')$$);
 SELECT t.err(format('SELECT lake.define_lifecycle(%L, %L, %L)', 'x', 'Open', format('{{Open,%s}}', repeat('p', 64))));
 SELECT t.err(format('SELECT lake.define_lifecycle(%L, %L, %L)', repeat('l', 64), 'Open', '{{Open,Doing}}'));
-SELECT count(*) AS lifecycles FROM lake.lifecycle;
+SELECT count(*) AS lifecycles FROM lake_data.lifecycle;
 
 -- create_owner.
 SELECT lake.create_owner('alpha');
@@ -163,11 +163,11 @@ DROP ROLE lake_caster;
 -- Seals are fenced against their base: a sealer whose epoch is no longer
 -- the durable one (a zombie after a failover, say) writes nothing.
 SELECT (lake.cast('beta', 'Evaluation', 'Commit')).seq > 0 AS accepted;
-UPDATE lake.writer SET epoch = epoch + 1;
+UPDATE lake_data.writer SET epoch = epoch + 1;
 SELECT lake.seal();
 \echo :SQLSTATE
 SELECT count(*) AS cycles_after_refusal, (SELECT pending FROM lake.owner_state('beta')) AS still_pending
 FROM lake.cycles();
-UPDATE lake.writer SET epoch = epoch - 1;
+UPDATE lake_data.writer SET epoch = epoch - 1;
 SELECT lake.seal() > 0 AS sealed_once_unfenced;
 SELECT phase, position, pending FROM lake.owner_state('beta');

@@ -4,18 +4,18 @@
 -- snapshot is in test/t/008_quarantine.pl.)
 SELECT lake.create_owner('d_owner');
 SELECT (lake.cast_durable('d_owner', 'Planning', 'CognitiveWork', '\x01'::bytea)).cycle AS c \gset
-CREATE TABLE t.d_good AS SELECT data FROM lake.cycle WHERE cycle = :c;
+CREATE TABLE t.d_good AS SELECT data FROM lake_data.cycle WHERE cycle = :c;
 
 -- Replace the cycle's bytes, read it every way, put the bytes back.
 CREATE FUNCTION t.d_try(bad bytea, c bigint) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     r text;
 BEGIN
-    UPDATE lake.cycle SET data = bad WHERE cycle = c;
+    UPDATE lake_data.cycle SET data = bad WHERE cycle = c;
     r := regexp_replace(t.err(format('SELECT count(*) FROM lake.trajectory(%L)', 'd_owner')),
                         'cycle \d+', 'cycle <c>')
          || ' | log: ' || left(t.err(format('SELECT count(*) FROM lake.log(%s)', c - 1)), 5);
-    UPDATE lake.cycle SET data = (SELECT data FROM t.d_good) WHERE cycle = c;
+    UPDATE lake_data.cycle SET data = (SELECT data FROM t.d_good) WHERE cycle = c;
     RETURN r;
 END $$;
 

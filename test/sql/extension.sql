@@ -25,7 +25,7 @@ WHERE n.nspname = 'lake' ORDER BY p.proname;
 SELECT c.relname, c.relacl IS NOT NULL AND NOT EXISTS (
          SELECT 1 FROM aclexplode(c.relacl) a WHERE a.grantee = 0) AS closed_to_public
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = 'lake' AND c.relkind = 'r' ORDER BY c.relname;
+WHERE n.nspname = 'lake_data' AND c.relkind = 'r' ORDER BY c.relname;
 
 -- Another database is not served by the worker: CREATE EXTENSION is refused.
 CREATE DATABASE lake_elsewhere;

@@ -11,20 +11,20 @@
 -- permits and pending casts.
 CREATE FUNCTION t.trace() RETURNS text LANGUAGE sql AS $$
 SELECT concat_ws(' ',
-    'datasets', (SELECT count(*) FROM lake.dataset),
-    'versions', (SELECT count(*) FROM lake.version),
+    'datasets', (SELECT count(*) FROM lake_data.dataset),
+    'versions', (SELECT count(*) FROM lake_data.version),
     'chunks', (SELECT count(*) || '/' || coalesce(sum(bytes), 0) || '/' || coalesce(sum(length(data)), 0)
-               FROM lake.chunk),
+               FROM lake_data.chunk),
     'stages', (SELECT count(*) || '/' || coalesce(md5(string_agg(id || '@' || touched_at, ',' ORDER BY id)), '-')
-               FROM lake.stage),
-    'grants', (SELECT count(*) FROM lake.tenant_grant),
-    'lifecycles', (SELECT count(*) FROM lake.lifecycle),
-    'owners', (SELECT count(*) || '/' || count(quarantine_reason) FROM lake.owner),
-    'epoch', (SELECT epoch FROM lake.writer),
-    'cycles', (SELECT count(*) FROM lake.cycle),
-    'cycle_owners', (SELECT count(*) FROM lake.cycle_owner),
-    'cast_operations', (SELECT count(*) FROM lake.cast_operation),
-    'snapshots', (SELECT count(*) FROM lake.snapshot),
+               FROM lake_data.stage),
+    'grants', (SELECT count(*) FROM lake_data.tenant_grant),
+    'lifecycles', (SELECT count(*) FROM lake_data.lifecycle),
+    'owners', (SELECT count(*) || '/' || count(quarantine_reason) FROM lake_data.owner),
+    'epoch', (SELECT epoch FROM lake_data.writer),
+    'cycles', (SELECT count(*) FROM lake_data.cycle),
+    'cycle_owners', (SELECT count(*) FROM lake_data.cycle_owner),
+    'cast_operations', (SELECT count(*) FROM lake_data.cast_operation),
+    'snapshots', (SELECT count(*) FROM lake_data.snapshot),
     'permits', (SELECT slots_in_use || '/' || bytes_reserved FROM lake.admission()),
     'pending', (SELECT casts_pending FROM lake.stats()))
 $$;
@@ -60,7 +60,7 @@ SELECT t.err($$SELECT convert_from(not_utf8, 'UTF8') FROM h$$) AS not_utf8_is_no
 -- Names that are valid (1-256 bytes) but hostile to any SQL splicing.
 CREATE TEMP TABLE h_name (k int PRIMARY KEY, v text NOT NULL);
 INSERT INTO h_name VALUES
-    (1, $n$h_x'); DROP TABLE lake.dataset; --$n$),
+    (1, $n$h_x'); DROP TABLE lake_data.dataset; --$n$),
     (2, $n$h_it's "quoted"$n$),
     (3, $n$h_back\slash\\ \x00 \'$n$),
     (4, $n$h_;;; SELECT 1;$n$),
@@ -82,7 +82,7 @@ SELECT count(*) AS created FROM (SELECT lake.create_dataset(v) FROM h_name) c;
 SELECT k, lake.append(v, v, v, convert_to(v, 'UTF8') || '\xfffe80c0'::bytea) AS version
 FROM h_name ORDER BY k;
 SELECT k,
-       (SELECT count(*) FROM lake.dataset d WHERE d.name = v) AS dataset_rows,
+       (SELECT count(*) FROM lake_data.dataset d WHERE d.name = v) AS dataset_rows,
        (SELECT tenant = v AND operation_id = v AND digest = sha256(convert_to(v, 'UTF8') || '\xfffe80c0'::bytea)
         FROM lake.versions(v)) AS listed_as_given,
        lake.read(v, 1) = convert_to(v, 'UTF8') || '\xfffe80c0'::bytea AS read_exact,
@@ -92,7 +92,7 @@ FROM h_name ORDER BY k;
 SELECT k, lake.append(v, v, v, convert_to(v, 'UTF8') || '\xfffe80c0'::bytea) AS replay
 FROM h_name ORDER BY k;
 -- Nothing was spliced: the tables the names try to drop are there.
-SELECT count(*) AS lake_tables FROM pg_tables WHERE schemaname = 'lake';
+SELECT count(*) AS lake_tables FROM pg_tables WHERE schemaname = 'lake_data';
 
 -- Bytes that are not UTF-8, an empty payload and 1 MB + 1 byte (two
 -- chunks) are stored and read back byte-exact; a supplied digest NULL is
@@ -256,7 +256,7 @@ SELECT t.err($$SELECT lake.abort_append(9223372036854775807)$$);
 -- The stage is as it was: one chunk of 1 MB, no new version.
 SELECT t.same(:'before');
 SELECT count(*) AS open, sum(c.bytes) AS staged_bytes
-FROM lake.stage s JOIN lake.chunk c ON c.blob = s.id WHERE s.id = :s;
+FROM lake_data.stage s JOIN lake_data.chunk c ON c.blob = s.id WHERE s.id = :s;
 
 -- A chunk at the largest chunk_no is accepted; the commit then names the
 -- first missing chunk (22023) and changes nothing.
@@ -267,7 +267,7 @@ SELECT t.same(:'before');
 -- Aborting drops the stage and its chunks; the aborted stage is then
 -- unknown to every stage function.
 SELECT lake.abort_append(:s);
-SELECT count(*) AS chunks_left FROM lake.chunk WHERE blob = :s;
+SELECT count(*) AS chunks_left FROM lake_data.chunk WHERE blob = :s;
 SELECT t.trace() AS before \gset
 SELECT t.errs(format('SELECT lake.append_chunk(%s, 0, %L)', :s, '\x00'));
 SELECT t.errs(format('SELECT lake.commit_append(%s)', :s));
@@ -286,7 +286,7 @@ GRANT SELECT ON h, h_name TO "h_r'ole; DROP ROLE postgres; --";
 SELECT lake.grant_tenant($r$"h_r'ole; DROP ROLE postgres; --"$r$, v) FROM h_name WHERE k = 1;
 SELECT tenant = (SELECT v FROM h_name WHERE k = 1) AS tenant_as_given,
        role::regrole::text AS role
-FROM lake.tenant_grant WHERE role = $r$"h_r'ole; DROP ROLE postgres; --"$r$::regrole;
+FROM lake_data.tenant_grant WHERE role = $r$"h_r'ole; DROP ROLE postgres; --"$r$::regrole;
 SET ROLE "h_r'ole; DROP ROLE postgres; --";
 SELECT lake.append(v, v, v || '/by role', '\xff'::bytea) AS version FROM h_name WHERE k = 1;
 SELECT lake.read_operation(v, v, v || '/by role') AS payload FROM h_name WHERE k = 1;
@@ -316,7 +316,7 @@ SELECT t.same(:'before');
 
 -- The revoke takes exactly the hostile tenant away.
 SELECT lake.revoke_tenant($r$"h_r'ole; DROP ROLE postgres; --"$r$, v) FROM h_name WHERE k = 1;
-SELECT count(*) AS grants_left FROM lake.tenant_grant
+SELECT count(*) AS grants_left FROM lake_data.tenant_grant
 WHERE role = $r$"h_r'ole; DROP ROLE postgres; --"$r$::regrole;
 SET ROLE "h_r'ole; DROP ROLE postgres; --";
 SELECT t.err($q$SELECT lake.read_operation(v, v, v || '/by role') FROM h_name WHERE k = 1$q$);
@@ -330,11 +330,11 @@ DROP ROLE "h_r'ole; DROP ROLE postgres; --";
 
 -- A lifecycle whose name and phases are hostile: quotes, a comma, braces,
 -- a backslash, and a phase called NULL (the word, not the value).
-SELECT lake.define_lifecycle($n$h_l'); DROP TABLE lake.owner; --$n$, 'NULL',
+SELECT lake.define_lifecycle($n$h_l'); DROP TABLE lake_data.owner; --$n$, 'NULL',
          ARRAY[['NULL', 'a"b'], ['a"b', 'c,d'], ['c,d', '{e}'], ['{e}', $p$f\g$p$], [$p$f\g$p$, 'NULL']]);
 SELECT initial_phase, phases = ARRAY['NULL', 'a"b', 'c,d', '{e}', $p$f\g$p$] AS phases_as_given,
        array_ndims(edges) AS ndims, edges[5][2] AS last_edge_to
-FROM lake.lifecycle WHERE name = $n$h_l'); DROP TABLE lake.owner; --$n$;
+FROM lake_data.lifecycle WHERE name = $n$h_l'); DROP TABLE lake_data.owner; --$n$;
 -- A self-loop and shifted array bounds are accepted as given.
 SELECT lake.define_lifecycle('h_loop', 'a', '[0:0][5:6]={{a,a}}');
 
@@ -343,7 +343,7 @@ CREATE TEMP TABLE h_owner AS SELECT k, v FROM h_name WHERE octet_length(v) < 64;
 INSERT INTO h_owner VALUES (10, 'h_' || repeat('é', 30) || 'x');   -- 63 bytes
 SELECT k, octet_length(v) AS bytes FROM h_owner ORDER BY k;
 SELECT count(*) AS created
-FROM (SELECT lake.create_owner(v, $n$h_l'); DROP TABLE lake.owner; --$n$) FROM h_owner) c;
+FROM (SELECT lake.create_owner(v, $n$h_l'); DROP TABLE lake_data.owner; --$n$) FROM h_owner) c;
 SELECT lake.create_owner('h_o');
 SELECT lake.create_owner('h_loop_owner', 'h_loop');
 SELECT k, phase, lap, position, pending, quarantined, reason FROM h_owner, lake.owner_state(v) ORDER BY k;
@@ -382,7 +382,7 @@ SELECT t.err($$SELECT lake.define_lifecycle('h_x', 'a', '{{a,b},{b,a},{a,b}}')$$
 SELECT t.err($$SELECT lake.define_lifecycle('h_x', 'p0',
                  (SELECT array_agg(ARRAY['p' || i, 'p' || (i + 1)]) FROM generate_series(0, 256) i))$$);
 SELECT t.err($$SELECT lake.define_lifecycle('kanban', 'a', '{{a,b}}')$$);
-SELECT t.err($q$SELECT lake.define_lifecycle($n$h_l'); DROP TABLE lake.owner; --$n$, 'a', '{{a,b}}')$q$);
+SELECT t.err($q$SELECT lake.define_lifecycle($n$h_l'); DROP TABLE lake_data.owner; --$n$, 'a', '{{a,b}}')$q$);
 -- create_owner: owner NULL 22004, empty, 64 bytes (also in 33
 -- characters) and 1 MB 22023; lifecycle NULL 22004 (omitted it is
 -- kanban), empty / 64 bytes / 1 MB 22023, unknown 42704; an existing
@@ -465,7 +465,7 @@ SELECT t.err($$SELECT lake.cast('h_o', 'CognitiveWork', mb) FROM h$$);
 SELECT t.err($$SELECT lake.cast('h_o', 'CognitiveWork', NULL)$$);
 SELECT t.err($$SELECT lake.cast('h_o', NULL, 'Evaluation')$$);
 SELECT t.err($$SELECT lake.cast('h_o', 'CognitiveWork', 'evaluation')$$);
-SELECT t.err($$SELECT lake.cast('h_o', 'CognitiveWork', 'Evaluation; DROP TABLE lake.cycle')$$);
+SELECT t.err($$SELECT lake.cast('h_o', 'CognitiveWork', 'Evaluation; DROP TABLE lake_data.cycle')$$);
 SELECT t.err($$SELECT lake.cast('h_o', 'Planning', 'CognitiveWork')$$);
 SELECT t.err($$SELECT lake.cast('h_o', 'CognitiveWork', 'Evaluation', NULL, -1)$$);
 SELECT t.err($$SELECT lake.cast('h_o', 'CognitiveWork', 'Evaluation', NULL, -9223372036854775808)$$);
@@ -516,7 +516,7 @@ SELECT t.err($$SELECT * FROM lake.owner_state('')$$);
 SELECT t.err($$SELECT * FROM lake.owner_state(repeat('o', 64))$$);
 SELECT t.err($$SELECT lake.owner_state(mb) FROM h$$);
 SELECT t.err($$SELECT * FROM lake.owner_state('h_nope')$$);
-SELECT t.err($q$SELECT * FROM lake.owner_state($n$h_x'); DROP TABLE lake.dataset; -$n$)$q$);
+SELECT t.err($q$SELECT * FROM lake.owner_state($n$h_x'); DROP TABLE lake_data.dataset; -$n$)$q$);
 -- Nothing queued, nothing moved.
 SELECT t.same(:'before');
 SELECT phase, lap, position, pending FROM lake.owner_state('h_o');

@@ -164,12 +164,12 @@ RESET ROLE;
 -- What the matrix wrote: each allowed role's append and staged commit,
 -- nothing for the others; the abort stages of the allowed roles are gone.
 SELECT version, tenant, operation_id FROM lake.versions('p_ds') ORDER BY version;
-SELECT s.label, s.kind, EXISTS (SELECT 1 FROM lake.stage g WHERE g.id = s.stage) AS still_open
+SELECT s.label, s.kind, EXISTS (SELECT 1 FROM lake_data.stage g WHERE g.id = s.stage) AS still_open
 FROM t.p_stage s JOIN t.p_role r ON r.label = s.label ORDER BY r.ord, s.kind;
-SELECT name FROM lake.dataset WHERE name LIKE 'p\_ds\_%' ORDER BY name;
-SELECT name FROM lake.lifecycle WHERE name LIKE 'p\_lc\_%' ORDER BY name;
-SELECT name FROM lake.owner WHERE name LIKE 'p\_o\_%' ORDER BY name;
-SELECT count(*) AS scratch_grants_left FROM lake.tenant_grant WHERE tenant LIKE 'p\_scratch\_%';
+SELECT name FROM lake_data.dataset WHERE name LIKE 'p\_ds\_%' ORDER BY name;
+SELECT name FROM lake_data.lifecycle WHERE name LIKE 'p\_lc\_%' ORDER BY name;
+SELECT name FROM lake_data.owner WHERE name LIKE 'p\_o\_%' ORDER BY name;
+SELECT count(*) AS scratch_grants_left FROM lake_data.tenant_grant WHERE tenant LIKE 'p\_scratch\_%';
 
 -- Tables and sequences are closed to every role but the owner: SELECT,
 -- INSERT, UPDATE, DELETE and LOCK on every table, SELECT and nextval on
@@ -188,20 +188,20 @@ BEGIN
                 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
                   AND a.attidentity = '' ORDER BY a.attnum LIMIT 1) AS col
         FROM pg_class c
-        WHERE c.relnamespace = 'lake'::regnamespace AND c.relkind IN ('r', 'S')
+        WHERE c.relnamespace = 'lake_data'::regnamespace AND c.relkind IN ('r', 'S')
         ORDER BY c.relname
     LOOP
         codes := NULL;
         FOREACH q IN ARRAY CASE r.relkind
             WHEN 'r' THEN ARRAY[
-                format('SELECT * FROM lake.%I', r.relname),
-                format('INSERT INTO lake.%I DEFAULT VALUES', r.relname),
-                format('UPDATE lake.%I SET %I = %I WHERE false', r.relname, r.col, r.col),
-                format('DELETE FROM lake.%I WHERE false', r.relname),
-                format('LOCK TABLE lake.%I IN ACCESS SHARE MODE', r.relname)]
+                format('SELECT * FROM lake_data.%I', r.relname),
+                format('INSERT INTO lake_data.%I DEFAULT VALUES', r.relname),
+                format('UPDATE lake_data.%I SET %I = %I WHERE false', r.relname, r.col, r.col),
+                format('DELETE FROM lake_data.%I WHERE false', r.relname),
+                format('LOCK TABLE lake_data.%I IN ACCESS SHARE MODE', r.relname)]
             ELSE ARRAY[
-                format('SELECT * FROM lake.%I', r.relname),
-                format('SELECT pg_catalog.nextval(%L)', 'lake.' || r.relname)] END
+                format('SELECT * FROM lake_data.%I', r.relname),
+                format('SELECT pg_catalog.nextval(%L)', 'lake_data.' || r.relname)] END
         LOOP
             codes := concat_ws('/', codes, split_part(t.err(q), ':', 1));
         END LOOP;
@@ -227,13 +227,13 @@ SELECT d.rel,
        max(d.res) FILTER (WHERE d.label = 'member') AS member,
        max(d.res) FILTER (WHERE d.label = 'admin')  AS admin
 FROM t.p_direct d GROUP BY d.rel ORDER BY d.rel;
--- No relation of schema lake grants anything to anyone but its owner, and
--- lake_admin holds no privilege on any of them.
+-- No relation of schema lake or lake_data grants anything to anyone but its
+-- owner, and lake_admin holds no privilege on any of them.
 SELECT c.relname, a.grantee::regrole, a.privilege_type
 FROM pg_class c, aclexplode(c.relacl) a
-WHERE c.relnamespace = 'lake'::regnamespace AND a.grantee <> c.relowner;
+WHERE c.relnamespace IN ('lake'::regnamespace, 'lake_data'::regnamespace) AND a.grantee <> c.relowner;
 SELECT count(*) AS lake_admin_privileges FROM pg_class c
-WHERE c.relnamespace = 'lake'::regnamespace AND c.relkind IN ('r', 'S', 'v', 'm')
+WHERE c.relnamespace IN ('lake'::regnamespace, 'lake_data'::regnamespace) AND c.relkind IN ('r', 'S', 'v', 'm')
   AND has_table_privilege('lake_admin', c.oid, 'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER');
 -- The schema: no USAGE or CREATE for PUBLIC; lake_admin has USAGE (so its
 -- members reach the administrative functions) but not CREATE.
@@ -241,6 +241,11 @@ SELECT has_schema_privilege('public', 'lake', 'USAGE') AS public_usage,
        has_schema_privilege('public', 'lake', 'CREATE') AS public_create,
        has_schema_privilege('lake_admin', 'lake', 'USAGE') AS lake_admin_usage,
        has_schema_privilege('lake_admin', 'lake', 'CREATE') AS lake_admin_create;
+-- The tables' schema: USAGE for its owner, the extension's owner, alone.
+SELECT n.nspowner = e.extowner AS owned_by_extension_owner,
+       array_agg(a.grantee::regrole ORDER BY a.grantee) FILTER (WHERE a.grantee <> n.nspowner) AS others
+FROM pg_namespace n LEFT JOIN LATERAL aclexplode(n.nspacl) a ON true, pg_extension e
+WHERE n.nspname = 'lake_data' AND e.extname = 'lake' GROUP BY n.nspowner, e.extowner;
 
 -- Tenant isolation: the data of tenant p_globex (a version, an open stage
 -- with a chunk, a committed stage) against roles granted p_acme only.
@@ -282,7 +287,7 @@ GROUP BY c.ord, c.what ORDER BY c.ord;
 SELECT DISTINCT res FROM t.p_iso;
 -- Nothing was written or removed: the open stage still holds only its one
 -- chunk, the version list is as it was.
-SELECT count(*) AS open_stage_chunks FROM lake.chunk
+SELECT count(*) AS open_stage_chunks FROM lake_data.chunk
 WHERE blob = (SELECT stage FROM t.p_stage WHERE label = 'globex' AND kind = 'open');
 SELECT version, tenant, operation_id FROM lake.versions('p_ds') WHERE tenant = 'p_globex' ORDER BY version;
 -- versions() lists only the tenants granted to the caller.
@@ -408,14 +413,14 @@ CREATE ROLE lake_p_gone NOLOGIN;
 SELECT lake.grant_tenant('lake_p_gone', 'p_gone');
 SELECT 'lake_p_gone'::regrole::oid AS gone_oid \gset
 DROP ROLE lake_p_gone;
-SELECT count(*) AS orphan_grants FROM lake.tenant_grant
+SELECT count(*) AS orphan_grants FROM lake_data.tenant_grant
 WHERE tenant = 'p_gone' AND role NOT IN (SELECT oid FROM pg_roles);
 SELECT lake.revoke_tenant(:gone_oid::oid::regrole, 'p_gone');
-SELECT count(*) AS orphan_grants FROM lake.tenant_grant WHERE tenant = 'p_gone';
+SELECT count(*) AS orphan_grants FROM lake_data.tenant_grant WHERE tenant = 'p_gone';
 -- A grant to an OID that names no role (here 0, which regrole spells '-')
 -- is refused: regrole checks names, not OIDs.
 SELECT t.err($$SELECT lake.grant_tenant('-', 'p_gone')$$);
-SELECT count(*) AS grants_to_no_role FROM lake.tenant_grant WHERE tenant = 'p_gone';
+SELECT count(*) AS grants_to_no_role FROM lake_data.tenant_grant WHERE tenant = 'p_gone';
 
 -- Owners are not tenant-scoped: any role with USAGE casts to any owner and
 -- reads every owner's sealed payloads (trajectory, log).
@@ -448,8 +453,8 @@ GRANT EXECUTE ON FUNCTION lake.cast(text, text, text, bytea, bigint, text),
 -- drop it, alter its tables or attach triggers to them.
 SET ROLE lake_p_admin;
 SELECT t.err($$DROP EXTENSION lake$$);
-SELECT t.err($$ALTER TABLE lake.version ADD COLUMN x int$$);
-SELECT t.err($$CREATE TRIGGER x BEFORE INSERT ON lake.version FOR EACH ROW EXECUTE FUNCTION lake.lifecycle_changed()$$);
+SELECT t.err($$ALTER TABLE lake_data.version ADD COLUMN x int$$);
+SELECT t.err($$CREATE TRIGGER x BEFORE INSERT ON lake_data.version FOR EACH ROW EXECUTE FUNCTION lake.lifecycle_changed()$$);
 SELECT t.err($$SELECT lake.lifecycle_changed()$$);
 RESET ROLE;
 -- Elsewhere too: even with CREATE on the database, a non-superuser is
@@ -487,7 +492,7 @@ FROM pg_roles WHERE rolname = 'lake_admin';
 
 -- Clean up: the roles own nothing but their grants.
 SELECT lake.revoke_tenant(r, 'p_acme') FROM unnest(ARRAY['lake_p_tenant', 'lake_p_group']::regrole[]) r;
-SELECT count(*) AS grants_left FROM lake.tenant_grant WHERE tenant LIKE 'p\_%';
+SELECT count(*) AS grants_left FROM lake_data.tenant_grant WHERE tenant LIKE 'p\_%';
 DROP OWNED BY lake_p_none, lake_p_usage, lake_p_tenant, lake_p_group, lake_p_member,
     lake_p_admin, lake_p_scratch, lake_p_noinherit, lake_p_admin_noinherit, lake_p_admin_bare;
 DROP ROLE lake_p_none, lake_p_usage, lake_p_tenant, lake_p_member, lake_p_group,

@@ -23,54 +23,54 @@ SELECT version, digest = sha256(lake.read('orders', version)) AS digest_ok
 FROM lake.versions('orders') ORDER BY version;
 
 -- Damage, repaired after each case. Version 6 of orders has three chunks:
--- the first inline, two in lake.chunk under the version's blob.
-SELECT v.nchunks, v.blob AS blob6 FROM lake.version v JOIN lake.dataset d ON d.id = v.dataset_id
+-- the first inline, two in lake_data.chunk under the version's blob.
+SELECT v.nchunks, v.blob AS blob6 FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
 WHERE d.name = 'orders' AND v.version = 6 \gset
 \echo :nchunks
-CREATE TEMP TABLE saved AS SELECT * FROM lake.chunk WHERE blob = :blob6;
+CREATE TEMP TABLE saved AS SELECT * FROM lake_data.chunk WHERE blob = :blob6;
 
 -- A missing chunk.
-DELETE FROM lake.chunk WHERE blob = :blob6 AND chunk_no = 1;
+DELETE FROM lake_data.chunk WHERE blob = :blob6 AND chunk_no = 1;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
-INSERT INTO lake.chunk SELECT * FROM saved WHERE chunk_no = 1;
+INSERT INTO lake_data.chunk SELECT * FROM saved WHERE chunk_no = 1;
 -- The last chunk missing.
-DELETE FROM lake.chunk WHERE blob = :blob6 AND chunk_no = 2;
+DELETE FROM lake_data.chunk WHERE blob = :blob6 AND chunk_no = 2;
 SELECT t.err($$SELECT lake.read_operation('orders', 'acme', 'at-limit')$$);
-INSERT INTO lake.chunk SELECT * FROM saved WHERE chunk_no = 2;
+INSERT INTO lake_data.chunk SELECT * FROM saved WHERE chunk_no = 2;
 -- A corrupt compressed frame.
-UPDATE lake.chunk SET data = overlay(data placing '\xffffffff'::bytea from 2)
+UPDATE lake_data.chunk SET data = overlay(data placing '\xffffffff'::bytea from 2)
 WHERE blob = :blob6 AND chunk_no = 2;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
 -- An unknown encoding tag.
-UPDATE lake.chunk c SET data = '\x00'::bytea || substr(s.data, 2)
+UPDATE lake_data.chunk c SET data = '\x00'::bytea || substr(s.data, 2)
 FROM saved s WHERE c.blob = :blob6 AND c.chunk_no = 2 AND s.chunk_no = 2;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
 -- An empty stored chunk.
-UPDATE lake.chunk SET data = ''::bytea WHERE blob = :blob6 AND chunk_no = 2;
+UPDATE lake_data.chunk SET data = ''::bytea WHERE blob = :blob6 AND chunk_no = 2;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
 -- A valid chunk from another place: right format, wrong bytes.
-UPDATE lake.chunk c SET data = v.data FROM lake.version v, lake.dataset d
+UPDATE lake_data.chunk c SET data = v.data FROM lake_data.version v, lake_data.dataset d
 WHERE c.blob = :blob6 AND c.chunk_no = 2
   AND d.name = 'orders' AND v.dataset_id = d.id AND v.version = 1;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
-UPDATE lake.chunk c SET data = s.data FROM saved s
+UPDATE lake_data.chunk c SET data = s.data FROM saved s
 WHERE c.blob = :blob6 AND c.chunk_no = 2 AND s.chunk_no = 2;
 -- A raw inline chunk with a flipped byte: only the digest can tell.
-UPDATE lake.version v SET data = '\x72ff'::bytea FROM lake.dataset d
+UPDATE lake_data.version v SET data = '\x72ff'::bytea FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 SELECT t.err($$SELECT lake.read('orders', 1)$$);
-UPDATE lake.version v SET data = '\x7201'::bytea FROM lake.dataset d
+UPDATE lake_data.version v SET data = '\x7201'::bytea FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 -- An inline chunk that decodes shorter than the version.
-UPDATE lake.version v SET data = '\x72'::bytea FROM lake.dataset d
+UPDATE lake_data.version v SET data = '\x72'::bytea FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 SELECT t.err($$SELECT lake.read('orders', 1)$$);
-UPDATE lake.version v SET data = '\x7201'::bytea FROM lake.dataset d
+UPDATE lake_data.version v SET data = '\x7201'::bytea FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 -- An extra chunk beyond those the version declares.
-INSERT INTO lake.chunk SELECT blob, 3, bytes, digest, data FROM saved WHERE chunk_no = 2;
+INSERT INTO lake_data.chunk SELECT blob, 3, bytes, digest, data FROM saved WHERE chunk_no = 2;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
-DELETE FROM lake.chunk WHERE blob = :blob6 AND chunk_no = 3;
+DELETE FROM lake_data.chunk WHERE blob = :blob6 AND chunk_no = 3;
 
 -- Repaired: every version reads and verifies again.
 SELECT version, length(lake.read('orders', version)) AS bytes

@@ -9,17 +9,17 @@ SELECT lake.checkpoint() = (SELECT max(cycle) FROM lake.cycles()) AS covers_the_
 -- nothing to snapshot and recovers in its initial phase.)
 SELECT owners >= (SELECT count(DISTINCT owner) FROM lake.log()) AS every_owner_with_landings,
        stored_bytes > 0 AS stored
-FROM lake.snapshot ORDER BY cycle DESC LIMIT 1;
-SELECT last_snapshot = (SELECT max(cycle) FROM lake.snapshot) AS stats_know_it FROM lake.stats();
+FROM lake_data.snapshot ORDER BY cycle DESC LIMIT 1;
+SELECT last_snapshot = (SELECT max(cycle) FROM lake_data.snapshot) AS stats_know_it FROM lake.stats();
 
 -- The newest two are kept; older ones are retired.
 SELECT (lake.cast_durable('rho', 'CognitiveWork', 'Evaluation')).position;
 SELECT lake.checkpoint() > 0 AS second;
 SELECT (lake.cast_durable('rho', 'Evaluation', 'Commit')).position;
 SELECT lake.checkpoint() > 0 AS third;
-SELECT count(*) AS kept FROM lake.snapshot;
+SELECT count(*) AS kept FROM lake_data.snapshot;
 -- A checkpoint with nothing new sealed covers the same cycle again.
-SELECT lake.checkpoint() = (SELECT max(cycle) FROM lake.snapshot) AS same_cycle;
+SELECT lake.checkpoint() = (SELECT max(cycle) FROM lake_data.snapshot) AS same_cycle;
 
 -- lake.recover() replays what is durable above each live position: on a
 -- healthy server, nothing.

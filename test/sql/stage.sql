@@ -20,14 +20,14 @@ SELECT lake.append_chunk(:stage, 2, '\x03'::bytea);
 -- The digest is checked over the concatenation: 22000 / 22023, stage kept.
 SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :stage, sha256('\x00')));
 SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :stage, '\x0011'));
-SELECT count(*) AS open_stages FROM lake.stage WHERE id = :stage;
+SELECT count(*) AS open_stages FROM lake_data.stage WHERE id = :stage;
 
 SELECT lake.commit_append(:stage, sha256('\x010102020304'::bytea)) AS version;
 SELECT lake.read('uploads', 1);
 SELECT version, operation_id, bytes, digest = sha256('\x010102020304'::bytea) AS digest_ok
 FROM lake.versions('uploads');
 -- The stage is retired; its chunks now belong to the version.
-SELECT count(*) AS open_stages FROM lake.stage WHERE id = :stage;
+SELECT count(*) AS open_stages FROM lake_data.stage WHERE id = :stage;
 
 -- A second commit of the committed stage returns the same version ...
 SELECT lake.commit_append(:stage) AS version;
@@ -62,7 +62,7 @@ SELECT lake.commit_append(:mixed) AS version;
 SELECT lake.begin_append('uploads', 'acme', 'dropped') AS dropped \gset
 SELECT lake.append_chunk(:dropped, 0, '\x01'::bytea);
 SELECT lake.abort_append(:dropped);
-SELECT count(*) AS leftover_chunks FROM lake.chunk WHERE blob = :dropped;
+SELECT count(*) AS leftover_chunks FROM lake_data.chunk WHERE blob = :dropped;
 SELECT t.err(format('SELECT lake.append_chunk(%s, 1, %L::bytea)', :dropped, '\x02'));
 SELECT t.err(format('SELECT lake.commit_append(%s)', :dropped));
 SELECT t.err(format('SELECT lake.abort_append(%s)', :dropped));
@@ -108,7 +108,7 @@ SELECT lake.abort_append(:bad);
 SELECT lake.begin_append('uploads', 'acme', 'too-big') AS big \gset
 SELECT lake.append_chunk(:big, 0, decode(repeat('00', 2 * 1024 * 1024), 'hex'));
 SELECT t.err(format('SELECT lake.append_chunk(%s, 1, decode(repeat(%L, 1024 * 1024 + 1), %L))', :big, '00', 'hex'));
-SELECT count(*) AS chunks FROM lake.chunk WHERE blob = :big;
+SELECT count(*) AS chunks FROM lake_data.chunk WHERE blob = :big;
 -- A re-sent chunk 0 is not counted twice toward the limit.
 SELECT lake.append_chunk(:big, 0, decode(repeat('00', 2 * 1024 * 1024), 'hex'));
 SELECT lake.append_chunk(:big, 1, decode(repeat('00', 1024 * 1024), 'hex'));
@@ -127,7 +127,7 @@ SELECT lake.read_operation('uploads', 'acme', 'json') =
           SELECT i, convert_to(string_agg(format('{"part": %s, "row": %s}', i, j), E'\n'), 'UTF8') AS part
           FROM generate_series(1, 3) i, generate_series(1, 5000) j GROUP BY i) parts) AS reads_back;
 SELECT v.version AS jsv, v.blob AS jsblob, v.nchunks, v.data IS NULL AS all_chunks_outside
-FROM lake.version v JOIN lake.dataset d ON d.id = v.dataset_id
+FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
 WHERE d.name = 'uploads' AND v.operation_id = 'json' \gset
 \echo :nchunks :all_chunks_outside
 
@@ -145,16 +145,16 @@ SELECT slots_in_use, bytes_reserved FROM lake.admission();
 -- A stage whose stored chunk was damaged cannot be committed (XX001).
 SELECT lake.begin_append('uploads', 'acme', 'damaged') AS dmg \gset
 SELECT lake.append_chunk(:dmg, 0, convert_to(repeat('compressible ', 100), 'UTF8'));
-UPDATE lake.chunk SET data = overlay(data placing '\xffffffff'::bytea from 2) WHERE blob = :dmg;
+UPDATE lake_data.chunk SET data = overlay(data placing '\xffffffff'::bytea from 2) WHERE blob = :dmg;
 SELECT t.err(format('SELECT lake.commit_append(%s)', :dmg));
 SELECT lake.abort_append(:dmg);
 
 -- A staged version with a chunk gone fails closed (LK005).
-CREATE TEMP TABLE saved0 AS SELECT * FROM lake.chunk WHERE blob = :jsblob AND chunk_no = 0;
-DELETE FROM lake.chunk WHERE blob = :jsblob AND chunk_no = 0;
+CREATE TEMP TABLE saved0 AS SELECT * FROM lake_data.chunk WHERE blob = :jsblob AND chunk_no = 0;
+DELETE FROM lake_data.chunk WHERE blob = :jsblob AND chunk_no = 0;
 SELECT t.err(format('SELECT lake.read(%L, %s)', 'uploads', :jsv));
-INSERT INTO lake.chunk SELECT * FROM saved0;
+INSERT INTO lake_data.chunk SELECT * FROM saved0;
 SELECT length(lake.read('uploads', :jsv)) > 0 AS repaired;
 
 SELECT version, operation_id, bytes FROM lake.versions('uploads');
-SELECT count(*) AS open_stages FROM lake.stage;
+SELECT count(*) AS open_stages FROM lake_data.stage;

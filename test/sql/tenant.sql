@@ -38,8 +38,8 @@ SELECT t.err($$SELECT lake.read('shared', 1)$$);
 SELECT t.err($$SELECT lake.read_operation('shared', 'globex', 'g-1')$$);
 SELECT t.err($$SELECT lake.begin_append('shared', 'globex', 'a-x')$$);
 -- The tables themselves stay closed.
-SELECT t.err($$SELECT * FROM lake.version$$);
-SELECT t.err($$INSERT INTO lake.tenant_grant VALUES ('globex', 0)$$);
+SELECT t.err($$SELECT * FROM lake_data.version$$);
+SELECT t.err($$INSERT INTO lake_data.tenant_grant VALUES ('globex', 0)$$);
 -- Administrative functions are refused.
 SELECT t.err($$SELECT lake.create_dataset('mine')$$);
 SELECT t.err($$SELECT lake.grant_tenant('lake_alice', 'globex')$$);

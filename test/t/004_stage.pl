@@ -94,10 +94,10 @@ sub versions_of
 
 	is(versions_of('crash-1'), '0', 'window 1: after the crash there is no version');
 	is( $node->safe_psql('postgres',
-			"SELECT count(*) FROM lake.stage WHERE id = $stage"),
+			"SELECT count(*) FROM lake_data.stage WHERE id = $stage"),
 		'1', 'window 1: the stage is still open');
 	is( $node->safe_psql('postgres',
-			"SELECT count(*) FROM lake.chunk WHERE blob = $stage"),
+			"SELECT count(*) FROM lake_data.chunk WHERE blob = $stage"),
 		'3', 'window 1: its three chunks are intact');
 	is($node->safe_psql('postgres', "SELECT lake.commit_append($stage)"),
 		'1', 'window 1: the stage commits again as version 1');
@@ -130,7 +130,7 @@ sub versions_of
 
 	is(versions_of('crash-2'), '0', 'window 2: no version for the staged operation');
 	is(versions_of('holder'), '0', 'window 2: nor for the other open append');
-	is($node->safe_psql('postgres', "SELECT count(*) FROM lake.chunk WHERE blob = $stage"),
+	is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.chunk WHERE blob = $stage"),
 		'2', 'window 2: the stage keeps its chunks');
 	is($node->safe_psql('postgres', "SELECT lake.commit_append($stage)"),
 		'2', 'window 2: the stage then commits as the next version');
@@ -180,21 +180,21 @@ sub vm_hwm_kb
 # --- Expiry: idle stages go, with their chunks; committed versions stay.
 {
 	my $idle = upload('idle', 2);
-	my $kept = $node->safe_psql('postgres', 'SELECT count(*) FROM lake.chunk');
+	my $kept = $node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.chunk');
 	my $before = $node->safe_psql('postgres', 'SELECT stages_expired FROM lake.stats()');
 	$node->append_conf('postgresql.conf', "lake.stage_ttl = '1s'");
 	$node->reload;
 	ok( $node->poll_query_until(
-			'postgres', "SELECT count(*) FROM lake.stage WHERE id = $idle", '0'),
+			'postgres', "SELECT count(*) FROM lake_data.stage WHERE id = $idle", '0'),
 		'the worker expires a stage idle longer than lake.stage_ttl');
-	is($node->safe_psql('postgres', "SELECT count(*) FROM lake.chunk WHERE blob = $idle"),
+	is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.chunk WHERE blob = $idle"),
 		'0', 'with its chunks');
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.chunk'),
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.chunk'),
 		$kept - 2, 'and no other chunk');
 	ok( $node->poll_query_until(
 			'postgres', "SELECT stages_expired > $before FROM lake.stats()"),
 		'lake.stats() counts the expired stage');
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.stage'),
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.stage'),
 		'0', 'no stage is left open');
 	lineage_ok('after expiry');
 }

@@ -96,12 +96,12 @@ my $gapless = $node->safe_psql(
 	'postgres', qq{
 SELECT bool_and(n = $CASTS AND lo = 1 AND hi = $CASTS)
 FROM (SELECT o.name, count(*) AS n, min(t.position) AS lo, max(t.position) AS hi
-      FROM lake.owner o, LATERAL lake.trajectory(o.name) t GROUP BY o.name) x});
+      FROM lake_data.owner o, LATERAL lake.trajectory(o.name) t GROUP BY o.name) x});
 is($gapless, 't', 'each owner holds positions 1..n in its trajectory, no gap and no twin');
 
 my $states = $node->safe_psql('postgres',
 	"SELECT bool_and(s.phase = 'Planning' AND s.lap = $CASTS / 4 AND s.position = $CASTS AND s.pending = 0) "
-	  . "FROM lake.owner o, LATERAL lake.owner_state(o.name) s");
+	  . "FROM lake_data.owner o, LATERAL lake.owner_state(o.name) s");
 is($states, 't', 'every owner is back in Planning after its laps, live state = its trajectory');
 
 # One transaction per cycle: the seals consumed about one transaction id
@@ -128,7 +128,7 @@ foreach my $mode ('fast', 'immediate')
 		$snapshot, "after a $mode restart the log is unchanged");
 	is( $node->safe_psql('postgres',
 			"SELECT bool_and(s.phase = 'Planning' AND s.position = $CASTS) "
-			  . "FROM lake.owner o, LATERAL lake.owner_state(o.name) s"),
+			  . "FROM lake_data.owner o, LATERAL lake.owner_state(o.name) s"),
 		't', "after a $mode restart every owner is recovered in Planning at position $CASTS");
 }
 

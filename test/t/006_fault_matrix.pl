@@ -271,7 +271,7 @@ sub verify
 		sort { $a->{owner} cmp $b->{owner} || $a->{position} <=> $b->{position} } @$log);
 	is( $node->safe_psql(
 			'postgres',
-			"SELECT o.name, t.position, t.cycle, t.seq FROM lake.owner o, "
+			"SELECT o.name, t.position, t.cycle, t.seq FROM lake_data.owner o, "
 			  . "LATERAL lake.trajectory(o.name) t ORDER BY o.name, t.position"),
 		$by_log,
 		"$round: lake.trajectory of every owner agrees with lake.log");
@@ -420,7 +420,7 @@ my @faults = (
 			# (with nothing restarting they would otherwise race to their end).
 			my $hold = $node->background_psql('postgres');
 			$hold->query_safe('BEGIN');
-			$hold->query_safe('LOCK TABLE lake.cycle IN SHARE MODE');
+			$hold->query_safe('LOCK TABLE lake_data.cycle IN SHARE MODE');
 			$node->safe_psql('postgres', 'SELECT pg_terminate_backend(' . casting_backend() . ')');
 			$hold->query_safe('COMMIT');
 			$hold->quit;
@@ -494,7 +494,7 @@ sub run_round
 run_round(@$_) for @faults[0 .. 4];
 
 my ($snaps, $newest) = split /\|/,
-  $node->safe_psql('postgres', 'SELECT count(*), max(cycle) FROM lake.snapshot');
+  $node->safe_psql('postgres', 'SELECT count(*), max(cycle) FROM lake_data.snapshot');
 ok($snaps >= 1 && $snaps <= 2, "the worker took snapshots ($snaps kept, the newest of cycle $newest)");
 
 # Set lake.cycle_interval and wait until the worker has reloaded it.
@@ -570,10 +570,10 @@ run_round(@{ $faults[5] });
 # lake.cycle_interval instead of being sealed at once.
 # ----------------------------------------------------------------------
 {
-	# Hold lake.cycle so the seal cannot write; the awaiting session waits.
+	# Hold lake_data.cycle so the seal cannot write; the awaiting session waits.
 	my $holder = $node->background_psql('postgres');
 	$holder->query_safe('BEGIN');
-	$holder->query_safe('LOCK TABLE lake.cycle IN ACCESS EXCLUSIVE MODE');
+	$holder->query_safe('LOCK TABLE lake_data.cycle IN ACCESS EXCLUSIVE MODE');
 	my $waiter = $node->background_psql('postgres', on_error_stop => 0);
 	my $wpid   = $waiter->query_safe('SELECT pg_backend_pid()');
 	$waiter->query_until(qr/^$/, "SELECT lake.cast_durable('o002', NULL, NULL);\n");

@@ -156,13 +156,13 @@ my %reads = (
 	'lake.log'        => 'SELECT * FROM lake.log() ORDER BY cycle, seq',
 	'lake.log(after)' => 'SELECT * FROM lake.log(3) ORDER BY cycle, seq',
 	'lake.trajectory' =>
-	  'SELECT o.name, t.* FROM lake.owner o, LATERAL lake.trajectory(o.name) t ORDER BY o.name, t.position',
+	  'SELECT o.name, t.* FROM lake_data.owner o, LATERAL lake.trajectory(o.name) t ORDER BY o.name, t.position',
 	'lake.trajectory(after)' => "SELECT * FROM lake.trajectory('q1', 2)",
 	'lake.cycles'            => 'SELECT * FROM lake.cycles() ORDER BY cycle',
 	'lake.versions'          => "SELECT * FROM lake.versions('ds')",
 	'lake.read'              => "SELECT version, md5(lake.read('ds', version)) FROM lake.versions('ds')",
 	'lake.read_operation'    => "SELECT md5(lake.read_operation('ds', 't', 'large'))",
-	'lake.snapshot'          => 'SELECT cycle, owners FROM lake.snapshot ORDER BY cycle');
+	'lake_data.snapshot'          => 'SELECT cycle, owners FROM lake_data.snapshot ORDER BY cycle');
 for my $what (sort keys %reads)
 {
 	my $p = $primary->safe_psql('postgres', $reads{$what});
@@ -172,7 +172,7 @@ for my $what (sort keys %reads)
 }
 
 my ($epoch_before) = $primary->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
-is($standby->safe_psql('postgres', 'SELECT epoch FROM lake.writer'),
+is($standby->safe_psql('postgres', 'SELECT epoch FROM lake_data.writer'),
 	$epoch_before, "the standby has the primary's writer epoch ($epoch_before)");
 
 for my $call (

@@ -5,7 +5,7 @@
 #   equals the replay of its trajectory, lake.recover() applies nothing,
 #   recovery started from the newest snapshot and read only the landings
 #   sealed after it (recovery_tail), a small part of the log.
-# - Quarantine: kanban loses its Prune phase (lake.lifecycle updated by
+# - Quarantine: kanban loses its Prune phase (lake_data.lifecycle updated by
 #   hand) and the server restarts. The owner whose tail moves to Prune is
 #   quarantined at the prefix it could apply, with a reason naming the
 #   move; owners whose Prune moves are inside the snapshot, and owners
@@ -52,7 +52,7 @@ sub replayed
 		$node->safe_psql(
 			'postgres',
 			"SELECT o.name, t.position, coalesce(t.from_phase, ''), coalesce(t.to_phase, ''), t.lap "
-			  . "FROM lake.owner o, LATERAL lake.trajectory(o.name) t ORDER BY o.name, t.position"))
+			  . "FROM lake_data.owner o, LATERAL lake.trajectory(o.name) t ORDER BY o.name, t.position"))
 	{
 		my %x;
 		my $o;
@@ -165,10 +165,10 @@ for my $round (@rounds)
 		# Wait until the worker owes no snapshot: the newest is final.
 		ok( $node->poll_query_until(
 				'postgres',
-				'SELECT sealed_cycle - last_snapshot < 5 AND last_snapshot = (SELECT max(cycle) FROM lake.snapshot) '
+				'SELECT sealed_cycle - last_snapshot < 5 AND last_snapshot = (SELECT max(cycle) FROM lake_data.snapshot) '
 				  . 'FROM lake.stats()'),
 			"round $r: the worker has taken its snapshots");
-		$covered = $node->safe_psql('postgres', 'SELECT max(cycle) FROM lake.snapshot');
+		$covered = $node->safe_psql('postgres', 'SELECT max(cycle) FROM lake_data.snapshot');
 	}
 	my $total = $node->safe_psql('postgres', 'SELECT count(*) FROM lake.log()');
 	my $tail  = $node->safe_psql('postgres', "SELECT count(*) FROM lake.log($covered)");
@@ -183,7 +183,7 @@ for my $round (@rounds)
 	cmp_ok($rt * 4, '<', $total, "round $r: the tail is a small part of the log");
 	states_replay("round $r");
 }
-cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM lake.snapshot'),
+cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.snapshot'),
 	'<=', 2, 'at most the two newest snapshots are kept');
 
 # ----------------------------------------------------------------------
@@ -221,10 +221,10 @@ cast('h1', 'CognitiveWork', 'Evaluation');
 my $before = live_states($node);
 
 # Break kanban: no Prune any more.
-my $kanban = $node->safe_psql('postgres', "SELECT phases, edges FROM lake.lifecycle WHERE name = 'kanban'");
+my $kanban = $node->safe_psql('postgres', "SELECT phases, edges FROM lake_data.lifecycle WHERE name = 'kanban'");
 $node->safe_psql(
 	'postgres', q{
-UPDATE lake.lifecycle
+UPDATE lake_data.lifecycle
    SET phases = '{Planning,CognitiveWork,Evaluation,Commit}',
        edges = '{{Planning,CognitiveWork},{CognitiveWork,Evaluation},{Evaluation,Commit},{Commit,Planning}}'
  WHERE name = 'kanban'});
@@ -240,7 +240,7 @@ sub v1_quarantined
 		"$what: v1 is quarantined at its applied prefix, position 7 (Evaluation, lap 1)");
 	like($reason, $reason_re, "$what: the reason names the move ($reason)");
 	my ($qpos, $qreason) = split /\|/,
-	  $node->safe_psql('postgres', "SELECT quarantine_position, quarantine_reason FROM lake.owner WHERE name = 'v1'");
+	  $node->safe_psql('postgres', "SELECT quarantine_position, quarantine_reason FROM lake_data.owner WHERE name = 'v1'");
 	is($qpos, 7, "$what: the quarantine is durable, at position 7");
 	like($qreason, $reason_re, "$what: with its reason");
 }
@@ -291,7 +291,7 @@ v1_quarantined('after another restart, lifecycle still broken');
 
 # Restore kanban, release v1: it applies 8..10 and continues.
 my ($phases, $edges) = split /\|/, $kanban;
-$node->safe_psql('postgres', "UPDATE lake.lifecycle SET phases = '$phases', edges = '$edges' WHERE name = 'kanban'");
+$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET phases = '$phases', edges = '$edges' WHERE name = 'kanban'");
 {
 	my ($rc, $out, $err) = $node->psql('postgres', "SELECT lake.release_owner('v1')");
 	is($rc, 0, 'release_owner succeeds once the lifecycle is restored') or diag($err);
@@ -305,7 +305,7 @@ $node->safe_psql('postgres', "UPDATE lake.lifecycle SET phases = '$phases', edge
 }
 is($node->safe_psql('postgres', "SELECT phase, lap, position, pending, quarantined, reason IS NULL FROM lake.owner_state('v1')"),
 	'CognitiveWork|2|10|0|f|t', 'v1 is live again at position 10, where its log leaves it');
-is( $node->safe_psql('postgres', "SELECT count(*) FROM lake.owner WHERE name = 'v1' AND quarantine_reason IS NULL AND quarantine_position IS NULL"),
+is( $node->safe_psql('postgres', "SELECT count(*) FROM lake_data.owner WHERE name = 'v1' AND quarantine_reason IS NULL AND quarantine_position IS NULL"),
 	'1', 'the durable quarantine is cleared');
 
 # v1 continues — through Prune, the phase that came back.
@@ -329,7 +329,7 @@ states_replay('after the release and a restart');
 # and replays the whole log, to the same states.
 {
 	my $snap = $node->safe_psql('postgres', 'SELECT lake.checkpoint()');
-	$node->safe_psql('postgres', "UPDATE lake.snapshot SET data = '\\x7a00' WHERE cycle = $snap");
+	$node->safe_psql('postgres', "UPDATE lake_data.snapshot SET data = '\\x7a00' WHERE cycle = $snap");
 	my $offset = -s $node->logfile;
 	restart('fast');
 	like(slurp_file($node->logfile, $offset),
@@ -352,10 +352,10 @@ states_replay('after the release and a restart');
 		"SELECT (lake.cast_durable('d2', 'CognitiveWork', 'Evaluation')).cycle");
 	is(cast('d2', 'Evaluation', 'Commit'),   3, 'd2 at 3 after it');
 	is(cast('d1', 'Planning', 'CognitiveWork'), 1, 'd1 cast in a later cycle');
-	my $good = $node->safe_psql('postgres', "SELECT encode(data, 'hex') FROM lake.cycle WHERE cycle = $bad");
+	my $good = $node->safe_psql('postgres', "SELECT encode(data, 'hex') FROM lake_data.cycle WHERE cycle = $bad");
 	# Recovery must read the damaged cycle: no snapshot may cover it.
 	$node->safe_psql('postgres',
-		"DELETE FROM lake.snapshot WHERE cycle >= $bad; UPDATE lake.cycle SET data = '\\x7a28b52ffd00' WHERE cycle = $bad");
+		"DELETE FROM lake_data.snapshot WHERE cycle >= $bad; UPDATE lake_data.cycle SET data = '\\x7a28b52ffd00' WHERE cycle = $bad");
 	restart('immediate');
 	is( $node->safe_psql('postgres',
 			"SELECT o, s.phase, s.position, s.quarantined, s.reason FROM unnest('{d1,d2}'::text[]) o, lake.owner_state(o) s ORDER BY o"),
@@ -370,7 +370,7 @@ states_replay('after the release and a restart');
 	like($msg, qr/owner "d2" still cannot be recovered/, 'saying the owner still cannot be recovered');
 	like($node->safe_psql('postgres', "SELECT reason FROM lake.owner_state('d2')"),
 		qr/^cycle $bad is damaged/, 'and the quarantine keeps its reason');
-	$node->safe_psql('postgres', "UPDATE lake.cycle SET data = decode('$good', 'hex') WHERE cycle = $bad");
+	$node->safe_psql('postgres', "UPDATE lake_data.cycle SET data = decode('$good', 'hex') WHERE cycle = $bad");
 	$node->safe_psql('postgres', "SELECT lake.release_owner('d2')");
 	is($node->safe_psql('postgres', "SELECT phase, position, quarantined FROM lake.owner_state('d2')"),
 		'Commit|3|f', 'with the bytes repaired, release_owner applies the rest of its log');

@@ -131,7 +131,7 @@ DECLARE
     n text;
     s record;
 BEGIN
-    FOR n IN SELECT name FROM lake.owner ORDER BY id LOOP
+    FOR n IN SELECT name FROM lake_data.owner ORDER BY id LOOP
         BEGIN
             SELECT * INTO s FROM lake.owner_state(n);
             IF s.quarantined OR (n LIKE 'o%' AND NOT
@@ -426,9 +426,9 @@ sub create_sql
 	@created = sort @created;
 	note(scalar(@created) . " owners created, " . ($CLIENTS + $CLIENTS * $TRIES) . " creations tried beyond the limit");
 
-	is( $node->safe_psql('postgres', 'SELECT count(*) FROM lake.owner'),
+	is( $node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.owner'),
 		$MAX_OWNERS, "owner table: the registry holds lake.max_owners = $MAX_OWNERS owners");
-	is( $node->safe_psql('postgres', "SELECT string_agg(name, ',' ORDER BY name) FROM lake.owner WHERE name LIKE 'o%'"),
+	is( $node->safe_psql('postgres', "SELECT string_agg(name, ',' ORDER BY name) FROM lake_data.owner WHERE name LIKE 'o%'"),
 		join(',', @created), 'owner table: the registry holds exactly the owners the clients were told were created');
 	is($node->safe_psql('postgres', 'SELECT string_agg(p, E\'\n\') FROM owner_problems() p'),
 		'', 'owner table: every registered owner is live; the new ones in Planning, lap 0, position 0');
@@ -438,7 +438,7 @@ sub create_sql
 
 	# The owners from before are intact, and the new ones take casts.
 	is( $node->safe_psql('postgres',
-			"SELECT string_agg(s.position::text, ',' ORDER BY o.name) FROM lake.owner o, "
+			"SELECT string_agg(s.position::text, ',' ORDER BY o.name) FROM lake_data.owner o, "
 			  . "LATERAL lake.owner_state(o.name) s WHERE o.name LIKE 'c%'"),
 		join(',', map { scalar(@{ $told{"c$_"} // [] }) + 1 } sort { "c$a" cmp "c$b" } 1 .. $CLIENTS),
 		'owner table: the owners from before keep their positions');

@@ -141,7 +141,7 @@ sub live_states
 		$node->safe_psql(
 			'postgres',
 			"SELECT o.name, s.phase, s.lap, s.position, s.pending, s.quarantined "
-			  . "FROM lake.owner o, LATERAL lake.owner_state(o.name) s"))
+			  . "FROM lake_data.owner o, LATERAL lake.owner_state(o.name) s"))
 	{
 		my ($o, @rest) = split /\|/, $line;
 		$s{$o} = join('|', @rest);
