@@ -145,6 +145,14 @@ CREATE FUNCTION lake.lifecycle_changed() RETURNS trigger
 CREATE TRIGGER lifecycle_changed AFTER UPDATE OR DELETE ON lake_data.lifecycle
     FOR EACH STATEMENT EXECUTE FUNCTION lake.lifecycle_changed();
 REVOKE ALL ON FUNCTION lake.lifecycle_changed() FROM PUBLIC;
+-- Every row, inserted or edited by hand, must build as define_lifecycle
+-- would build it; its phases are derived from the edges.
+CREATE FUNCTION lake.lifecycle_check() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'lake_lifecycle_check'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+CREATE TRIGGER lifecycle_check BEFORE INSERT OR UPDATE ON lake_data.lifecycle
+    FOR EACH ROW EXECUTE FUNCTION lake.lifecycle_check();
+REVOKE ALL ON FUNCTION lake.lifecycle_check() FROM PUBLIC;
 
 -- The durable owner registry; live state is in shared memory. A quarantine
 -- is durable too: the position of the applied prefix and why the next

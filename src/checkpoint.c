@@ -64,6 +64,7 @@ checkpoint_take(void)
 	size_t		rawlen = LAKE_IMAGES_HEADER;
 	uint8	   *raw;
 	size_t		pos;
+	int			kept = 0;
 	bytea	   *stored;
 
 	store_connect();
@@ -82,11 +83,19 @@ checkpoint_take(void)
 		rawlen += (size_t) c.n * lake_image_size(&longest);
 	}
 	raw = palloc(rawlen);
-	pos = lake_images_put_header(raw, (uint32) c.n);
+	pos = LAKE_IMAGES_HEADER;
 	for (int i = 0; i < c.n; i++)
 	{
-		const Lifecycle *lc = lifecycle_get(c.images[i].lifecycle);
+		char	   *why;
+		const Lifecycle *lc = lifecycle_try_get(c.images[i].lifecycle, &why);
 		LakeOwnerImage o;
+
+		/*
+		 * An owner whose lifecycle is not usable (it is quarantined) is left
+		 * out: recovery replays its whole log, and quarantines it again.
+		 */
+		if (lc == NULL)
+			continue;
 
 		o.owner_id = c.images[i].id;
 		o.position = c.images[i].position;
@@ -94,12 +103,14 @@ checkpoint_take(void)
 		o.phase = lc->phases[c.images[i].phase];
 		o.phase_len = strlen(o.phase);
 		pos += lake_image_put(raw + pos, &o);
+		kept++;
 	}
+	(void) lake_images_put_header(raw, (uint32) kept);
 	stored = store_encode((const char *) raw, pos);
 
 	{
 		Oid			types[5] = {INT8OID, INT4OID, INT8OID, INT8OID, BYTEAOID};
-		Datum		values[5] = {Int64GetDatum(cycle), Int32GetDatum(c.n),
+		Datum		values[5] = {Int64GetDatum(cycle), Int32GetDatum(kept),
 			Int64GetDatum((int64) pos), Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
 		PointerGetDatum(stored)};
 

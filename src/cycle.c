@@ -496,7 +496,7 @@ cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
  * recovery; *lifecycle gets its lifecycle, loaded into this backend's cache.
  */
 OwnerState *
-cycle_owner_entry(const char *name, const Lifecycle **lifecycle)
+cycle_owner_entry(const char *name, const Lifecycle **lifecycle, char **why)
 {
 	static SPIPlanPtr plan;
 	OwnerState *o;
@@ -531,7 +531,7 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle)
 		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		lc = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	}
-	*lifecycle = lifecycle_get(lc);
+	*lifecycle = why ? lifecycle_try_get(lc, why) : lifecycle_get(lc);
 	store_finish();
 
 	if (o == NULL)
@@ -678,7 +678,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 			LogReceipt sealed;
 
 			if (o == NULL)
-				o = cycle_owner_entry(req->owner, &lc);
+				o = cycle_owner_entry(req->owner, &lc, NULL);
 			store_connect();
 			if (log_find_operation(o->id, req->operation_id, &sealed))
 			{
@@ -710,7 +710,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 			if (lc == NULL)
 			{
 				LWLockRelease(&cs->lock);
-				o = cycle_owner_entry(req->owner, &lc);
+				o = cycle_owner_entry(req->owner, &lc, NULL);
 				continue;
 			}
 		}
@@ -1250,7 +1250,7 @@ lake_owner_state(PG_FUNCTION_ARGS)
 	name = lake_arg_short_name(fcinfo, 0, "owner");
 	InitMaterializedSRF(fcinfo, 0);
 	cycle_wait_ready();
-	o = cycle_owner_entry(name, &lc);
+	o = cycle_owner_entry(name, &lc, NULL);
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	copy = *o;
 	LWLockRelease(&cs->lock);

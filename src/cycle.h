@@ -101,10 +101,13 @@ extern void cycle_wait_ready(void);
 /*
  * The owner's live entry, entered from the registry at its first use after
  * recovery (42704 if unknown, 53000 if the table is full); *lifecycle gets
- * its lifecycle, loaded into this backend's cache.
+ * its lifecycle, loaded into this backend's cache. A stored lifecycle that
+ * is not well formed is XX001, or, when 'why' is given, a NULL *lifecycle
+ * and the reason in *why.
  */
 struct Lifecycle;
-extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **lifecycle);
+extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **lifecycle,
+									  char **why);
 
 /* Worker */
 extern bool cycle_needs_recovery(Oid generation);

@@ -9,7 +9,9 @@
 
 #include "access.h"
 #include "args.h"
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "lifecycle.h"
 #include "store.h"
@@ -19,6 +21,7 @@
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(lake_define_lifecycle);
+PG_FUNCTION_INFO_V1(lake_lifecycle_check);
 
 typedef struct LifecycleEntry
 {
@@ -81,67 +84,109 @@ lifecycle_edge(const Lifecycle *lc, int from, int to)
 }
 
 /*
- * Deconstruct a 2-D text[][] of {from, to} pairs, checking its shape.
- * Returns the number of edges; *elems holds from/to alternately.
+ * Why a lifecycle is not well formed: the SQLSTATE and message that
+ * define_lifecycle refuses it with, and the reason recovery gives when a
+ * stored one is not (the table's trigger keeps hand edits well formed, but
+ * a reader never trusts stored bytes).
  */
-static int
-edge_pairs(ArrayType *edges, Datum **elems)
+typedef struct Flaw
+{
+	int			sqlstate;
+	char	   *msg;
+	char	   *detail;			/* or NULL */
+} Flaw;
+
+static bool
+flaw(Flaw *f, int sqlstate, char *msg, char *detail)
+{
+	f->sqlstate = sqlstate;
+	f->msg = msg;
+	f->detail = detail;
+	return false;
+}
+
+/* define_lifecycle's refusal, and the lifecycle trigger's. */
+static void
+refuse(const Flaw *f, const char *context)
+{
+	ereport(ERROR,
+			(errcode(f->sqlstate),
+			 errmsg("%s", f->msg),
+			 f->detail ? errdetail("%s", f->detail) : 0,
+			 context ? errhint("%s", context) : 0));
+}
+
+/*
+ * Deconstruct a 2-D text[][] of {from, to} pairs, checking its shape.
+ * *nedges gets the number of edges; *elems holds from/to alternately.
+ */
+static bool
+edge_pairs(ArrayType *edges, Datum **elems, int *nedges, Flaw *f)
 {
 	bool	   *nulls;
 	int			n;
 
 	if (ARR_NDIM(edges) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a lifecycle needs at least one edge")));
+		return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
+					pstrdup("a lifecycle needs at least one edge"), NULL);
 	if (ARR_NDIM(edges) != 2 || ARR_DIMS(edges)[1] != 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("edges must be a two-dimensional array of {from, to} pairs"),
-				 errdetail("The array given has %d dimension(s)%s.", ARR_NDIM(edges),
-						   ARR_NDIM(edges) == 2 ? " but its pairs are not of two phases" : "")));
+		return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
+					pstrdup("edges must be a two-dimensional array of {from, to} pairs"),
+					psprintf("The array given has %d dimension(s)%s.", ARR_NDIM(edges),
+							 ARR_NDIM(edges) == 2 ? " but its pairs are not of two phases" : ""));
 	deconstruct_array(edges, TEXTOID, -1, false, TYPALIGN_INT, elems, &nulls, &n);
 	for (int i = 0; i < n; i++)
 		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("edges must not contain NULL phases")));
-	return n / 2;
+			return flaw(f, ERRCODE_NULL_VALUE_NOT_ALLOWED,
+						pstrdup("edges must not contain NULL phases"), NULL);
+	*nedges = n / 2;
+	return true;
 }
 
-static void
-check_phase_name(const char *name)
+static bool
+check_phase_name(const char *name, Flaw *f)
 {
 	size_t		len = strlen(name);
 
 	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("phase names must not be empty")));
+		return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
+					pstrdup("phase names must not be empty"), NULL);
 	if (len >= NAMEDATALEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("phase name \"%.20s...\" is too long", name),
-				 errdetail("Phase names are at most %d bytes.", NAMEDATALEN - 1)));
+		return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
+					psprintf("phase name \"%.20s...\" is too long", name),
+					psprintf("Phase names are at most %d bytes.", NAMEDATALEN - 1));
+	return true;
 }
 
-/* Fill lc's phases and edges from the text pairs; 22023 on any flaw. */
-static void
-build(Lifecycle *lc, const char *initial, Datum *elems, int nedges)
+/*
+ * Fill lc's phases and edges from an initial phase and a text[][] of
+ * edges, in CurrentMemoryContext. False, with *f set, on any flaw: lc is
+ * then only scratch, never to be used.
+ */
+static bool
+build(Lifecycle *lc, const char *initial, ArrayType *edges, Flaw *f)
 {
-	char	  **names = palloc(sizeof(char *) * (2 * nedges + 1));
+	Datum	   *elems;
+	int			nedges;
+	char	  **names;
 	int			n = 0;
-	int		   *from = palloc(sizeof(int) * nedges);
-	int		   *to = palloc(sizeof(int) * nedges);
+	int		   *from;
+	int		   *to;
 	bool		seen_initial = false;
 
+	if (!check_phase_name(initial, f) || !edge_pairs(edges, &elems, &nedges, f))
+		return false;
+	names = palloc(sizeof(char *) * (2 * nedges + 1));
+	from = palloc(sizeof(int) * nedges);
+	to = palloc(sizeof(int) * nedges);
 	names[n++] = pstrdup(initial);
 	for (int i = 0; i < 2 * nedges; i++)
 	{
 		char	   *p = TextDatumGetCString(elems[i]);
 		int			k;
 
-		check_phase_name(p);
+		if (!check_phase_name(p, f))
+			return false;
 		for (k = 0; k < n; k++)
 			if (strcmp(names[k], p) == 0)
 				break;
@@ -150,9 +195,8 @@ build(Lifecycle *lc, const char *initial, Datum *elems, int nedges)
 		if (k == n)
 		{
 			if (n >= LAKE_MAX_PHASES)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("a lifecycle has at most %d phases", LAKE_MAX_PHASES)));
+				return flaw(f, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+							psprintf("a lifecycle has at most %d phases", LAKE_MAX_PHASES), NULL);
 			names[n++] = p;
 		}
 		if (i % 2 == 0)
@@ -161,9 +205,8 @@ build(Lifecycle *lc, const char *initial, Datum *elems, int nedges)
 			to[i / 2] = k;
 	}
 	if (!seen_initial)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("initial phase \"%s\" is not among the lifecycle's edges", initial)));
+		return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
+					psprintf("initial phase \"%s\" is not among the lifecycle's edges", initial), NULL);
 
 	lc->nphases = n;
 	lc->initial = 0;
@@ -174,16 +217,32 @@ build(Lifecycle *lc, const char *initial, Datum *elems, int nedges)
 		bool	   *slot = &lc->edge[from[e] * n + to[e]];
 
 		if (*slot)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("duplicate edge %s -> %s", names[from[e]], names[to[e]])));
+			return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
+						psprintf("duplicate edge %s -> %s", names[from[e]], names[to[e]]), NULL);
 		*slot = true;
 	}
+	return true;
 }
 
-/* Load lifecycle 'id' into the cache; the store must be connected. */
-const Lifecycle *
-lifecycle_get(int32 id)
+/* The phases of a built lifecycle, as the text[] stored with it. */
+static ArrayType *
+phase_array(const Lifecycle *lc)
+{
+	Datum	   *phase_datums = palloc(sizeof(Datum) * lc->nphases);
+
+	for (int i = 0; i < lc->nphases; i++)
+		phase_datums[i] = CStringGetTextDatum(lc->phases[i]);
+	return construct_array(phase_datums, lc->nphases, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+/*
+ * Load lifecycle 'id' into the cache; the store must be connected. Only a
+ * lifecycle that built without a flaw is cached: it is built in a context
+ * of its own, which joins the cache only once the build succeeded.
+ * Returns NULL with *f set when the stored lifecycle is not well formed.
+ */
+static const Lifecycle *
+load(int32 id, Flaw *f)
 {
 	static SPIPlanPtr plan;
 	const Lifecycle *hit = lifecycle_cached(id);
@@ -191,32 +250,67 @@ lifecycle_get(int32 id)
 	Datum		values[1] = {Int32GetDatum(id)};
 	bool		isnull;
 	LifecycleEntry *e;
+	MemoryContext scratch;
 	MemoryContext old;
-	Datum	   *elems;
-	int			nedges;
-	char	   *initial;
-	ArrayType  *edges;
+	Lifecycle	lc;
+	bool		ok;
 
 	if (hit != NULL)
 		return hit;
 	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT l.initial_phase, l.edges FROM lake_data.lifecycle l "
+									"SELECT l.initial_phase, l.edges, l.name FROM lake_data.lifecycle l "
 									"WHERE l.id OPERATOR(pg_catalog.=) $1", 1, types),
 						 values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "lake: lifecycle %d is missing", id);
 
 	cache_init();
-	old = MemoryContextSwitchTo(cache_cxt);
-	initial = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-												SPI_tuptable->tupdesc, 1, &isnull));
-	edges = DatumGetArrayTypePCopy(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 2, &isnull));
-	nedges = edge_pairs(edges, &elems);
-	e = hash_search(cache, &id, HASH_ENTER, NULL);
-	e->lc.id = id;
-	build(&e->lc, initial, elems, nedges);
+	scratch = AllocSetContextCreate(cache_cxt, "lake lifecycle", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(scratch);
+	ok = build(&lc,
+			   TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull)),
+			   DatumGetArrayTypePCopy(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 2, &isnull)),
+			   f);
 	MemoryContextSwitchTo(old);
+	if (!ok)
+	{
+		f->msg = psprintf("lifecycle \"%s\" is not well formed: %s%s%s",
+						  TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+															SPI_tuptable->tupdesc, 3, &isnull)),
+						  f->msg, f->detail ? " " : "", f->detail ? f->detail : "");
+		MemoryContextDelete(scratch);
+		return NULL;
+	}
+	e = hash_search(cache, &id, HASH_ENTER, NULL);
+	e->lc = lc;
+	e->lc.id = id;
 	return &e->lc;
+}
+
+const Lifecycle *
+lifecycle_get(int32 id)
+{
+	Flaw		f;
+	const Lifecycle *lc = load(id, &f);
+
+	if (lc == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s", f.msg),
+				 errhint("Fix the row in lake_data.lifecycle; its owners are quarantined until then.")));
+	return lc;
+}
+
+const Lifecycle *
+lifecycle_try_get(int32 id, char **why)
+{
+	Flaw		f;
+	const Lifecycle *lc = load(id, &f);
+
+	if (lc == NULL)
+		*why = f.msg;
+	return lc;
 }
 
 Datum
@@ -226,10 +320,8 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 	char	   *name;
 	char	   *initial;
 	ArrayType  *edges;
-	Datum	   *elems;
-	int			nedges;
 	Lifecycle	lc;
-	Datum	   *phase_datums;
+	Flaw		f;
 	Oid			types[4] = {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
 	Datum		values[4];
 
@@ -243,16 +335,12 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 	edges = PG_GETARG_ARRAYTYPE_P(2);
 	access_require_admin();
 
-	nedges = edge_pairs(edges, &elems);
-	build(&lc, initial, elems, nedges);
+	if (!build(&lc, initial, edges, &f))
+		refuse(&f, NULL);
 
-	phase_datums = palloc(sizeof(Datum) * lc.nphases);
-	for (int i = 0; i < lc.nphases; i++)
-		phase_datums[i] = CStringGetTextDatum(lc.phases[i]);
 	values[0] = CStringGetTextDatum(name);
 	values[1] = CStringGetTextDatum(initial);
-	values[2] = PointerGetDatum(construct_array(phase_datums, lc.nphases, TEXTOID,
-												-1, false, TYPALIGN_INT));
+	values[2] = PointerGetDatum(phase_array(&lc));
 	values[3] = PointerGetDatum(edges);
 
 	store_connect();
@@ -268,4 +356,55 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 				 errmsg("lifecycle \"%s\" already exists", name)));
 	store_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * BEFORE INSERT OR UPDATE of a lake_data.lifecycle row: a row that would
+ * not build is refused as define_lifecycle refuses it, and its phases
+ * column is derived from the edges, so no edit by hand can store a
+ * lifecycle that a session or recovery cannot use.
+ */
+Datum
+lake_lifecycle_check(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	HeapTuple	row;
+	TupleDesc	desc;
+	int			att_initial;
+	int			att_phases;
+	int			att_edges;
+	bool		isnull;
+	Datum		initial;
+	Datum		edges;
+	Lifecycle	lc;
+	Flaw		f;
+	Datum		phases;
+	bool		phases_null = false;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(td->tg_event) || TRIGGER_FIRED_BY_DELETE(td->tg_event))
+		elog(ERROR, "lake_lifecycle_check: must run BEFORE INSERT OR UPDATE FOR EACH ROW");
+	row = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
+	desc = RelationGetDescr(td->tg_relation);
+	att_initial = SPI_fnumber(desc, "initial_phase");
+	att_phases = SPI_fnumber(desc, "phases");
+	att_edges = SPI_fnumber(desc, "edges");
+	if (att_initial <= 0 || att_phases <= 0 || att_edges <= 0)
+		elog(ERROR, "lake: lake_data.lifecycle lacks its columns");
+
+	initial = heap_getattr(row, att_initial, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("initial_phase must not be NULL")));
+	edges = heap_getattr(row, att_edges, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("edges must not be NULL")));
+	if (!build(&lc, TextDatumGetCString(initial), DatumGetArrayTypeP(edges), &f))
+		refuse(&f, "Lifecycle rows must stay well formed; lake.define_lifecycle() shows the rules.");
+	phases = PointerGetDatum(phase_array(&lc));
+	return PointerGetDatum(heap_modify_tuple_by_cols(row, desc, 1, &att_phases,
+													 &phases, &phases_null));
 }

@@ -2,8 +2,9 @@
  * lifecycle.h — named sets of phases with legal edges (SPEC §4).
  *
  * Each backend keeps the lifecycles it has used in a local cache: casts
- * validate against it without catalog access. Lifecycles do not change
- * once defined; the cache is dropped when the extension is re-created.
+ * validate against it without catalog access. Only a lifecycle that
+ * builds without a flaw is cached. A committed edit of lake_data.lifecycle
+ * (a trigger keeps each row well formed) drops every backend's cache.
  */
 #ifndef LAKE_LIFECYCLE_H
 #define LAKE_LIFECYCLE_H
@@ -23,6 +24,8 @@ typedef struct Lifecycle
 
 /* The lifecycle 'id', from the cache or (store connected) the table. */
 extern const Lifecycle *lifecycle_get(int32 id);
+/* The same, but NULL and a reason if the stored lifecycle is not well formed. */
+extern const Lifecycle *lifecycle_try_get(int32 id, char **why);
 extern const Lifecycle *lifecycle_cached(int32 id);
 extern void lifecycle_cache_reset(void);
 

@@ -147,6 +147,8 @@ lake_create_owner(PG_FUNCTION_ARGS)
 				 errmsg("lifecycle \"%s\" does not exist", lifecycle),
 				 errhint("Define it with lake.define_lifecycle().")));
 	values[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	/* No owner of a lifecycle that cannot be used. */
+	(void) lifecycle_get(DatumGetInt32(values[1]));
 
 	/*
 	 * Creations serialize here. The count must see every creation committed

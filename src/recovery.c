@@ -38,6 +38,7 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(lake_recover);
@@ -141,12 +142,29 @@ quarantine(Replay *rp, ById *b, const char *why)
 			 errdetail("%s", why)));
 }
 
+/*
+ * The owner's lifecycle; NULL, with the owner quarantined, when the stored
+ * lifecycle is not well formed: one lifecycle never fails the recovery of
+ * every owner.
+ */
+static const Lifecycle *
+owner_lifecycle(Replay *rp, ById *b)
+{
+	char	   *why;
+	const Lifecycle *lc = lifecycle_try_get(b->owner->lifecycle, &why);
+
+	if (lc == NULL && !b->owner->quarantined)
+		quarantine(rp, b, why);
+	return lc;
+}
+
 static int
 apply_landing(const LakeLanding *l, void *arg)
 {
 	Replay	   *rp = (Replay *) arg;
 	ById	   *b = hash_search(rp->byid, &l->owner_id, HASH_FIND, NULL);
 	OwnerState *o;
+	const Lifecycle *lc;
 	char	   *why;
 	int			to;
 
@@ -162,7 +180,9 @@ apply_landing(const LakeLanding *l, void *arg)
 	if (o->quarantined || l->position <= o->position ||
 		(b->limited && l->position > b->limit))
 		return 0;
-	why = misfit(o, lifecycle_get(o->lifecycle), l, &to);
+	if ((lc = owner_lifecycle(rp, b)) == NULL)
+		return 0;
+	why = misfit(o, lc, l, &to);
 	if (why != NULL)
 	{
 		quarantine(rp, b, why);
@@ -230,7 +250,7 @@ load_owners(Replay *rp)
 									0, NULL),
 						 NULL, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "lake: could not read the owner registry");
-	/* lifecycle_get may query too: keep this result aside. */
+	/* owner_lifecycle may query too: keep this result aside. */
 	tt = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
@@ -247,7 +267,6 @@ load_owners(Replay *rp)
 		b->limit = isnull ? 0 : DatumGetInt64(limit);
 		b->reason = isnull ? NULL : TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 5, &isnull));
 		b->newly = false;
-		(void) lifecycle_get(lc);
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 		b->owner = owner_enter(name, id, lc, &full);
 		LWLockRelease(cycle_lock());
@@ -257,6 +276,7 @@ load_owners(Replay *rp)
 					 errmsg("lake.max_owners (%d) is too small for the %d registered owners",
 							lake_max_owners, (int) n),
 					 errhint("Raise lake.max_owners and restart the server.")));
+		(void) owner_lifecycle(rp, b);
 		rp->fig.owners++;
 	}
 	SPI_freetuptable(tt);
@@ -274,6 +294,8 @@ load_image(const LakeOwnerImage *im, void *arg)
 	if (b == NULL)
 		return 0;				/* not registered any more */
 	o = b->owner;
+	if (o->quarantined)
+		return 0;				/* its lifecycle is not usable */
 	lc = lifecycle_get(o->lifecycle);
 	phase = lifecycle_phase(lc, im->phase, im->phase_len);
 	if (phase < 0)
@@ -348,6 +370,9 @@ load_snapshot(Replay *rp)
 		}
 		LWLockRelease(cycle_lock());
 		rp->fig.quarantined = 0;
+		hash_seq_init(&status, rp->byid);
+		while ((b = hash_seq_search(&status)) != NULL)
+			(void) owner_lifecycle(rp, b);
 	}
 	return 0;
 }
@@ -402,10 +427,19 @@ recovery_run(RecoveryResult *out)
 	int64		snapshot;
 
 	memset(&rp, 0, sizeof(rp));
-	cycle_begin_recovery();
-	lifecycle_cache_reset();
+
+	/*
+	 * The sealing lock first: a seal in flight (lake.seal() in a transaction
+	 * still open) finishes its cut of the ring at its commit, before it lets
+	 * go of the lock. Only then are the ring and the owners reset, and the
+	 * registry, snapshot and log read with a snapshot taken after the lock
+	 * was granted, so that seal's cycle is replayed, not lost.
+	 */
 	store_connect();
 	seal_lock();
+	cycle_begin_recovery();
+	lifecycle_cache_reset();
+	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_execute_plan(store_plan(&plan_epoch,
 									"UPDATE lake_data.writer SET epoch = epoch OPERATOR(pg_catalog.+) 1 "
 									"RETURNING epoch",
@@ -418,6 +452,7 @@ recovery_run(RecoveryResult *out)
 	snapshot = load_snapshot(&rp);
 	replay_log(&rp, snapshot);
 	settle_quarantines(&rp);
+	PopActiveSnapshot();
 	store_finish();
 
 	/* The new epoch must be durable before any receipt carries it. */
@@ -442,7 +477,7 @@ recovery_run(RecoveryResult *out)
 typedef struct OwnerReplay
 {
 	OwnerState *owner;
-	const Lifecycle *lc;
+	const Lifecycle *lc;		/* NULL when not well formed: why says so */
 	int			applied;
 	char	   *why;			/* set when a landing did not apply */
 } OwnerReplay;
@@ -484,8 +519,6 @@ replay_owner(OwnerReplay *r)
 {
 	LogCycle	at;
 
-	r->applied = 0;
-	r->why = NULL;
 	log_visit_owner(r->owner->id, r->owner->position, &at, apply_owner_landing,
 					owner_cycle_damaged, r);
 }
@@ -498,7 +531,9 @@ static void
 open_owner(const char *name, OwnerReplay *r)
 {
 	lifecycle_cache_reset();
-	r->owner = cycle_owner_entry(name, &r->lc);
+	r->applied = 0;
+	r->why = NULL;
+	r->owner = cycle_owner_entry(name, &r->lc, &r->why);
 }
 
 Datum
@@ -544,10 +579,10 @@ lake_recover(PG_FUNCTION_ARGS)
 			name = TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
 		}
 		open_owner(name, &r);
-		r.applied = 0;
 		if (!r.owner->quarantined)
 		{
-			replay_owner(&r);
+			if (r.lc != NULL)
+				replay_owner(&r);
 			if (r.why != NULL)
 			{
 				LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
@@ -588,7 +623,8 @@ lake_release_owner(PG_FUNCTION_ARGS)
 				(errmsg("owner \"%s\" is not quarantined", name)));
 		PG_RETURN_VOID();
 	}
-	replay_owner(&r);
+	if (r.lc != NULL)
+		replay_owner(&r);
 	if (r.why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_OWNER_QUARANTINED),

@@ -1,3 +1,27 @@
+-- A schema "lake" made beforehand by a role that is not the installer is
+-- refused: its creator would own lake's namespace. Nothing is installed.
+CREATE ROLE lake_squatter;
+GRANT CREATE ON DATABASE contrib_regression TO lake_squatter;
+SET ROLE lake_squatter;
+CREATE SCHEMA lake;
+RESET ROLE;
+\set VERBOSITY sqlstate
+CREATE EXTENSION lake;
+\set VERBOSITY default
+CREATE EXTENSION lake;
+SELECT count(*) AS installed FROM pg_extension WHERE extname = 'lake';
+SELECT count(*) AS lake_data_schemas FROM pg_namespace WHERE nspname = 'lake_data';
+DROP SCHEMA lake;
+REVOKE CREATE ON DATABASE contrib_regression FROM lake_squatter;
+DROP ROLE lake_squatter;
+
+-- A schema "lake_data" made beforehand is refused too (CREATE SCHEMA fails).
+CREATE SCHEMA lake_data;
+\set VERBOSITY sqlstate
+CREATE EXTENSION lake;
+\set VERBOSITY default
+DROP SCHEMA lake_data;
+
 -- The extension installs in the database the worker serves, and only there.
 CREATE EXTENSION lake;
 SELECT extversion FROM pg_extension WHERE extname = 'lake';

@@ -80,7 +80,7 @@ INSERT INTO t.p_case VALUES
  (25, 'admission',        $$SELECT * FROM lake.admission()$$),
  (26, 'stats',            $$SELECT * FROM lake.stats()$$);
 -- Every public function of the install script has its case (the trigger
--- function lifecycle_changed is not callable).
+-- functions lifecycle_changed and lifecycle_check are not callable).
 SELECT p.proname AS function_without_case FROM pg_proc p
 WHERE p.pronamespace = 'lake'::regnamespace AND p.prorettype <> 'trigger'::regtype
   AND p.proname NOT IN (SELECT fn FROM t.p_case);

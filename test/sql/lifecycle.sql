@@ -1,0 +1,82 @@
+-- Lifecycles edited by hand (SPEC §4; issue 10 item 1). Every row must
+-- build as lake.define_lifecycle builds it: a trigger refuses an edit that
+-- would not, with define_lifecycle's SQLSTATE, and derives the phases. A
+-- row that is malformed all the same (the trigger bypassed) is refused by
+-- every reader, every time: nothing half-checked is ever cached.
+SELECT lake.define_lifecycle('lc_hand', 'A', '{{A,B},{B,A}}');
+SELECT lake.define_lifecycle('lc_used', 'A', '{{A,B},{B,A}}');
+SELECT lake.create_owner('lc_o1', 'lc_used');
+
+-- Edits that do not build are refused, with or without owners.
+SELECT t.err($$UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{{A,B},{A,B}}' WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{A,B}' WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{}' WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{{A,NULL}}' WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{{A,""}}' WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET initial_phase = '' WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_used'$$);
+SELECT t.err($$INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges)
+               VALUES ('lc_bad', 'X', '{X}', '{{A,B}}')$$);
+SELECT name, initial_phase, phases, edges FROM lake_data.lifecycle
+WHERE name IN ('lc_hand', 'lc_used') ORDER BY name;
+
+-- A well-formed edit is taken, and its phases are derived from the edges
+-- whatever the edit said they were.
+UPDATE lake_data.lifecycle SET edges = '{{A,C},{C,A}}', phases = '{nonsense}' WHERE name = 'lc_hand';
+SELECT phases FROM lake_data.lifecycle WHERE name = 'lc_hand';
+INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges)
+VALUES ('lc_inserted', 'P', '{}', '{{P,Q},{Q,P}}');
+SELECT phases FROM lake_data.lifecycle WHERE name = 'lc_inserted';
+
+-- The trigger bypassed (replication role): the malformed row is stored.
+-- Creating an owner of it, and reading or casting to one, fails each time
+-- with XX001: the first failure caches nothing the second would trust.
+SET session_replication_role = replica;
+UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_hand';
+UPDATE lake_data.lifecycle SET initial_phase = 'A', edges = '{{A,B},{A,B}}' WHERE name = 'lc_inserted';
+RESET session_replication_role;
+SELECT t.err($$SELECT lake.create_owner('lc_p', 'lc_hand')$$);
+SELECT t.err($$SELECT lake.create_owner('lc_p', 'lc_inserted')$$);
+SELECT count(*) AS created FROM lake_data.owner WHERE name = 'lc_p';
+-- Owners made of them all the same (the registry edited by hand too).
+INSERT INTO lake_data.owner (name, lifecycle)
+SELECT 'lc_p1', id FROM lake_data.lifecycle WHERE name = 'lc_hand';
+INSERT INTO lake_data.owner (name, lifecycle)
+SELECT 'lc_p2', id FROM lake_data.lifecycle WHERE name = 'lc_inserted';
+SELECT t.err($$SELECT * FROM lake.owner_state('lc_p1')$$);
+SELECT t.err($$SELECT * FROM lake.owner_state('lc_p1')$$);
+SELECT t.err($$SELECT * FROM lake.owner_state('lc_p2')$$);
+SELECT t.err($$SELECT * FROM lake.owner_state('lc_p2')$$);
+SELECT t.err($$SELECT lake.cast('lc_p2', 'A', 'B')$$);
+SELECT t.err($$SELECT lake.cast('lc_p2', 'A', 'B')$$);
+-- The session is still here, and other owners are served.
+SELECT phase, "position", quarantined FROM lake.owner_state('lc_o1');
+DELETE FROM lake_data.owner WHERE name IN ('lc_p1', 'lc_p2');
+UPDATE lake_data.lifecycle SET initial_phase = 'A', edges = '{{A,B},{B,A}}' WHERE name IN ('lc_hand', 'lc_inserted');
+SELECT lake.create_owner('lc_p', 'lc_hand');
+SELECT phase, "position", quarantined FROM lake.owner_state('lc_p');
+
+-- Recovery never fails as a whole because of one lifecycle: an owner of a
+-- malformed lifecycle is quarantined, with the reason, by lake.recover()
+-- and by the worker's recovery (which a committed lifecycle edit starts);
+-- every other owner recovers and casts go on.
+SET session_replication_role = replica;
+UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_inserted';
+RESET session_replication_role;
+INSERT INTO lake_data.owner (name, lifecycle)
+SELECT 'lc_q', id FROM lake_data.lifecycle WHERE name = 'lc_inserted';
+SELECT owner, applied, "position", quarantined FROM lake.recover() WHERE owner LIKE 'lc\_%' ORDER BY owner;
+SELECT quarantine_position, quarantine_reason FROM lake_data.owner WHERE name = 'lc_q';
+\set VERBOSITY sqlstate
+SELECT lake.release_owner('lc_q');
+\set VERBOSITY default
+SELECT lake.release_owner('lc_q');
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,A}}' WHERE name = 'lc_used';
+SELECT (lake.cast_durable('lc_o1', 'A', 'B')).position;
+SELECT phase, "position", quarantined FROM lake.owner_state('lc_o1');
+SELECT epoch > 1 AS recovered_again, recovery_quarantined >= 1 AS quarantined_by_worker FROM lake.stats();
+-- Fixed by hand, the owner is released.
+UPDATE lake_data.lifecycle SET initial_phase = 'A' WHERE name = 'lc_inserted';
+SELECT lake.release_owner('lc_q');
+SELECT phase, "position", quarantined FROM lake.owner_state('lc_q');
