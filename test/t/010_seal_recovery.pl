@@ -1,0 +1,158 @@
+# Recovery and sealing serialize (issue 10 item 7, and the release race).
+# - A lake.seal() in flight (an admin's DO block that has cut the ring and
+#   still holds the sealing lock) when the worker restarts: the new
+#   worker's recovery waits for the sealing lock before it resets the ring
+#   and the owners, and reads with a snapshot taken after it. The sealed
+#   cycle is replayed: no negative casts_pending, the owner's position is
+#   its landings, and casts go on.
+# - A quarantined owner released (lake.release_owner) while the worker's
+#   re-recovery, started by the very lifecycle fix that makes the release
+#   possible, runs at the same moment: whichever goes first, the owner ends
+#   released, at its whole log, in the live state and durably.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $node = lake_node('sealrace', conf => "lake.cycle_interval = '1h'\n");
+$node->start;
+$node->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner('w');");
+
+sub worker_pid
+{
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'lake worker'");
+}
+
+# --- a seal in flight across a worker restart --------------------------------
+my @moves = (['Planning', 'CognitiveWork'], ['CognitiveWork', 'Evaluation'],
+	['Evaluation', 'Commit'], ['Commit', 'Planning'], ['Planning', 'CognitiveWork']);
+$node->safe_psql('postgres',
+	join("\n", map { "SELECT lake.cast('w', '$_->[0]', '$_->[1]', '\\x01'::bytea);" } @moves));
+is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
+	'5', 'five casts are pending');
+
+my $gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(7001)');
+my $admin = $node->background_psql('postgres', on_error_stop => 0);
+my $admin_pid = $admin->query_safe('SELECT pg_backend_pid()');
+$admin->query_until(qr/sealing/,
+	"\\echo sealing\nDO \$\$ BEGIN PERFORM lake.seal(); PERFORM pg_advisory_lock(7001); END \$\$;\n\\echo sealed\n");
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE pid = $admin_pid AND locktype = 'advisory' AND NOT granted"),
+	'the admin has sealed and holds the sealing lock, waiting on the gate');
+is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
+	'5', 'the cut casts stay pending until the seal commits');
+
+# The worker waits at most lock_timeout (500 ms) for a lock and retries
+# every second: its seal of what is pending, then its recovery, each give
+# up at least once while the admin holds on.
+my $old = worker_pid();
+my $log_off = -s $node->logfile;
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($old)");
+ok( defined wait_until(
+		60,
+		sub {
+			my @hits = slurp_file($node->logfile, $log_off) =~ /lock timeout/g;
+			return @hits >= 3;
+		}),
+	'the new worker gave up waiting for the sealing lock three times');
+is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.cycle"),
+	'0', 'nothing is sealed yet (the admin has not committed)');
+
+$gate->query_safe('SELECT pg_advisory_unlock(7001)');
+like($admin->query_until(qr/sealed/, ''), qr/sealed/, 'the admin\'s seal commits');
+ok( $node->poll_query_until('postgres',
+		"SELECT worker_state = 'serving' AND worker_pid <> $old FROM lake.stats()"),
+	'the new worker has recovered');
+is( $node->safe_psql('postgres',
+		"SELECT casts_pending, (SELECT count(*) FROM lake.trajectory('w')) FROM lake.stats()"),
+	'0|5', 'no pending casts are left over, and the five landings are in the log');
+is( $node->safe_psql('postgres', "SELECT phase, position, pending, quarantined FROM lake.owner_state('w')"),
+	'CognitiveWork|5|0|f', 'the owner is at its fifth landing');
+is( $node->safe_psql('postgres',
+		"SELECT (lake.cast_durable('w', 'CognitiveWork', 'Evaluation')).position"),
+	'6', 'casts go on at the next position');
+$admin->quit;
+$gate->quit;
+
+# --- release racing the re-recovery its fix starts ---------------------------
+$node->safe_psql('postgres', q{
+	SELECT lake.define_lifecycle('lq', 'A', '{{A,B},{B,A}}');
+	SELECT lake.create_owner('q', 'lq');
+	SELECT lake.cast_durable('q', 'A', 'B');
+	SELECT lake.cast_durable('q', 'B', 'A');
+});
+sub epoch { return $node->safe_psql('postgres', 'SELECT epoch FROM lake.stats()'); }
+
+for my $round (1 .. 5)
+{
+	my $e = epoch();
+	$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = '{{A,B}}' WHERE name = 'lq'");
+	ok( $node->poll_query_until('postgres',
+			"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
+		"round $round: the worker re-recovered after the edge was removed");
+	is($node->safe_psql('postgres', "SELECT position, quarantined FROM lake.owner_state('q')"),
+		'1|t', "round $round: the owner is quarantined at its prefix");
+
+	$e = epoch();
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,A}}' WHERE name = 'lq';\n"
+		  . "SELECT lake.release_owner('q');");
+	is($ret, 0, "round $round: the release succeeded") or diag($err);
+	ok( $node->poll_query_until('postgres',
+			"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
+		"round $round: the worker's re-recovery after the fix is done");
+	is( $node->safe_psql('postgres',
+			"SELECT s.phase, s.position, s.quarantined, o.quarantine_position IS NULL "
+			  . "FROM lake.owner_state('q') s, lake_data.owner o WHERE o.name = 'q'"),
+		'A|2|f|t', "round $round: released in the live state and durably, at its whole log");
+}
+
+# Deterministic: the release holds the sealing lock, uncommitted, when a
+# re-recovery starts (another lifecycle's edit) and waits for the lock;
+# the release commits while it waits. The recovery must read the registry
+# after the lock is granted, so it sees the release.
+$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = '{{A,B}}' WHERE name = 'lq'");
+ok($node->poll_query_until('postgres', "SELECT quarantined FROM lake.owner_state('q')"),
+	'held release: the owner is quarantined again');
+my $e = epoch();
+$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,A}}' WHERE name = 'lq'");
+ok( $node->poll_query_until('postgres',
+		"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
+	'held release: the worker re-recovered after the fix');
+is($node->safe_psql('postgres', "SELECT position, quarantined FROM lake.owner_state('q')"),
+	'1|t', 'held release: the fix alone does not release the owner');
+
+$gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(7002)');
+$admin = $node->background_psql('postgres', on_error_stop => 0);
+$admin_pid = $admin->query_safe('SELECT pg_backend_pid()');
+$admin->query_until(qr/releasing/,
+	"\\echo releasing\nDO \$\$ BEGIN PERFORM lake.release_owner('q'); PERFORM pg_advisory_lock(7002); END \$\$;\n\\echo released\n");
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE pid = $admin_pid AND locktype = 'advisory' AND NOT granted"),
+	'held release: released, uncommitted, holding the sealing lock');
+$e = epoch();
+$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+		  . "WHERE a.backend_type = 'lake worker' AND NOT l.granted"),
+	'held release: the re-recovery waits for the sealing lock');
+$gate->query_safe('SELECT pg_advisory_unlock(7002)');
+like($admin->query_until(qr/released/, ''), qr/released/, 'held release: the release commits');
+ok( $node->poll_query_until('postgres',
+		"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
+	'held release: the re-recovery is done');
+is( $node->safe_psql('postgres',
+		"SELECT s.phase, s.position, s.quarantined, o.quarantine_position IS NULL "
+		  . "FROM lake.owner_state('q') s, lake_data.owner o WHERE o.name = 'q'"),
+	'A|2|f|t', 'held release: released in the live state and durably, at its whole log');
+$admin->quit;
+$gate->quit;
+
+$node->stop;
+done_testing();
