@@ -101,10 +101,13 @@ extern void cycle_wait_ready(void);
 /*
  * The owner's live entry, entered from the registry at its first use after
  * recovery (42704 if unknown, 53000 if the table is full); *lifecycle gets
- * its lifecycle, loaded into this backend's cache.
+ * its lifecycle, loaded into this backend's cache. With 'as_tenant' (not
+ * with the store connected) the caller must hold the owner's tenant: 42501
+ * otherwise, naming only the owner.
  */
 struct Lifecycle;
-extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **lifecycle);
+extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **lifecycle,
+									 bool as_tenant);
 
 /* Worker */
 extern bool cycle_needs_recovery(Oid generation);
