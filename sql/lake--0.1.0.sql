@@ -126,6 +126,16 @@ CREATE TABLE lake_data.tenant_grant (
     PRIMARY KEY (tenant, role)
 );
 
+-- Sessions cache which tenants their roles hold (access.c): any change
+-- here, through lake.grant_tenant or by hand, tells every session to forget.
+CREATE FUNCTION lake.tenant_grant_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'lake_tenant_grant_changed'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+CREATE TRIGGER tenant_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON lake_data.tenant_grant
+    FOR EACH STATEMENT EXECUTE FUNCTION lake.tenant_grant_changed();
+REVOKE ALL ON FUNCTION lake.tenant_grant_changed() FROM PUBLIC;
+
 -- Lifecycles: named sets of phases with legal edges.
 CREATE TABLE lake_data.lifecycle (
     id             int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -156,11 +166,15 @@ REVOKE ALL ON FUNCTION lake.lifecycle_check() FROM PUBLIC;
 
 -- The durable owner registry; live state is in shared memory. A quarantine
 -- is durable too: the position of the applied prefix and why the next
--- landing did not apply; only lake.release_owner clears it.
+-- landing did not apply; only lake.release_owner clears it. Every owner
+-- belongs to one tenant, fixed at creation; names are unique across
+-- tenants. Snapshots name owners by id, so recovery takes the tenant (like
+-- the name and lifecycle) from here.
 CREATE TABLE lake_data.owner (
     id                   int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name                 text NOT NULL UNIQUE,
     lifecycle            int NOT NULL REFERENCES lake_data.lifecycle (id),
+    tenant               text NOT NULL,
     created_at           timestamptz NOT NULL DEFAULT pg_catalog.now(),
     quarantine_position  bigint,
     quarantine_reason    text
@@ -304,7 +318,8 @@ CREATE FUNCTION lake.define_lifecycle(name text, initial_phase text, edges text[
     AS 'MODULE_PATHNAME', 'lake_define_lifecycle'
     LANGUAGE C SET search_path = pg_catalog, pg_temp;
 
-CREATE FUNCTION lake.create_owner(owner text, lifecycle text DEFAULT 'kanban') RETURNS void
+CREATE FUNCTION lake.create_owner(owner text, lifecycle text DEFAULT 'kanban',
+                                  tenant text DEFAULT 'default') RETURNS void
     AS 'MODULE_PATHNAME', 'lake_create_owner'
     LANGUAGE C SET search_path = pg_catalog, pg_temp;
 

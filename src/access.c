@@ -4,20 +4,114 @@
  *
  * Grants name roles by OID and are honoured for the role and every role
  * that has its privileges (pg_has_role USAGE), like a GRANT would be.
+ *
+ * Which tenants a role may act on is cached per backend (positive answers
+ * only), so a cast costs no query for it. An answer is read with the latest
+ * snapshot, and the cache is dropped by every invalidation that could change
+ * it: a change of lake_data.tenant_grant (its trigger sends a relcache
+ * invalidation: to this backend at once, to others when they next accept
+ * invalidations — at the start of every transaction, and before every cast),
+ * a change of roles or memberships (pg_authid, pg_auth_members), or of the
+ * extension itself (its schema's namespace entry). A transaction that aborts
+ * replays its own invalidations locally, so a rolled-back grant is not kept.
  */
 #include "lake.h"
 
 #include "access.h"
 #include "args.h"
 #include "catalog/namespace.h"
+#include "commands/trigger.h"
 #include "miscadmin.h"
 #include "store.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(lake_grant_tenant);
 PG_FUNCTION_INFO_V1(lake_revoke_tenant);
+PG_FUNCTION_INFO_V1(lake_tenant_grant_changed);
+
+/* A cap on the cache; past it, it starts over. */
+#define HELD_MAX_ENTRIES 1024
+
+typedef struct HeldKey
+{
+	Oid			role;
+	char		tenant[LAKE_NAME_MAX_BYTES + 1];	/* zero-padded */
+} HeldKey;
+
+static HTAB *held = NULL;		/* HeldKey: the role may act on the tenant */
+static bool held_stale = true;
+static Oid	grant_relid = InvalidOid;	/* lake_data.tenant_grant when filled */
+
+static void
+forget_held(Datum arg, int cacheid, uint32 hashvalue)
+{
+	held_stale = true;
+}
+
+static void
+forget_held_rel(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == grant_relid)
+		held_stale = true;
+}
+
+static bool
+held_key(HeldKey *key, Oid role, const char *tenant)
+{
+	size_t		len = strlen(tenant);
+
+	if (len > LAKE_NAME_MAX_BYTES)
+		return false;
+	memset(key, 0, sizeof(HeldKey));
+	key->role = role;
+	memcpy(key->tenant, tenant, len);
+	return true;
+}
+
+bool
+access_tenant_cached(Oid role, const char *tenant)
+{
+	HeldKey		key;
+
+	if (held == NULL || held_stale || !held_key(&key, role, tenant))
+		return false;
+	return hash_search(held, &key, HASH_FIND, NULL) != NULL;
+}
+
+/*
+ * Before a query whose answer may be cached: drop what an invalidation made
+ * stale. One arriving later sets held_stale again, and what is cached until
+ * then is dropped at the next refresh.
+ */
+static void
+refresh_held(void)
+{
+	HASHCTL		ctl;
+
+	if (held != NULL && !held_stale && hash_get_num_entries(held) < HELD_MAX_ENTRIES)
+		return;
+	if (held == NULL)
+	{
+		CacheRegisterSyscacheCallback(AUTHOID, forget_held, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_held, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_held, (Datum) 0);
+		CacheRegisterRelcacheCallback(forget_held_rel, (Datum) 0);
+	}
+	else
+		hash_destroy(held);
+	ctl.keysize = sizeof(HeldKey);
+	ctl.entrysize = sizeof(HeldKey);
+	ctl.hcxt = TopMemoryContext;
+	held = hash_create("lake tenants held", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	held_stale = false;
+	grant_relid = get_relname_relid("tenant_grant", get_namespace_oid(LAKE_DATA_SCHEMA, false));
+}
 
 bool
 access_all_tenants(void)
@@ -43,14 +137,36 @@ access_require_admin(void)
 }
 
 void
-access_require_tenant(const char *tenant)
+access_require_tenant_for(const char *tenant, const char *object)
 {
-	if (access_all_tenants() || store_tenant_granted(tenant, store_caller()))
+	Oid			caller = store_caller();
+	HeldKey		key;
+
+	if (access_tenant_cached(caller, tenant))
 		return;
+	refresh_held();
+	if (access_all_tenants() || store_tenant_granted(tenant, caller))
+	{
+		if (held_key(&key, caller, tenant))
+			hash_search(held, &key, HASH_ENTER, NULL);
+		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied for tenant \"%s\"", tenant),
-			 errhint("An administrator can grant it with lake.grant_tenant().")));
+			 errmsg("permission denied for %s", object),
+			 errhint("An administrator grants tenants with lake.grant_tenant().")));
+}
+
+void
+access_require_tenant(const char *tenant)
+{
+	access_require_tenant_for(tenant, psprintf("tenant \"%s\"", tenant));
+}
+
+void
+access_require_owner(const char *tenant, const char *owner)
+{
+	access_require_tenant_for(tenant, psprintf("owner \"%s\"", owner));
 }
 
 static void
@@ -89,4 +205,19 @@ lake_revoke_tenant(PG_FUNCTION_ARGS)
 {
 	change_grant(fcinfo, false);
 	PG_RETURN_VOID();
+}
+
+/*
+ * Statement trigger on lake_data.tenant_grant: every backend drops its
+ * cached answers (at once here, elsewhere once this transaction commits).
+ */
+Datum
+lake_tenant_grant_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "lake_tenant_grant_changed: not called as a trigger");
+	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
+	return PointerGetDatum(NULL);
 }

@@ -119,7 +119,9 @@ read_version(const char *dataset, int32 dataset_id, int64 version)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("version " INT64_FORMAT " of dataset \"%s\" does not exist",
 						version, dataset)));
-	access_require_tenant(head.tenant);
+	/* Named by what the caller passed: the version's tenant is not told. */
+	access_require_tenant_for(head.tenant,
+							  psprintf("version " INT64_FORMAT " of dataset \"%s\"", version, dataset));
 	if (head.bytes < 0 || head.bytes > (int64) (MaxAllocSize - VARHDRSZ))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

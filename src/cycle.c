@@ -23,6 +23,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access.h"
 #include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -44,6 +45,7 @@
 #include "storage/shmem.h"
 #include "store.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -494,21 +496,32 @@ cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
 /*
  * The owner's entry, entered from the registry at its first use after
  * recovery; *lifecycle gets its lifecycle, loaded into this backend's cache.
+ * The fast path (a live owner, its lifecycle and tenant cached) takes no
+ * query.
  */
 OwnerState *
-cycle_owner_entry(const char *name, const Lifecycle **lifecycle, char **why)
+cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
+				  char **why)
 {
 	static SPIPlanPtr plan;
 	OwnerState *o;
-	int32		id;
-	int32		lc;
+	int32		id = 0;
+	int32		lc = 0;
+	char		tenant[NAMEDATALEN];
 	bool		full = false;
 
+	if (as_tenant)
+		AcceptInvalidationMessages();	/* grant changes committed elsewhere */
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	o = owner_find(name, owner_hash(name));
-	lc = o ? o->lifecycle : 0;
+	if (o != NULL)
+	{
+		lc = o->lifecycle;
+		strlcpy(tenant, o->tenant, NAMEDATALEN);
+	}
 	LWLockRelease(&cs->lock);
-	if (o != NULL && (*lifecycle = lifecycle_cached(lc)) != NULL)
+	if (o != NULL && (!as_tenant || access_tenant_cached(GetUserId(), tenant)) &&
+		(*lifecycle = lifecycle_cached(lc)) != NULL)
 		return o;
 
 	store_connect();
@@ -519,7 +532,7 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, char **why)
 		bool		isnull;
 
 		if (SPI_execute_plan(store_plan(&plan,
-										"SELECT o.id, o.lifecycle FROM lake_data.owner o "
+										"SELECT o.id, o.lifecycle, o.tenant FROM lake_data.owner o "
 										"WHERE o.name OPERATOR(pg_catalog.=) $1", 1, types),
 							 values, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "lake: owner lookup failed");
@@ -530,14 +543,18 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, char **why)
 					 errhint("Create it with lake.create_owner().")));
 		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		lc = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		strlcpy(tenant, TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)),
+				NAMEDATALEN);
 	}
+	if (as_tenant)
+		access_require_owner(tenant, name);
 	*lifecycle = why ? lifecycle_try_get(lc, why) : lifecycle_get(lc);
 	store_finish();
 
 	if (o == NULL)
 	{
 		LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-		o = owner_enter(name, id, lc, &full);
+		o = owner_enter(name, id, lc, tenant, &full);
 		LWLockRelease(&cs->lock);
 		if (full)
 			ereport(ERROR,
@@ -659,7 +676,10 @@ cast_accept(const CastRequest *req, int32 *epoch)
 	TimestampTz deadline = 0;
 	bool		sleeping = false;
 	uint32		hash = owner_hash(req->owner);
+	Oid			caller = GetUserId();
 
+	/* Grant changes committed elsewhere reach the tenant cache first. */
+	AcceptInvalidationMessages();
 	for (;;)
 	{
 		int64		sealed_before = cs->sealed_cycle;
@@ -678,7 +698,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 			LogReceipt sealed;
 
 			if (o == NULL)
-				o = cycle_owner_entry(req->owner, &lc, NULL);
+				o = cycle_owner_entry(req->owner, &lc, true, NULL);
 			store_connect();
 			if (log_find_operation(o->id, req->operation_id, &sealed))
 			{
@@ -704,13 +724,16 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		}
 		if (o == NULL)
 		{
-			/* The common case: the owner is live and its lifecycle cached. */
+			/*
+			 * The common case: the owner is live, its lifecycle cached and
+			 * its tenant known to be the caller's.
+			 */
 			o = owner_find(req->owner, hash);
 			lc = o ? lifecycle_cached(o->lifecycle) : NULL;
-			if (lc == NULL)
+			if (lc == NULL || !access_tenant_cached(caller, o->tenant))
 			{
 				LWLockRelease(&cs->lock);
-				o = cycle_owner_entry(req->owner, &lc, NULL);
+				o = cycle_owner_entry(req->owner, &lc, true, NULL);
 				continue;
 			}
 		}
@@ -862,6 +885,56 @@ waiter_unregister(int code, Datum arg)
 	pg_atomic_fetch_sub_u32(&cs->waiters, 1);
 }
 
+/* The pending record of receipt seq of this epoch, or NULL (lock held). */
+static const CastRecord *
+pending_receipt(int64 seq)
+{
+	for (uint64 off = cs->head; off < cs->tail;)
+	{
+		CastRecord *r = cycle_record(off);
+
+		off = cycle_next(r, off);
+		if (r->len != 0 && r->seq == seq)
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * The tenant of a registered owner, or "" (no tenant anyone holds) for one
+ * no longer registered. The store must be connected.
+ */
+static const char *
+registered_tenant(int32 owner_id)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(owner_id)};
+	bool		isnull;
+
+	if (SPI_execute_plan(store_plan(&plan,
+									"SELECT o.tenant FROM lake_data.owner o "
+									"WHERE o.id OPERATOR(pg_catalog.=) $1", 1, types),
+						 values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "lake: owner lookup failed");
+	if (SPI_processed == 0)
+		return "";
+	return TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * 42501 unless the caller holds the tenant of the receipt's owner, naming
+ * only the receipt: a receipt of another tenant is not told apart from one
+ * of a tenant the caller may not see for any other reason.
+ */
+static void
+require_receipt_tenant(const char *tenant, int32 epoch, int64 seq)
+{
+	store_connect();
+	access_require_tenant_for(tenant, psprintf("receipt (%d," INT64_FORMAT ")", epoch, seq));
+	store_finish();
+}
+
 /*
  * Wait until receipt (epoch, seq) is durable and fill *out; false on
  * timeout. LK006 if it can never be (lost with its epoch). Epoch and seq
@@ -876,7 +949,13 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 	bool		ok = false;
 	bool		history = false;
 
+	Oid			caller = GetUserId();
+	bool		checked = false;
+	const CastRecord *r = NULL;
+
 	cycle_wait_ready();
+	AcceptInvalidationMessages();
+retry:
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	if (epoch == cs->epoch && seq > cs->next_seq)
 	{
@@ -892,7 +971,18 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("receipt (%d," INT64_FORMAT ") is from an epoch that has not begun", epoch, seq)));
 	}
-	history = epoch != cs->epoch || seq <= cs->sealed_seq;
+	history = epoch != cs->epoch || seq <= cs->sealed_seq ||
+		(r = pending_receipt(seq)) == NULL;
+	if (!history && !checked && !access_tenant_cached(caller, r->owner->tenant))
+	{
+		char		tenant[NAMEDATALEN];
+
+		strlcpy(tenant, r->owner->tenant, NAMEDATALEN);
+		LWLockRelease(&cs->lock);
+		require_receipt_tenant(tenant, epoch, seq);
+		checked = true;
+		goto retry;
+	}
 	if (!history)
 	{
 		if (!exit_hook_set)
@@ -965,6 +1055,8 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 	{
 		store_connect();
 		ok = log_find_receipt(epoch, seq, out);
+		if (ok && !checked)
+			require_receipt_tenant(registered_tenant(out->owner_id), epoch, seq);
 		store_finish();
 		if (!ok)
 			ereport(ERROR,
@@ -1250,7 +1342,7 @@ lake_owner_state(PG_FUNCTION_ARGS)
 	name = lake_arg_short_name(fcinfo, 0, "owner");
 	InitMaterializedSRF(fcinfo, 0);
 	cycle_wait_ready();
-	o = cycle_owner_entry(name, &lc, NULL);
+	o = cycle_owner_entry(name, &lc, true, NULL);
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	copy = *o;
 	LWLockRelease(&cs->lock);

@@ -101,13 +101,15 @@ extern void cycle_wait_ready(void);
 /*
  * The owner's live entry, entered from the registry at its first use after
  * recovery (42704 if unknown, 53000 if the table is full); *lifecycle gets
- * its lifecycle, loaded into this backend's cache. A stored lifecycle that
- * is not well formed is XX001, or, when 'why' is given, a NULL *lifecycle
- * and the reason in *why.
+ * its lifecycle, loaded into this backend's cache. With 'as_tenant' (not
+ * with the store connected) the caller must hold the owner's tenant: 42501
+ * otherwise, naming only the owner. A stored lifecycle that is not well
+ * formed is XX001, or, when 'why' is given, a NULL *lifecycle and the
+ * reason in *why.
  */
 struct Lifecycle;
 extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **lifecycle,
-									  char **why);
+									 bool as_tenant, char **why);
 
 /* Worker */
 extern bool cycle_needs_recovery(Oid generation);

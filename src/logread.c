@@ -10,6 +10,7 @@
  */
 #include "lake.h"
 
+#include "access.h"
 #include "args.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
@@ -117,6 +118,7 @@ log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
 typedef struct FindSeq
 {
 	int64		seq;
+	int32		owner_id;
 	int64		position;
 	bool		found;
 } FindSeq;
@@ -129,6 +131,7 @@ find_seq(const LakeLanding *l, void *arg)
 	if (l->seq != f->seq)
 		return 0;
 	f->position = l->position;
+	f->owner_id = l->owner_id;
 	f->found = true;
 	return 1;
 }
@@ -140,7 +143,7 @@ log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
 	Oid			types[2] = {INT4OID, INT8OID};
 	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
 	bool		isnull;
-	FindSeq		f = {seq, 0, false};
+	FindSeq		f = {seq, 0, 0, false};
 	int64		cycle;
 
 	if (SPI_execute_snapshot(store_plan(&plan,
@@ -164,6 +167,7 @@ log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
 	out->seq = seq;
 	out->cycle = cycle;
 	out->position = f.position;
+	out->owner_id = f.owner_id;
 	return true;
 }
 
@@ -178,7 +182,8 @@ typedef struct Emit
 	LogCycle	at;
 	int32		owner_id;		/* trajectory: only this owner; else 0 */
 	int64		after_position;
-	HTAB	   *names;			/* log: owner id -> name */
+	HTAB	   *names;			/* log: owner id -> name, of owners shown */
+	bool		all;			/* log: also landings of unregistered owners */
 } Emit;
 
 typedef struct OwnerName
@@ -208,6 +213,8 @@ emit_landing(const LakeLanding *l, void *arg)
 	{
 		OwnerName  *on = hash_search(e->names, &l->owner_id, HASH_FIND, NULL);
 
+		if (on == NULL && !e->all)
+			return 0;
 		v[i++] = Int64GetDatum(e->at.cycle);
 		v[i] = on ? CStringGetTextDatum(on->name) : (Datum) 0;
 		n[i++] = (on == NULL);
@@ -335,7 +342,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	store_connect();
 	nvalues[0] = CStringGetTextDatum(owner);
 	if (SPI_execute_plan(store_plan(&plan_owner,
-								  "SELECT o.id FROM lake_data.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
+								  "SELECT o.id, o.tenant FROM lake_data.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
 								  1, ntypes),
 						 nvalues, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: owner lookup failed");
@@ -344,6 +351,9 @@ lake_trajectory(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("owner \"%s\" does not exist", owner)));
 	e.owner_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	access_require_owner(TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 2, &isnull)),
+						 owner);
 	log_visit_owner(e.owner_id, e.after_position, &e.at, emit_landing, NULL, &e);
 	store_finish();
 	return (Datum) 0;
@@ -353,10 +363,13 @@ Datum
 lake_log(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr plan_names;
+	static SPIPlanPtr plan_granted_names;
 	static SPIPlanPtr plan;
 	Emit		e = {0};
 	Oid			types[1] = {INT8OID};
 	Datum		values[1];
+	Oid			role_type[1] = {OIDOID};
+	Datum		role[1];
 	HASHCTL		ctl;
 
 	lake_require_preload();
@@ -369,9 +382,23 @@ lake_log(PG_FUNCTION_ARGS)
 	ctl.hcxt = CurrentMemoryContext;
 	e.names = hash_create("lake owner names", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
+	/*
+	 * Only the landings of owners whose tenant the caller holds: the names
+	 * looked up are those owners'; every landing of another is skipped.
+	 */
 	store_connect();
-	if (SPI_execute_plan(store_plan(&plan_names, "SELECT o.id, o.name FROM lake_data.owner o", 0, NULL),
-						 NULL, NULL, true, 0) != SPI_OK_SELECT)
+	e.all = access_all_tenants();
+	role[0] = ObjectIdGetDatum(store_caller());
+	if (SPI_execute_plan(e.all ?
+						 store_plan(&plan_names, "SELECT o.id, o.name FROM lake_data.owner o", 0, NULL) :
+						 store_plan(&plan_granted_names,
+									"SELECT o.id, o.name FROM lake_data.owner o "
+									"WHERE EXISTS (SELECT 1 FROM lake_data.tenant_grant g "
+									"  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
+									"  WHERE g.tenant OPERATOR(pg_catalog.=) o.tenant "
+									"    AND pg_catalog.pg_has_role($1, g.role, 'USAGE'))",
+									1, role_type),
+						 e.all ? NULL : role, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "lake: owner names lookup failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{

@@ -17,6 +17,7 @@ typedef struct LogReceipt
 {
 	int32		epoch;
 	int64		seq;
+	int32		owner_id;		/* log_find_receipt */
 	uint8		digest[LAKE_DIGEST_LEN];
 	int64		cycle;
 	int64		position;

@@ -8,7 +8,10 @@
  *
  * lake.create_owner writes only the durable registry (lake_data.owner), and
  * refuses (53000) once lake.max_owners owners are registered: every
- * registered owner must fit in the shared table at recovery.
+ * registered owner must fit in the shared table at recovery. It needs the
+ * owner's tenant, not lake_admin: an application role creates its own
+ * owners but cannot grant itself tenants. A tenant's name is kept in the
+ * shared entry, so owners' tenants are at most NAMEDATALEN - 1 bytes.
  */
 #include "lake.h"
 
@@ -64,7 +67,8 @@ owner_find(const char *name, uint32 hash)
 
 /* Enter a new owner in its initial state; *full when the table is full. */
 OwnerState *
-owner_enter(const char *name, int32 id, int32 lifecycle, bool *full)
+owner_enter(const char *name, int32 id, int32 lifecycle, const char *tenant,
+			bool *full)
 {
 	bool		found;
 	OwnerState *o = hash_search(owners, name, HASH_ENTER_NULL, &found);
@@ -74,6 +78,7 @@ owner_enter(const char *name, int32 id, int32 lifecycle, bool *full)
 		return o;
 	o->id = id;
 	o->lifecycle = lifecycle;
+	strlcpy(o->tenant, tenant, NAMEDATALEN);
 	o->phase = 0;
 	o->lap = 0;
 	o->position = 0;
@@ -124,17 +129,19 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	static SPIPlanPtr plan_insert;
 	char	   *name;
 	char	   *lifecycle;
-	Oid			types[2] = {TEXTOID, INT4OID};
-	Datum		values[2];
+	char	   *tenant;
+	Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
+	Datum		values[3];
 	bool		isnull;
 	int64		registered;
 
 	lake_require_preload();
 	name = lake_arg_short_name(fcinfo, 0, "owner");
 	lifecycle = lake_arg_short_name(fcinfo, 1, "lifecycle");
-	access_require_admin();
+	tenant = lake_arg_short_name(fcinfo, 2, "tenant");
 
 	store_connect();
+	access_require_tenant(tenant);
 	values[0] = CStringGetTextDatum(lifecycle);
 	if (SPI_execute_plan(store_plan(&plan_lifecycle,
 								  "SELECT l.id FROM lake_data.lifecycle l WHERE l.name OPERATOR(pg_catalog.=) $1",
@@ -171,10 +178,11 @@ lake_create_owner(PG_FUNCTION_ARGS)
 				 errhint("Raise lake.max_owners and restart the server.")));
 
 	values[0] = CStringGetTextDatum(name);
+	values[2] = CStringGetTextDatum(tenant);
 	if (SPI_execute_plan(store_plan(&plan_insert,
-								  "INSERT INTO lake_data.owner (name, lifecycle) VALUES ($1, $2) "
+								  "INSERT INTO lake_data.owner (name, lifecycle, tenant) VALUES ($1, $2, $3) "
 								  "ON CONFLICT (name) DO NOTHING",
-								  2, types),
+								  3, types),
 						 values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "lake: could not register the owner");
 	if (SPI_processed == 0)

@@ -18,6 +18,7 @@ typedef struct OwnerState
 	char		name[NAMEDATALEN];	/* hash key */
 	int32		id;
 	int32		lifecycle;
+	char		tenant[NAMEDATALEN];	/* fixed at creation */
 	/* durable: what sealed cycles say */
 	int16		phase;
 	int64		lap;
@@ -40,7 +41,7 @@ extern uint32 owner_hash(const char *name);
 /* The following need the cycle lock (exclusive to change anything). */
 extern OwnerState *owner_find(const char *name, uint32 hash);
 extern OwnerState *owner_enter(const char *name, int32 id, int32 lifecycle,
-							   bool *full);
+							   const char *tenant, bool *full);
 extern void owner_clear_all(void);
 extern void owner_quarantine(OwnerState *o, int64 position, const char *why);
 

@@ -245,7 +245,7 @@ load_owners(Replay *rp)
 						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT o.id, o.name, o.lifecycle, o.quarantine_position, o.quarantine_reason "
+									"SELECT o.id, o.name, o.lifecycle, o.quarantine_position, o.quarantine_reason, o.tenant "
 									"FROM lake_data.owner o ORDER BY o.id",
 									0, NULL),
 						 NULL, NULL, true, 0) != SPI_OK_SELECT)
@@ -259,6 +259,7 @@ load_owners(Replay *rp)
 		int32		id = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
 		char	   *name = TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
 		int32		lc = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
+		char	   *tenant = TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 6, &isnull));
 		Datum		limit = SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull);
 		ById	   *b = hash_search(rp->byid, &id, HASH_ENTER, NULL);
 		bool		full;
@@ -268,7 +269,7 @@ load_owners(Replay *rp)
 		b->reason = isnull ? NULL : TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 5, &isnull));
 		b->newly = false;
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-		b->owner = owner_enter(name, id, lc, &full);
+		b->owner = owner_enter(name, id, lc, tenant, &full);
 		LWLockRelease(cycle_lock());
 		if (full)
 			ereport(ERROR,
@@ -533,7 +534,7 @@ open_owner(const char *name, OwnerReplay *r)
 	lifecycle_cache_reset();
 	r->applied = 0;
 	r->why = NULL;
-	r->owner = cycle_owner_entry(name, &r->lc, &r->why);
+	r->owner = cycle_owner_entry(name, &r->lc, false, &r->why);
 }
 
 Datum

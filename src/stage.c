@@ -61,6 +61,13 @@ arg_stage(FunctionCallInfo fcinfo)
 	return stage;
 }
 
+/* 42501 unless the caller holds the stage's tenant, naming only the stage. */
+static void
+require_stage_tenant(int64 stage, const StageRow *row)
+{
+	access_require_tenant_for(row->tenant, psprintf("stage " INT64_FORMAT, stage));
+}
+
 /*
  * The stage is not open: committed (55000, naming the version), or never
  * existed, aborted or expired (42704).
@@ -73,7 +80,7 @@ stage_not_open(int64 stage)
 
 	if (store_stage_version(stage, &row, &op))
 	{
-		access_require_tenant(row.tenant);
+		require_stage_tenant(stage, &row);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",
@@ -90,7 +97,7 @@ lock_open_stage(int64 stage, StageRow *row)
 {
 	if (!store_lock_stage(stage, row))
 		stage_not_open(stage);
-	access_require_tenant(row->tenant);
+	require_stage_tenant(stage, row);
 }
 
 Datum
@@ -159,7 +166,7 @@ reconcile_retired(int64 stage, const uint8 *supplied)
 
 	if (!store_stage_version(stage, &row, &op))
 		stage_not_open(stage);
-	access_require_tenant(row.tenant);
+	require_stage_tenant(stage, &row);
 	if (supplied == NULL)
 		return op.version;
 	return operation_replay(&op, supplied, row.dataset, row.tenant, row.operation_id);
@@ -189,7 +196,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 		store_finish();
 		PG_RETURN_INT64(version);
 	}
-	access_require_tenant(row.tenant);
+	require_stage_tenant(stage, &row);
 	/* A slot now; the streaming buffer's bytes once the chunks are known. */
 	admission_reserve(0);
 

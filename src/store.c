@@ -1056,13 +1056,13 @@ store_tenant_granted(const char *tenant, Oid role)
 	Oid			types[2] = {TEXTOID, OIDOID};
 	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
 
-	run(store_plan(&plan,
+	run_snapshot(store_plan(&plan,
 				 "SELECT 1 FROM lake_data.tenant_grant g "
 				 "JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
 				 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 "
 				 "  AND pg_catalog.pg_has_role($2, g.role, 'USAGE') LIMIT 1",
 				 2, types),
-		values, SPI_OK_SELECT);
+		values, GetLatestSnapshot(), SPI_OK_SELECT);
 	return SPI_processed > 0;
 }
 

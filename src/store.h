@@ -124,7 +124,7 @@ extern void store_drop_stage(int64 stage, bool with_chunks);
 extern void store_expire_stages(TimestampTz idle_before, int64 *stages,
 								int64 *chunks, int64 *open);
 
-/* tenants */
+/* tenants: read with the latest snapshot, so an answer can be cached (access.c) */
 extern bool store_tenant_granted(const char *tenant, Oid role);
 extern void store_set_tenant_grant(const char *tenant, Oid role, bool grant);
 

@@ -149,7 +149,8 @@ SELECT casts_pending, cycles_sealed > 0 AS sealed_some, casts_sealed >= cycles_s
        sealed_cycle = (SELECT max(cycle) FROM lake.cycles()) AS head
 FROM lake.stats();
 
--- Non-administrators may not define lifecycles, create owners or seal.
+-- Non-administrators may not define lifecycles or seal; creating an owner
+-- needs its tenant (here the default one), not lake_admin.
 CREATE ROLE lake_caster LOGIN;
 GRANT USAGE ON SCHEMA lake, t TO lake_caster;
 SET ROLE lake_caster;

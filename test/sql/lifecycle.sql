@@ -40,10 +40,10 @@ SELECT t.err($$SELECT lake.create_owner('lc_p', 'lc_hand')$$);
 SELECT t.err($$SELECT lake.create_owner('lc_p', 'lc_inserted')$$);
 SELECT count(*) AS created FROM lake_data.owner WHERE name = 'lc_p';
 -- Owners made of them all the same (the registry edited by hand too).
-INSERT INTO lake_data.owner (name, lifecycle)
-SELECT 'lc_p1', id FROM lake_data.lifecycle WHERE name = 'lc_hand';
-INSERT INTO lake_data.owner (name, lifecycle)
-SELECT 'lc_p2', id FROM lake_data.lifecycle WHERE name = 'lc_inserted';
+INSERT INTO lake_data.owner (name, lifecycle, tenant)
+SELECT 'lc_p1', id, 'default' FROM lake_data.lifecycle WHERE name = 'lc_hand';
+INSERT INTO lake_data.owner (name, lifecycle, tenant)
+SELECT 'lc_p2', id, 'default' FROM lake_data.lifecycle WHERE name = 'lc_inserted';
 SELECT t.err($$SELECT * FROM lake.owner_state('lc_p1')$$);
 SELECT t.err($$SELECT * FROM lake.owner_state('lc_p1')$$);
 SELECT t.err($$SELECT * FROM lake.owner_state('lc_p2')$$);
@@ -64,8 +64,8 @@ SELECT phase, "position", quarantined FROM lake.owner_state('lc_p');
 SET session_replication_role = replica;
 UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_inserted';
 RESET session_replication_role;
-INSERT INTO lake_data.owner (name, lifecycle)
-SELECT 'lc_q', id FROM lake_data.lifecycle WHERE name = 'lc_inserted';
+INSERT INTO lake_data.owner (name, lifecycle, tenant)
+SELECT 'lc_q', id, 'default' FROM lake_data.lifecycle WHERE name = 'lc_inserted';
 SELECT owner, applied, "position", quarantined FROM lake.recover() WHERE owner LIKE 'lc\_%' ORDER BY owner;
 SELECT quarantine_position, quarantine_reason FROM lake_data.owner WHERE name = 'lc_q';
 \set VERBOSITY sqlstate
