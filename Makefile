@@ -58,10 +58,10 @@ check-tap:
 # (which also writes bench/results-fuzz.md for bench/RESULTS.md).
 FUZZ_SECONDS ?= 600
 check-fuzz:
-	test/fuzz/run.sh 20
+	PG_CONFIG=$(PG_CONFIG) test/fuzz/run.sh 20
 
 fuzz:
-	test/fuzz/run.sh $(FUZZ_SECONDS) bench/results-fuzz.md
+	PG_CONFIG=$(PG_CONFIG) test/fuzz/run.sh $(FUZZ_SECONDS) bench/results-fuzz.md
 
 check-valgrind:
 	PG_CONFIG=$(PG_CONFIG) test/valgrind/run.sh

@@ -4,7 +4,9 @@
  *
  * Any input must be decoded or refused with a status (recovery then warns
  * and replays the whole log), never crash or read past the record. The
- * encoding is canonical: what decodes re-encodes to the same bytes.
+ * encoding is canonical: what decodes re-encodes to the same bytes. Each
+ * input is tried as a stored record and as a snapshot's raw bytes (see
+ * fuzz_cycle.c).
  */
 #include <string.h>
 
@@ -22,16 +24,13 @@ keep(const LakeOwnerImage *o, void *arg)
 	return 0;
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* The properties of one snapshot's raw bytes. */
+static void
+check_record(const uint8_t *raw, size_t len)
 {
-	size_t		len;
-	uint8_t    *raw = fuzz_unwrap(data, size, &len);
 	FuzzBuf		seen = {0};
 	FuzzBuf		out = {0};
 
-	if (raw == NULL)
-		return 0;
 	if (lake_images_decode(raw, len, keep, &seen) == LAKE_LANDING_OK)
 	{
 		const LakeOwnerImage *items = (const LakeOwnerImage *) seen.data;
@@ -46,6 +45,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(out.data);
 	free(seen.data);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	size_t		len;
+	uint8_t    *raw = fuzz_unwrap(data, size, &len);
+
+	if (raw != NULL)
+		check_record(raw, len);
 	free(raw);
+	check_record(data, size);
 	return 0;
 }
