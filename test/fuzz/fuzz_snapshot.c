@@ -5,8 +5,8 @@
  * Any input must be decoded or refused with a status (recovery then warns
  * and replays the whole log), never crash or read past the record. The
  * encoding is canonical: what decodes re-encodes to the same bytes. Each
- * input is tried as a stored record and as a snapshot's raw bytes (see
- * fuzz_cycle.c).
+ * input is tried as a stored record and as a snapshot's raw bytes (fuzz_record
+ * in fuzz.h).
  */
 #include <string.h>
 
@@ -50,12 +50,6 @@ check_record(const uint8_t *raw, size_t len)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	size_t		len;
-	uint8_t    *raw = fuzz_unwrap(data, size, &len);
-
-	if (raw != NULL)
-		check_record(raw, len);
-	free(raw);
-	check_record(data, size);
+	fuzz_record(data, size, check_record);
 	return 0;
 }
