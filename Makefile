@@ -31,7 +31,7 @@ $(OBJS): $(wildcard src/*.h)
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast lifecycle recovery admission guc worker \
-             hostile privileges memory damage owner_tenant
+             hostile privileges memory damage owner_tenant integrity
 
 .PHONY: check check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench
 
@@ -58,10 +58,10 @@ check-tap:
 # (which also writes bench/results-fuzz.md for bench/RESULTS.md).
 FUZZ_SECONDS ?= 600
 check-fuzz:
-	test/fuzz/run.sh 20
+	PG_CONFIG=$(PG_CONFIG) test/fuzz/run.sh 20
 
 fuzz:
-	test/fuzz/run.sh $(FUZZ_SECONDS) bench/results-fuzz.md
+	PG_CONFIG=$(PG_CONFIG) test/fuzz/run.sh $(FUZZ_SECONDS) bench/results-fuzz.md
 
 check-valgrind:
 	PG_CONFIG=$(PG_CONFIG) test/valgrind/run.sh

@@ -76,12 +76,11 @@ lake_append(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(version);
 }
 
-/* Where a read decodes to: the result, filled in order, and its digest. */
+/* Where a read decodes to: the result, filled in order. */
 typedef struct ReadTarget
 {
 	char	   *out;
 	int64		filled;
-	LakeDigest *digest;
 } ReadTarget;
 
 static void
@@ -91,17 +90,6 @@ read_visit(const char *data, size_t len, void *arg)
 
 	memcpy(t->out + t->filled, data, len);
 	t->filled += len;
-	lake_digest_update(t->digest, data, len);
-}
-
-static void
-lineage_broken(const char *dataset, int64 version, const char *why)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_LAKE_INCOMPLETE_LINEAGE),
-			 errmsg("version " INT64_FORMAT " of dataset \"%s\" is incomplete", version, dataset),
-			 errdetail("%s", why),
-			 errhint("The stored chunks are missing or damaged; restore them from a backup.")));
 }
 
 /* Read, decode and verify one version; the caller's tenant rights checked. */
@@ -112,7 +100,6 @@ read_version(const char *dataset, int32 dataset_id, int64 version)
 	ReadTarget	t;
 	bytea	   *result;
 	const char *why;
-	uint8		got[LAKE_DIGEST_LEN];
 
 	if (!store_version_head(dataset_id, version, &head))
 		ereport(ERROR,
@@ -132,13 +119,9 @@ read_version(const char *dataset, int32 dataset_id, int64 version)
 	SET_VARSIZE(result, VARHDRSZ + head.bytes);
 	t.out = VARDATA(result);
 	t.filled = 0;
-	t.digest = lake_digest_begin();
 	why = store_visit_version(&head, read_visit, &t);
 	if (why != NULL)
-		lineage_broken(dataset, version, why);
-	lake_digest_end(t.digest, got);
-	if (memcmp(head.digest, got, LAKE_DIGEST_LEN) != 0)
-		lineage_broken(dataset, version, "the payload does not match its digest");
+		store_lineage_broken(dataset, version, why);
 	return result;
 }
 

@@ -1,38 +1,76 @@
 /*
  * codec.c — encode and decode stored chunks (format in codec.h).
  *
- * Pure C on top of zstd: no palloc, no ereport, no global state, so the
- * decoder can run under a fuzzer exactly as the server runs it.
+ * Pure C on top of zstd and PostgreSQL's CRC-32C: no palloc, no ereport,
+ * no global state, so the decoder can run under a fuzzer exactly as the
+ * server runs it.
  */
-#include <string.h>
+#include "c.h"
+
 #include <zstd.h>
 
 #include "codec.h"
+#include "port/pg_crc32c.h"
+
+/*
+ * The checksum of a chunk: over its body and, for a zstd chunk, the raw
+ * bytes the body decodes to as well, so that neither a decoder slip nor a
+ * flipped bit the frame format would ignore goes unnoticed.
+ */
+static uint32_t
+checksum(const uint8_t *body, size_t bodylen, const uint8_t *decoded,
+		 size_t decodedlen)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, body, bodylen);
+	if (decoded != NULL)
+		COMP_CRC32C(crc, decoded, decodedlen);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+static void
+put_header(uint8_t *out, uint8_t tag, uint32_t crc)
+{
+	out[0] = tag;
+	for (int i = 0; i < 4; i++)
+		out[1 + i] = (uint8_t) (crc >> (8 * i));
+}
+
+static uint32_t
+get_checksum(const uint8_t *in)
+{
+	return (uint32_t) in[1] | ((uint32_t) in[2] << 8) |
+		((uint32_t) in[3] << 16) | ((uint32_t) in[4] << 24);
+}
 
 size_t
 lake_chunk_bound(size_t len)
 {
-	return 1 + ZSTD_compressBound(len);
+	return LAKE_CHUNK_HEADER + ZSTD_compressBound(len);
 }
 
 size_t
 lake_chunk_encode(ZSTD_CCtx *cctx, int level, const uint8_t *in, size_t len,
 				  uint8_t *out)
 {
+	uint8_t    *body = out + LAKE_CHUNK_HEADER;
 	size_t		zlen = 0;
 
 	if (len > 0)
-		zlen = ZSTD_compressCCtx(cctx, out + 1, ZSTD_compressBound(len),
+		zlen = ZSTD_compressCCtx(cctx, body, ZSTD_compressBound(len),
 								 in, len, level);
 	if (len > 0 && !ZSTD_isError(zlen) && zlen < len)
 	{
-		out[0] = LAKE_CODEC_ZSTD;
-		return 1 + zlen;
+		put_header(out, LAKE_CODEC_ZSTD, checksum(body, zlen, in, len));
+		return LAKE_CHUNK_HEADER + zlen;
 	}
-	out[0] = LAKE_CODEC_RAW;
+	put_header(out, LAKE_CODEC_RAW, checksum(in, len, NULL, 0));
 	if (len > 0)
-		memcpy(out + 1, in, len);
-	return 1 + len;
+		memcpy(body, in, len);
+	return LAKE_CHUNK_HEADER + len;
 }
 
 LakeCodecStatus
@@ -40,24 +78,22 @@ lake_chunk_decoded_size(const uint8_t *in, size_t len, size_t *size)
 {
 	unsigned long long n;
 
-	if (len < 1)
-		return LAKE_CODEC_EMPTY;
-	switch (in[0])
+	if (len > 0 && in[0] != LAKE_CODEC_RAW && in[0] != LAKE_CODEC_ZSTD)
+		return LAKE_CODEC_BAD_TAG;
+	if (len < LAKE_CHUNK_HEADER)
+		return LAKE_CODEC_SHORT;
+	if (in[0] == LAKE_CODEC_RAW)
 	{
-		case LAKE_CODEC_RAW:
-			*size = len - 1;
-			return LAKE_CODEC_OK;
-		case LAKE_CODEC_ZSTD:
-			n = ZSTD_getFrameContentSize(in + 1, len - 1);
-			if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR)
-				return LAKE_CODEC_BAD_FRAME;
-			if (n > (unsigned long long) SIZE_MAX)
-				return LAKE_CODEC_TOO_BIG;
-			*size = (size_t) n;
-			return LAKE_CODEC_OK;
-		default:
-			return LAKE_CODEC_BAD_TAG;
+		*size = len - LAKE_CHUNK_HEADER;
+		return LAKE_CODEC_OK;
 	}
+	n = ZSTD_getFrameContentSize(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER);
+	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR)
+		return LAKE_CODEC_BAD_FRAME;
+	if (n > (unsigned long long) SIZE_MAX)
+		return LAKE_CODEC_TOO_BIG;
+	*size = (size_t) n;
+	return LAKE_CODEC_OK;
 }
 
 LakeCodecStatus
@@ -65,7 +101,7 @@ lake_chunk_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap,
 				  size_t *outlen)
 {
 	size_t		size;
-	size_t		got;
+	size_t		got = 0;
 	LakeCodecStatus st = lake_chunk_decoded_size(in, len, &size);
 
 	if (st != LAKE_CODEC_OK)
@@ -75,15 +111,21 @@ lake_chunk_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap,
 	if (in[0] == LAKE_CODEC_RAW)
 	{
 		if (size > 0)
-			memcpy(out, in + 1, size);
-		*outlen = size;
-		return LAKE_CODEC_OK;
+			memcpy(out, in + LAKE_CHUNK_HEADER, size);
+		got = size;
 	}
-	got = ZSTD_decompress(out, size, in + 1, len - 1);
-	if (ZSTD_isError(got))
-		return LAKE_CODEC_BAD_FRAME;
-	if (got != size)
-		return LAKE_CODEC_SIZE_MISMATCH;
+	else
+	{
+		got = ZSTD_decompress(out, size, in + LAKE_CHUNK_HEADER,
+							  len - LAKE_CHUNK_HEADER);
+		if (ZSTD_isError(got))
+			return LAKE_CODEC_BAD_FRAME;
+		if (got != size)
+			return LAKE_CODEC_SIZE_MISMATCH;
+	}
+	if (checksum(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER,
+				 in[0] == LAKE_CODEC_ZSTD ? out : NULL, got) != get_checksum(in))
+		return LAKE_CODEC_BAD_CHECKSUM;
 	*outlen = got;
 	return LAKE_CODEC_OK;
 }
@@ -95,8 +137,8 @@ lake_codec_status_text(LakeCodecStatus status)
 	{
 		case LAKE_CODEC_OK:
 			return "ok";
-		case LAKE_CODEC_EMPTY:
-			return "empty chunk";
+		case LAKE_CODEC_SHORT:
+			return "chunk is shorter than its header";
 		case LAKE_CODEC_BAD_TAG:
 			return "unknown chunk encoding";
 		case LAKE_CODEC_BAD_FRAME:
@@ -105,6 +147,8 @@ lake_codec_status_text(LakeCodecStatus status)
 			return "chunk decodes larger than its version allows";
 		case LAKE_CODEC_SIZE_MISMATCH:
 			return "chunk decodes to another size than it declares";
+		case LAKE_CODEC_BAD_CHECKSUM:
+			return "chunk does not match its checksum";
 	}
 	return "unknown codec status";
 }

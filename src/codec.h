@@ -1,14 +1,27 @@
 /*
  * codec.h — the stored chunk format.
  *
- * A stored chunk is one tag byte followed by its body:
- *   'r' raw:  the body is the chunk's bytes as they are;
- *   'z' zstd: the body is one zstd frame that records its content size.
+ * A stored chunk is one tag byte, a checksum as a little-endian uint32,
+ * then its body:
+ *   'R' raw:  the body is the raw bytes as they are;
+ *   'Z' zstd: the body is one zstd frame that records its content size.
+ * The checksum is the CRC-32C (port/pg_crc32c.h) of the body followed, for
+ * 'Z', by the raw bytes it decodes to: it covers the raw bytes whatever the
+ * encoding, and every stored bit (a flipped bit that zstd would ignore is
+ * still damage).
  * The encoder stores raw whenever compression would not make the chunk
- * smaller, so incompressible data grows by exactly one byte per chunk.
+ * smaller, so incompressible data grows by exactly five bytes per chunk.
+ * Every decode verifies the checksum over the bytes it hands out: damage
+ * anywhere in a stored record is refused, never read as other bytes. The
+ * checksum-less tags of earlier builds ('r', 'z') are refused as unknown:
+ * nothing was released with them.
  *
- * These functions are pure (no PostgreSQL memory or error machinery) so the
- * decoder can be fuzzed on its own; callers turn the status into LK005.
+ * Payload chunks are stored so, and so is every cycle record and owner
+ * snapshot (landing.h) as one chunk.
+ *
+ * These functions are pure (no PostgreSQL memory or error machinery, only
+ * its CRC-32C from libpgport) so the decoder can be fuzzed on its own;
+ * callers turn the status into LK005 / XX001.
  */
 #ifndef LAKE_CODEC_H
 #define LAKE_CODEC_H
@@ -19,17 +32,20 @@
 /* Payloads are split into chunks of this many bytes before encoding. */
 #define LAKE_CHUNK_BYTES (1024 * 1024)
 
-#define LAKE_CODEC_RAW	'r'
-#define LAKE_CODEC_ZSTD 'z'
+#define LAKE_CODEC_RAW	'R'
+#define LAKE_CODEC_ZSTD 'Z'
+/* Tag and checksum. */
+#define LAKE_CHUNK_HEADER 5
 
 typedef enum LakeCodecStatus
 {
 	LAKE_CODEC_OK = 0,
-	LAKE_CODEC_EMPTY,			/* no tag byte */
+	LAKE_CODEC_SHORT,			/* shorter than the tag and checksum */
 	LAKE_CODEC_BAD_TAG,			/* unknown tag */
 	LAKE_CODEC_BAD_FRAME,		/* zstd frame unreadable or size unknown */
 	LAKE_CODEC_TOO_BIG,			/* decoded size exceeds what the caller allows */
-	LAKE_CODEC_SIZE_MISMATCH	/* frame decoded to another size than declared */
+	LAKE_CODEC_SIZE_MISMATCH,	/* frame decoded to another size than declared */
+	LAKE_CODEC_BAD_CHECKSUM		/* the raw bytes do not match the checksum */
 } LakeCodecStatus;
 
 /* Worst-case encoded size of 'len' input bytes. */
@@ -43,13 +59,14 @@ struct ZSTD_CCtx_s;
 extern size_t lake_chunk_encode(struct ZSTD_CCtx_s *cctx, int level,
 								const uint8_t *in, size_t len, uint8_t *out);
 
-/* The decoded size of a stored chunk, without decoding it. */
+/* The decoded size of a stored chunk, without decoding or verifying it. */
 extern LakeCodecStatus lake_chunk_decoded_size(const uint8_t *in, size_t len,
 											   size_t *size);
 
 /*
- * Decode a stored chunk into 'out', which has room for 'cap' bytes;
- * '*outlen' receives the decoded length.
+ * Decode a stored chunk into 'out', which has room for 'cap' bytes, and
+ * verify its checksum; '*outlen' receives the decoded length. On any
+ * status but LAKE_CODEC_OK the bytes in 'out' mean nothing.
  */
 extern LakeCodecStatus lake_chunk_decode(const uint8_t *in, size_t len,
 										 uint8_t *out, size_t cap, size_t *outlen);

@@ -2,7 +2,10 @@
  * landing.h — the encodings of the owner log: a sealed cycle's landings
  * and an owner snapshot.
  *
- * A cycle record is the zstd-compressed (codec.h) concatenation of
+ * Both are stored as one chunk (codec.h: tag, CRC-32C, raw or zstd body),
+ * so every read verifies the record's checksum before decoding it here.
+ *
+ * A cycle record is the concatenation of
  *   'L', version 1, uint32 count, then count landings:
  *   int32 owner_id, int64 position, int64 seq, int64 lap, uint8 flags,
  *   [uint16 len + from_phase, uint16 len + to_phase]   if LANDING_MOVE

@@ -2,7 +2,8 @@
  * operation.c — the idempotency protocol.
  *
  *   1. look the operation up without any lock: a replay is answered there,
- *      with the original version or LK001, and never serializes;
+ *      with the original version (once its lineage is verified, LK005 if
+ *      its chunks are missing or damaged) or LK001, and never serializes;
  *   2. otherwise lock the dataset, look again with a fresh snapshot (the
  *      contender we waited for may have committed this very operation), and
  *      hand back version max+1 for the caller to write under the lock.
@@ -23,13 +24,15 @@ int64
 operation_replay(const OperationLookup *op, const uint8 *digest,
 				 const char *dataset, const char *tenant, const char *operation_id)
 {
-	if (memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
+	if (digest != NULL && memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
 				 errmsg("operation \"%s\" of tenant \"%s\" already committed version " INT64_FORMAT " of dataset \"%s\" with different content",
 						operation_id, tenant, op->version, dataset),
 				 errdetail("The stored digest differs from this payload's digest."),
 				 errhint("Use a new operation id for new content.")));
+	/* The version answers for its bytes as a read does (SPEC §5). */
+	store_check_lineage(dataset, op->dataset_id, op->version);
 	return op->version;
 }
 

@@ -10,15 +10,19 @@
 
 /*
  * Given an unlocked lookup of the operation (op->dataset_id set), decide:
- * returns false with *version = the existing version for a replay (LK001
- * if its digest differs), or true with *version = the next version number
+ * returns false with *version = the existing version for a replay (as
+ * operation_replay answers it), or true with *version = the next version number
  * and the dataset's append lock held, when the caller must write it.
  */
 extern bool operation_resolve(OperationLookup *op, const uint8 *digest,
 							  const char *dataset, const char *tenant,
 							  const char *operation_id, int64 *version);
 
-/* The answer to a replay: op->version, or LK001 if the digests differ. */
+/*
+ * The answer to a replay: op->version, or LK001 if the digests differ
+ * ('digest' NULL: none to compare), or LK005 if the version's lineage is
+ * broken — it is verified as a read verifies it.
+ */
 extern int64 operation_replay(const OperationLookup *op, const uint8 *digest,
 							  const char *dataset, const char *tenant,
 							  const char *operation_id);

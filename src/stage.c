@@ -157,7 +157,10 @@ digest_visit(const char *data, size_t len, void *arg)
 	lake_digest_update((LakeDigest *) arg, data, len);
 }
 
-/* A retired stage: its version, if the caller's digest (if any) agrees. */
+/*
+ * A retired stage: its version, if the caller's digest (if any) agrees and
+ * its chunks still make it up.
+ */
 static int64
 reconcile_retired(int64 stage, const uint8 *supplied)
 {
@@ -167,8 +170,6 @@ reconcile_retired(int64 stage, const uint8 *supplied)
 	if (!store_stage_version(stage, &row, &op))
 		stage_not_open(stage);
 	require_stage_tenant(stage, &row);
-	if (supplied == NULL)
-		return op.version;
 	return operation_replay(&op, supplied, row.dataset, row.tenant, row.operation_id);
 }
 

@@ -33,6 +33,7 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
+#include "digest.h"
 #include "executor/spi.h"
 #include "guc.h"
 #include "miscadmin.h"
@@ -623,8 +624,9 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
 }
 
 /*
- * Decode one stored chunk and hand it to 'visit'. Returns NULL, or why the
- * chunk is unreadable. A raw chunk is handed over in place.
+ * Decode and verify one stored chunk and hand it to 'visit'. Returns NULL,
+ * or why the chunk is unreadable. Even a raw chunk is copied out: its
+ * checksum must hold before anyone sees its bytes.
  */
 static const char *
 visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
@@ -638,12 +640,6 @@ visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
 
 	if (st == LAKE_CODEC_OK && size > room)
 		st = LAKE_CODEC_TOO_BIG;
-	if (st == LAKE_CODEC_OK && in[0] == LAKE_CODEC_RAW)
-	{
-		visit((const char *) in + 1, size, arg);
-		*decoded = size;
-		return NULL;
-	}
 	if (st != LAKE_CODEC_OK)
 		return lake_codec_status_text(st);
 	out = palloc(Max(size, 1));
@@ -727,9 +723,26 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 	return why;
 }
 
-/* Hand a version's decoded payload to 'visit'; NULL, or why it is damaged. */
-const char *
-store_visit_version(const VersionHead *head, ChunkVisitor visit, void *arg)
+/* A version's chunks on their way to a visitor, through its digest. */
+typedef struct VerifyVisit
+{
+	LakeDigest *digest;
+	ChunkVisitor visit;			/* NULL: only verify */
+	void	   *arg;
+} VerifyVisit;
+
+static void
+verify_visit(const char *data, size_t len, void *arg)
+{
+	VerifyVisit *v = (VerifyVisit *) arg;
+
+	lake_digest_update(v->digest, data, len);
+	if (v->visit != NULL)
+		v->visit(data, len, v->arg);
+}
+
+static const char *
+visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
 {
 	size_t		first_len = 0;
 	const char *why;
@@ -745,6 +758,43 @@ store_visit_version(const VersionHead *head, ChunkVisitor visit, void *arg)
 			psprintf("chunks hold %zu of " INT64_FORMAT " bytes", first_len, head->bytes);
 	return store_visit_chunks(head->blob, 1, head->nchunks - 1,
 							  head->bytes - (int64) first_len, visit, arg);
+}
+
+const char *
+store_visit_version(const VersionHead *head, ChunkVisitor visit, void *arg)
+{
+	VerifyVisit v = {lake_digest_begin(), visit, arg};
+	uint8		got[LAKE_DIGEST_LEN];
+	const char *why = visit_version_chunks(head, verify_visit, &v);
+
+	lake_digest_end(v.digest, got);
+	if (why == NULL && memcmp(head->digest, got, LAKE_DIGEST_LEN) != 0)
+		why = "the payload does not match its digest";
+	return why;
+}
+
+void
+store_lineage_broken(const char *dataset, int64 version, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LAKE_INCOMPLETE_LINEAGE),
+			 errmsg("version " INT64_FORMAT " of dataset \"%s\" is incomplete", version, dataset),
+			 errdetail("%s", why),
+			 errhint("The stored chunks are missing or damaged; restore them from a backup.")));
+}
+
+void
+store_check_lineage(const char *dataset, int32 dataset_id, int64 version)
+{
+	VersionHead head;
+	const char *why;
+
+	if (!store_version_head(dataset_id, version, &head))
+		elog(ERROR, "lake: version " INT64_FORMAT " of dataset \"%s\" vanished",
+			 version, dataset);
+	why = store_visit_version(&head, NULL, NULL);
+	if (why != NULL)
+		store_lineage_broken(dataset, version, why);
 }
 
 void

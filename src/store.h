@@ -101,8 +101,17 @@ extern void store_write_version(int32 dataset_id, int64 version,
 extern void store_adopt_stage(const StageRow *stage, int64 version,
 							  const uint8 *digest, const StageSummary *sum);
 extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);
+/*
+ * Hand a version's decoded payload to 'visit' (NULL: none) and verify it
+ * against the version's digest: NULL, or why its lineage is broken.
+ */
 extern const char *store_visit_version(const VersionHead *head, ChunkVisitor visit,
 									   void *arg);
+/* LK005: the version's chunks are missing or damaged. */
+extern void store_lineage_broken(const char *dataset, int64 version,
+								 const char *why) pg_attribute_noreturn();
+/* Verify a version's lineage as a read does; LK005 if it is broken. */
+extern void store_check_lineage(const char *dataset, int32 dataset_id, int64 version);
 extern void store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo);
 extern void store_list_versions(int32 dataset_id, int64 after_version,
 								Oid only_role, ReturnSetInfo *rsinfo);

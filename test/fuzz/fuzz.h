@@ -94,4 +94,22 @@ fuzz_unwrap(const uint8_t *data, size_t size, size_t *len)
 	return raw;
 }
 
+/*
+ * Check a record both as stored (unwrapped and checksummed as the server
+ * does) and as a record's raw bytes: a mutation almost never keeps the
+ * checksum, so the second is how the fuzzer reaches the record format.
+ */
+static inline void
+fuzz_record(const uint8_t *data, size_t size,
+			void (*check) (const uint8_t *raw, size_t len))
+{
+	size_t		len;
+	uint8_t    *raw = fuzz_unwrap(data, size, &len);
+
+	if (raw != NULL)
+		check(raw, len);
+	free(raw);
+	check(data, size);
+}
+
 #endif							/* LAKE_FUZZ_H */

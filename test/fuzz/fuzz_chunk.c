@@ -5,7 +5,9 @@
  * Any input must be decoded or refused with a status — the server turns a
  * refusal into LK005 / XX001 — never crash, write past the room it was
  * given or read past the input. What decodes must re-encode and decode back
- * to the same bytes, growing by at most the tag byte.
+ * to the same bytes, growing by at most the header (tag and checksum), and
+ * with any one of its bits flipped must be refused: the checksum covers
+ * every stored bit.
  */
 #include <string.h>
 #include <zstd.h>
@@ -56,7 +58,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(got == declared);
 	if (data[0] == LAKE_CODEC_RAW)
-		FUZZ_CHECK(memcmp(out, data + 1, got) == 0);
+		FUZZ_CHECK(memcmp(out, data + LAKE_CHUNK_HEADER, got) == 0);
+
+	/* One flipped bit, at a place that depends on the input, is damage. */
+	{
+		uint8_t    *bad = malloc(size);
+		uint8_t    *scratch = malloc(declared > 0 ? declared : 1);
+		size_t		bit = (got * 31 + data[size - 1]) % (size * 8);
+
+		memcpy(bad, data, size);
+		bad[bit / 8] ^= (uint8_t) (1 << (bit % 8));
+		FUZZ_CHECK(lake_chunk_decode(bad, size, scratch, declared, &again) != LAKE_CODEC_OK);
+		free(scratch);
+		free(bad);
+	}
 
 	/* One byte less room than declared is refused, never truncated. */
 	if (declared > 0)
@@ -65,7 +80,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	enc = malloc(lake_chunk_bound(got));
 	enclen = lake_chunk_encode(cctx, 1, out, got, enc);
-	FUZZ_CHECK(enclen <= got + 1);
+	FUZZ_CHECK(enclen <= got + LAKE_CHUNK_HEADER);
 	back = malloc(got > 0 ? got : 1);
 	FUZZ_CHECK(lake_chunk_decode(enc, enclen, back, got, &again) == LAKE_CODEC_OK);
 	FUZZ_CHECK(again == got && memcmp(back, out, got) == 0);

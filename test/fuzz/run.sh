@@ -17,13 +17,21 @@ PROFDATA=${FUZZ_PROFDATA:-llvm-profdata}
 COV=${FUZZ_COV:-llvm-cov}
 harnesses=(chunk cycle snapshot)
 
+# codec.c takes its CRC-32C from PostgreSQL: its headers and libpgport.
+PG_CONFIG=${PG_CONFIG:-pg_config}
+pgport="$("$PG_CONFIG" --pkglibdir)/libpgport.a"
+[ -f "$pgport" ] || pgport="$("$PG_CONFIG" --libdir)/libpgport.a"
+
 rm -rf "$out" && mkdir -p "$out"
-common=(-g -O1 -Isrc -Itest/fuzz -Wall -Werror)
+# (-Wno-ignored-attributes: clang does not know the gnu_printf of its headers.)
+common=(-g -O1 -Isrc -Itest/fuzz -I"$("$PG_CONFIG" --includedir-server)" -Wall -Werror
+        -Wno-ignored-attributes)
+libs=(-lzstd "$pgport")
 for h in "${harnesses[@]}"; do
   "$CC" "${common[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    "test/fuzz/fuzz_$h.c" src/codec.c src/landing.c -lzstd -o "$out/fuzz_$h"
+    "test/fuzz/fuzz_$h.c" src/codec.c src/landing.c "${libs[@]}" -o "$out/fuzz_$h"
   "$CC" "${common[@]}" -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping \
-    "test/fuzz/fuzz_$h.c" src/codec.c src/landing.c -lzstd -o "$out/cov_$h"
+    "test/fuzz/fuzz_$h.c" src/codec.c src/landing.c "${libs[@]}" -o "$out/cov_$h"
 done
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

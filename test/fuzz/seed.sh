@@ -3,12 +3,14 @@
 # a throwaway cluster with lake installed, appends and casts a small mixed
 # workload, then exports the stored bytes of chunks (lake_data.version.data and
 # lake_data.chunk.data), sealed cycles (lake_data.cycle.data) and snapshots
-# (lake_data.snapshot.data). Each compressed record is also exported decompressed
-# under the raw tag, so the fuzzer can mutate the record structure itself.
-# Run as root or as a user who can run PostgreSQL, after `make install`.
+# (lake_data.snapshot.data). Each cycle and snapshot is also exported as its
+# raw record bytes (framing stripped, decompressed: NAME.raw), so the fuzzer
+# can mutate the record structure itself past the checksum.
+# Run as root or as a user who can run PostgreSQL, after `make install`
+# into the installation PG_CONFIG names (default: pg_config on the PATH).
 set -euo pipefail
 cd "$(dirname "$0")"
-export PATH="/usr/lib/postgresql/15/bin:$PATH"
+export PATH="$("${PG_CONFIG:-pg_config}" --bindir):$PATH"
 dir=$(mktemp -d /tmp/lake-seed.XXXXXX)
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 [ "$(id -u)" = 0 ] && chown postgres "$dir"
@@ -58,9 +60,12 @@ export_rows() {   # export_rows KIND NAME-PREFIX SQL: one file per row of hex
     i=$((i + 1))
     local f="corpus/$kind/$prefix-$i"
     perl -ne 'chomp; print pack("H*", $_)' <<<"$hex" > "$f"
-    if [ "$(head -c 1 "$f")" = z ]; then
-      { printf r; tail -c +2 "$f" | zstd -d -q -c; } > "$f.raw"
-    fi
+    # codec.h: tag, 4-byte checksum, body.
+    case "$kind:$(head -c 1 "$f")" in
+      chunk:*) ;;
+      *:Z) tail -c +6 "$f" | zstd -d -q -c > "$f.raw" ;;
+      *:R) tail -c +6 "$f" > "$f.raw" ;;
+    esac
   done < <(sql -c "$query")
 }
 export_rows chunk version "SELECT encode(data, 'hex') FROM lake_data.version WHERE data IS NOT NULL ORDER BY version"

@@ -19,22 +19,23 @@ BEGIN
     RETURN r;
 END $$;
 
--- Raw-tagged ('r' = \x72) landing records: 'L', version 1, a uint32 count,
--- then per landing int32 owner, int64 position, seq, lap and a flags byte.
+-- Well-formed raw chunks (t.raw_chunk: tag and checksum) around damaged
+-- landing records: 'L', version 1, a uint32 count, then per landing int32
+-- owner, int64 position, seq, lap and a flags byte.
 SELECT name, t.d_try(bad, :c) AS refused
 FROM (VALUES
     ('empty',               ''::bytea),
     ('unknown tag',         '\x7801'::bytea),
-    ('corrupt zstd frame',  '\x7a28b52ffd0000ffff'::bytea),
+    ('corrupt zstd frame',  '\x5a0000000028b52ffd0000ffff'::bytea),
     ('frame cut short',     substring((SELECT data FROM t.d_good) FROM 1 FOR 12)),
-    ('not a landing record','\x7268656c6c6f'::bytea),
-    ('landing version 2',   '\x724c0200000000'::bytea),
-    ('count past the end',  '\x724c0101000000'::bytea),
-    ('landing cut short',   '\x724c010100000001000000'::bytea),
-    ('unknown flags',       ('\x724c0101000000' || repeat('00', 28) || '80')::bytea),
-    ('phase past the end',  ('\x724c0101000000' || repeat('00', 28) || '01' || 'ffff')::bytea),
-    ('payload past the end',('\x724c0101000000' || repeat('00', 28) || '02' || 'ffffffff')::bytea),
-    ('trailing bytes',      '\x724c010000000000'::bytea)
+    ('not a landing record',t.raw_chunk('\x68656c6c6f')),
+    ('landing version 2',   t.raw_chunk('\x4c0200000000')),
+    ('count past the end',  t.raw_chunk('\x4c0101000000')),
+    ('landing cut short',   t.raw_chunk('\x4c010100000001000000')),
+    ('unknown flags',       t.raw_chunk(('\x4c0101000000' || repeat('00', 28) || '80')::bytea)),
+    ('phase past the end',  t.raw_chunk(('\x4c0101000000' || repeat('00', 28) || '01' || 'ffff')::bytea)),
+    ('payload past the end',t.raw_chunk(('\x4c0101000000' || repeat('00', 28) || '02' || 'ffffffff')::bytea)),
+    ('trailing bytes',      t.raw_chunk('\x4c010000000000'))
 ) AS cases(name, bad);
 -- Put back, the cycle reads as before.
 SELECT position, from_phase, to_phase, payload FROM lake.trajectory('d_owner');

@@ -40,6 +40,26 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM || coalesce(nullif(' [' || detail || ']', ' []'), '');
 END $$;
 
+-- t.raw_chunk(raw): raw bytes as lake stores them uncompressed (codec.h):
+-- tag 'R', the CRC-32C of the bytes (little-endian), the bytes. Computed
+-- here bit by bit, independently of the server's CRC, so tests can build
+-- well-formed records with any content.
+CREATE FUNCTION t.raw_chunk(raw bytea) RETURNS bytea LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    crc bigint := 4294967295;
+BEGIN
+    FOR i IN 0 .. length(raw) - 1 LOOP
+        crc := crc # get_byte(raw, i);
+        FOR k IN 1 .. 8 LOOP
+            crc := CASE WHEN crc & 1 = 1 THEN (crc >> 1) # 2197175160 ELSE crc >> 1 END;
+        END LOOP;
+    END LOOP;
+    crc := crc # 4294967295;
+    RETURN '\x52'::bytea || decode(lpad(to_hex(crc & 255), 2, '0') || lpad(to_hex((crc >> 8) & 255), 2, '0')
+                                  || lpad(to_hex((crc >> 16) & 255), 2, '0') || lpad(to_hex(crc >> 24), 2, '0'), 'hex')
+           || raw;
+END $$;
+
 -- Every function carries a fixed search_path.
 SELECT p.proname, p.proconfig
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace

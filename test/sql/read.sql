@@ -38,7 +38,7 @@ DELETE FROM lake_data.chunk WHERE blob = :blob6 AND chunk_no = 2;
 SELECT t.err($$SELECT lake.read_operation('orders', 'acme', 'at-limit')$$);
 INSERT INTO lake_data.chunk SELECT * FROM saved WHERE chunk_no = 2;
 -- A corrupt compressed frame.
-UPDATE lake_data.chunk SET data = overlay(data placing '\xffffffff'::bytea from 2)
+UPDATE lake_data.chunk SET data = overlay(data placing '\xffffffff'::bytea from 6)
 WHERE blob = :blob6 AND chunk_no = 2;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
 -- An unknown encoding tag.
@@ -55,17 +55,17 @@ WHERE c.blob = :blob6 AND c.chunk_no = 2
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
 UPDATE lake_data.chunk c SET data = s.data FROM saved s
 WHERE c.blob = :blob6 AND c.chunk_no = 2 AND s.chunk_no = 2;
--- A raw inline chunk with a flipped byte: only the digest can tell.
-UPDATE lake_data.version v SET data = '\x72ff'::bytea FROM lake_data.dataset d
+-- A well-formed raw inline chunk of other bytes: only the digest can tell.
+UPDATE lake_data.version v SET data = t.raw_chunk('\xff') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 SELECT t.err($$SELECT lake.read('orders', 1)$$);
-UPDATE lake_data.version v SET data = '\x7201'::bytea FROM lake_data.dataset d
+UPDATE lake_data.version v SET data = t.raw_chunk('\x01') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 -- An inline chunk that decodes shorter than the version.
-UPDATE lake_data.version v SET data = '\x72'::bytea FROM lake_data.dataset d
+UPDATE lake_data.version v SET data = t.raw_chunk('') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 SELECT t.err($$SELECT lake.read('orders', 1)$$);
-UPDATE lake_data.version v SET data = '\x7201'::bytea FROM lake_data.dataset d
+UPDATE lake_data.version v SET data = t.raw_chunk('\x01') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 -- An extra chunk beyond those the version declares.
 INSERT INTO lake_data.chunk SELECT blob, 3, bytes, digest, data FROM saved WHERE chunk_no = 2;

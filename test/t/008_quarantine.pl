@@ -329,7 +329,7 @@ states_replay('after the release and a restart');
 # and replays the whole log, to the same states.
 {
 	my $snap = $node->safe_psql('postgres', 'SELECT lake.checkpoint()');
-	$node->safe_psql('postgres', "UPDATE lake_data.snapshot SET data = '\\x7a00' WHERE cycle = $snap");
+	$node->safe_psql('postgres', "UPDATE lake_data.snapshot SET data = '\\x5a00000000' WHERE cycle = $snap");
 	my $offset = -s $node->logfile;
 	restart('fast');
 	like(slurp_file($node->logfile, $offset),
@@ -355,7 +355,7 @@ states_replay('after the release and a restart');
 	my $good = $node->safe_psql('postgres', "SELECT encode(data, 'hex') FROM lake_data.cycle WHERE cycle = $bad");
 	# Recovery must read the damaged cycle: no snapshot may cover it.
 	$node->safe_psql('postgres',
-		"DELETE FROM lake_data.snapshot WHERE cycle >= $bad; UPDATE lake_data.cycle SET data = '\\x7a28b52ffd00' WHERE cycle = $bad");
+		"DELETE FROM lake_data.snapshot WHERE cycle >= $bad; UPDATE lake_data.cycle SET data = '\\x5a0000000028b52ffd00' WHERE cycle = $bad");
 	restart('immediate');
 	is( $node->safe_psql('postgres',
 			"SELECT o, s.phase, s.position, s.quarantined, s.reason FROM unnest('{d1,d2}'::text[]) o, lake.owner_state(o) s ORDER BY o"),

@@ -1,0 +1,147 @@
+-- Every stored record carries a checksum of its raw bytes, verified at every
+-- read (SPEC §4): a damaged record is refused, never read as other data.
+-- Each case flips every bit of a whole stored record, one at a time, and
+-- counts what the readers made of it: 'same' (read as the original bytes),
+-- 'altered' (read as other bytes, the failure this guards against) or the
+-- SQLSTATE and detail of the refusal.
+
+-- t.i_outcome(q, good): run q (one text value) and classify its answer.
+CREATE FUNCTION t.i_outcome(q text, good text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    got text;
+    detail text;
+BEGIN
+    EXECUTE q INTO got;
+    RETURN CASE WHEN got IS NOT DISTINCT FROM good THEN 'same' ELSE 'altered' END;
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN SQLSTATE || ' ' || regexp_replace(coalesce(detail, ''), '\d+', 'N', 'g');
+END $$;
+
+-- t.i_flip(b, n): b with bit n flipped.
+CREATE FUNCTION t.i_flip(b bytea, n int) RETURNS bytea LANGUAGE sql AS $$
+    SELECT set_bit(b, n, 1 - get_bit(b, n))
+$$;
+
+-- A sealed cycle record: trajectory and log read it.
+SELECT lake.create_owner('i_owner');
+SELECT (lake.cast_durable('i_owner', 'Planning', 'CognitiveWork',
+                          convert_to('100 EUR', 'UTF8'))).cycle AS c \gset
+CREATE TABLE t.i_good AS SELECT data FROM lake_data.cycle WHERE cycle = :c;
+CREATE FUNCTION t.i_cycle_flips(c bigint) RETURNS TABLE(reader text, outcome text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    good bytea := (SELECT data FROM t.i_good);
+    qt text := $q$SELECT string_agg(t::text, ',') FROM lake.trajectory('i_owner') t$q$;
+    ql text := format($q$SELECT string_agg(l::text, ',') FROM lake.log(%s) l WHERE l.cycle = %s$q$, c - 1, c);
+    gt text;
+    gl text;
+BEGIN
+    EXECUTE qt INTO gt;
+    EXECUTE ql INTO gl;
+    FOR n IN 0 .. 8 * length(good) - 1 LOOP
+        UPDATE lake_data.cycle SET data = t.i_flip(good, n) WHERE cycle = c;
+        reader := 'trajectory'; outcome := t.i_outcome(qt, gt); RETURN NEXT;
+        reader := 'log';        outcome := t.i_outcome(ql, gl); RETURN NEXT;
+    END LOOP;
+    UPDATE lake_data.cycle SET data = good WHERE cycle = c;
+END $$;
+SELECT reader, left(outcome, 5) AS outcome, count(*) = 8 * (SELECT length(data) FROM t.i_good) AS every_flip,
+       string_agg(DISTINCT substr(outcome, 7), '; ') AS details
+FROM t.i_cycle_flips(:c) GROUP BY 1, 2 ORDER BY 1, 2;
+-- Put back, it reads as before.
+SELECT position, from_phase, to_phase, convert_from(payload, 'UTF8') FROM lake.trajectory('i_owner');
+
+-- A version's stored chunk (in the version row): lake.read is LK005.
+SELECT lake.create_dataset('i_ds');
+SELECT lake.append('i_ds', 'acme', 'i-small', convert_to('100 EUR', 'UTF8')) AS v \gset
+CREATE TABLE t.i_chunk AS
+SELECT v.data FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
+WHERE d.name = 'i_ds' AND v.version = :v;
+-- The server's framing is the one codec.h describes, checksum included.
+SELECT data = t.raw_chunk(convert_to('100 EUR', 'UTF8')) AS framed_as_documented FROM t.i_chunk;
+CREATE FUNCTION t.i_version_flips(v bigint) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    good bytea := (SELECT data FROM t.i_chunk);
+    q text := format($q$SELECT encode(lake.read('i_ds', %s), 'hex')$q$, v);
+    g text;
+BEGIN
+    EXECUTE q INTO g;
+    FOR n IN 0 .. 8 * length(good) - 1 LOOP
+        UPDATE lake_data.version SET data = t.i_flip(good, n)
+        WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = v;
+        RETURN NEXT t.i_outcome(q, g);
+    END LOOP;
+    UPDATE lake_data.version SET data = good
+    WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = v;
+END $$;
+SELECT left(outcome, 5) AS outcome, count(*) = 8 * (SELECT length(data) FROM t.i_chunk) AS every_flip,
+       string_agg(DISTINCT substr(outcome, 7), '; ') AS details
+FROM t.i_version_flips(:v) outcome GROUP BY 1 ORDER BY 1;
+SELECT convert_from(lake.read('i_ds', :v), 'UTF8') AS repaired;
+
+-- A stage chunk damaged before commit_append: XX001, no version written,
+-- the stage and its chunks still there.
+SELECT lake.begin_append('i_ds', 'acme', 'i-staged') AS stage \gset
+SELECT lake.append_chunk(:stage, 0, convert_to('100 EUR', 'UTF8'));
+SELECT lake.append_chunk(:stage, 1, convert_to(' paid', 'UTF8'));
+CREATE TABLE t.i_stage AS SELECT data FROM lake_data.chunk WHERE blob = :stage AND chunk_no = 0;
+CREATE FUNCTION t.i_stage_flips(stage bigint) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    good bytea := (SELECT data FROM t.i_stage);
+BEGIN
+    FOR n IN 0 .. 8 * length(good) - 1 LOOP
+        UPDATE lake_data.chunk SET data = t.i_flip(good, n) WHERE blob = stage AND chunk_no = 0;
+        RETURN NEXT t.i_outcome(format('SELECT lake.commit_append(%s)::text', stage), NULL);
+    END LOOP;
+    UPDATE lake_data.chunk SET data = good WHERE blob = stage AND chunk_no = 0;
+END $$;
+SELECT left(outcome, 5) AS outcome, count(*) = 8 * (SELECT length(data) FROM t.i_stage) AS every_flip,
+       string_agg(DISTINCT substr(outcome, 7), '; ') AS details
+FROM t.i_stage_flips(:stage) outcome GROUP BY 1 ORDER BY 1;
+SELECT (SELECT count(*) FROM lake.versions('i_ds')) AS versions,
+       (SELECT count(*) FROM lake_data.stage WHERE id = :stage) AS open_stages,
+       (SELECT count(*) FROM lake_data.chunk WHERE blob = :stage) AS chunks;
+-- Repaired, the stage commits the bytes that were uploaded.
+SELECT lake.commit_append(:stage) AS staged \gset
+SELECT convert_from(lake.read('i_ds', :staged), 'UTF8') AS committed;
+
+-- A replay resolving to an existing version checks its lineage as a read
+-- does (SPEC §5): LK005 when a chunk is missing or damaged, never the
+-- version number as if all were well.
+-- A single-shot append of two chunks (chunk 1 in lake_data.chunk).
+SELECT lake.append('i_ds', 'acme', 'i-big', convert_to(repeat('lake ', 209716), 'UTF8')) AS big \gset
+SELECT blob AS big_blob, nchunks FROM lake_data.version
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :big \gset
+SELECT :nchunks AS nchunks;
+CREATE TABLE t.i_big AS SELECT * FROM lake_data.chunk WHERE blob = :big_blob;
+CREATE FUNCTION t.i_replay() RETURNS text LANGUAGE sql AS $$
+    SELECT t.err($q$SELECT lake.append('i_ds', 'acme', 'i-big', convert_to(repeat('lake ', 209716), 'UTF8'))$q$)
+$$;
+DELETE FROM lake_data.chunk WHERE blob = :big_blob AND chunk_no = 1;
+SELECT t.i_replay() AS chunk_missing;
+INSERT INTO lake_data.chunk SELECT * FROM t.i_big;
+UPDATE lake_data.chunk SET data = t.i_flip(data, 8 * length(data) - 1) WHERE blob = :big_blob AND chunk_no = 1;
+SELECT t.i_replay() AS chunk_damaged;
+UPDATE lake_data.chunk c SET data = g.data FROM t.i_big g WHERE c.blob = g.blob AND c.chunk_no = g.chunk_no;
+SELECT t.i_replay() = 'ok' AS repaired_replay;
+SELECT lake.append('i_ds', 'acme', 'i-big', convert_to(repeat('lake ', 209716), 'UTF8')) = :big AS same_version;
+
+-- A late commit_append contender, over a stage already committed.
+SELECT lake.begin_append('i_ds', 'acme', 'i-late') AS late \gset
+SELECT lake.append_chunk(:late, 0, convert_to('first', 'UTF8'));
+SELECT lake.append_chunk(:late, 1, convert_to('second', 'UTF8'));
+SELECT lake.commit_append(:late) AS late_version \gset
+CREATE TABLE t.i_late AS SELECT * FROM lake_data.chunk WHERE blob = :late;
+DELETE FROM lake_data.chunk WHERE blob = :late AND chunk_no = 1;
+SELECT t.err(format('SELECT lake.commit_append(%s)', :late)) AS chunk_missing;
+SELECT t.err(format('SELECT lake.commit_append(%s, %L)', :late, sha256(convert_to('firstsecond', 'UTF8')))) AS chunk_missing_digest;
+INSERT INTO lake_data.chunk SELECT * FROM t.i_late WHERE chunk_no = 1;
+UPDATE lake_data.chunk SET data = t.i_flip(data, 8 * length(data) - 1) WHERE blob = :late AND chunk_no = 0;
+SELECT t.err(format('SELECT lake.commit_append(%s)', :late)) AS chunk_damaged;
+UPDATE lake_data.chunk c SET data = g.data FROM t.i_late g WHERE c.blob = g.blob AND c.chunk_no = g.chunk_no;
+SELECT lake.commit_append(:late) = :late_version AS repaired_contender;
+
+DROP FUNCTION t.i_cycle_flips(bigint), t.i_version_flips(bigint), t.i_stage_flips(bigint),
+    t.i_replay(), t.i_outcome(text, text), t.i_flip(bytea, int);
+DROP TABLE t.i_good, t.i_chunk, t.i_stage, t.i_big, t.i_late;
