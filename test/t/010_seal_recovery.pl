@@ -88,28 +88,39 @@ $node->safe_psql('postgres', q{
 });
 sub epoch { return $node->safe_psql('postgres', 'SELECT epoch FROM lake.stats()'); }
 
+# Waits until the worker has recovered again since epoch $e.
+sub recovered_since
+{
+	my ($e, $what) = @_;
+	ok( $node->poll_query_until('postgres',
+			"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
+		$what);
+}
+
+# The owner q is in the live state and durably what the edit of lq allows.
+sub q_is
+{
+	my ($expected, $what) = @_;
+	is( $node->safe_psql('postgres',
+			"SELECT s.phase, s.position, s.quarantined, o.quarantine_position IS NULL "
+			  . "FROM lake.owner_state('q') s, lake_data.owner o WHERE o.name = 'q'"),
+		$expected, $what);
+}
+
 for my $round (1 .. 5)
 {
 	my $e = epoch();
 	$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = '{{A,B}}' WHERE name = 'lq'");
-	ok( $node->poll_query_until('postgres',
-			"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
-		"round $round: the worker re-recovered after the edge was removed");
-	is($node->safe_psql('postgres', "SELECT position, quarantined FROM lake.owner_state('q')"),
-		'1|t', "round $round: the owner is quarantined at its prefix");
+	recovered_since($e, "round $round: the worker re-recovered after the edge was removed");
+	q_is('B|1|t|f', "round $round: the owner is quarantined at its prefix, durably");
 
 	$e = epoch();
 	my ($ret, $out, $err) = $node->psql('postgres',
 		"UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,A}}' WHERE name = 'lq';\n"
 		  . "SELECT lake.release_owner('q');");
 	is($ret, 0, "round $round: the release succeeded") or diag($err);
-	ok( $node->poll_query_until('postgres',
-			"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
-		"round $round: the worker's re-recovery after the fix is done");
-	is( $node->safe_psql('postgres',
-			"SELECT s.phase, s.position, s.quarantined, o.quarantine_position IS NULL "
-			  . "FROM lake.owner_state('q') s, lake_data.owner o WHERE o.name = 'q'"),
-		'A|2|f|t', "round $round: released in the live state and durably, at its whole log");
+	recovered_since($e, "round $round: the worker's re-recovery after the fix is done");
+	q_is('A|2|f|t', "round $round: released in the live state and durably, at its whole log");
 }
 
 # Deterministic: the release holds the sealing lock, uncommitted, when a
@@ -121,11 +132,8 @@ ok($node->poll_query_until('postgres', "SELECT quarantined FROM lake.owner_state
 	'held release: the owner is quarantined again');
 my $e = epoch();
 $node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,A}}' WHERE name = 'lq'");
-ok( $node->poll_query_until('postgres',
-		"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
-	'held release: the worker re-recovered after the fix');
-is($node->safe_psql('postgres', "SELECT position, quarantined FROM lake.owner_state('q')"),
-	'1|t', 'held release: the fix alone does not release the owner');
+recovered_since($e, 'held release: the worker re-recovered after the fix');
+q_is('B|1|t|f', 'held release: the fix alone does not release the owner');
 
 $gate = $node->background_psql('postgres');
 $gate->query_safe('SELECT pg_advisory_lock(7002)');
@@ -144,13 +152,8 @@ ok( $node->poll_query_until('postgres',
 	'held release: the re-recovery waits for the sealing lock');
 $gate->query_safe('SELECT pg_advisory_unlock(7002)');
 like($admin->query_until(qr/released/, ''), qr/released/, 'held release: the release commits');
-ok( $node->poll_query_until('postgres',
-		"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()"),
-	'held release: the re-recovery is done');
-is( $node->safe_psql('postgres',
-		"SELECT s.phase, s.position, s.quarantined, o.quarantine_position IS NULL "
-		  . "FROM lake.owner_state('q') s, lake_data.owner o WHERE o.name = 'q'"),
-	'A|2|f|t', 'held release: released in the live state and durably, at its whole log');
+recovered_since($e, 'held release: the re-recovery is done');
+q_is('A|2|f|t', 'held release: released in the live state and durably, at its whole log');
 $admin->quit;
 $gate->quit;
 
