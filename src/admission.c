@@ -238,9 +238,9 @@ admission_init(void)
  * it did not use reaches the next one.
  */
 static bool
-wait_and_take(bool need_slot, uint32 bytes)
+wait_and_take(bool need_slot, uint32 bytes, TimestampTz start)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+	TimestampTz deadline = TimestampTzPlusMilliseconds(start,
 													   lake_admission_queue_wait_ms);
 	bool		ok = false;
 
@@ -274,9 +274,15 @@ wait_and_take(bool need_slot, uint32 bytes)
 	return ok;
 }
 
-void
+/*
+ * Returns what is left of this call's waiting budget, in ms:
+ * lake.admission_queue_wait less the time spent waiting here. The dataset
+ * lock the call may wait for next shares that budget.
+ */
+long
 admission_reserve(uint64 bytes)
 {
+	TimestampTz start = 0;
 	uint32		max_stream;
 	bool		need_slot;
 	uint32		grow;
@@ -292,7 +298,7 @@ admission_reserve(uint64 bytes)
 				 errhint("Split the payload with lake.begin_append and lake.append_chunk, or raise lake.max_stream_bytes.")));
 
 	if (held && held_bytes >= bytes)
-		return;					/* the permit already covers this call */
+		return lake_admission_queue_wait_ms;	/* the permit already covers this call */
 
 	need_slot = !held;
 	grow = (uint32) bytes - (held ? held_bytes : 0);
@@ -303,7 +309,8 @@ admission_reserve(uint64 bytes)
 		exit_hook_set = true;
 	}
 
-	if (!try_take(need_slot, grow) && !wait_and_take(need_slot, grow))
+	if (!try_take(need_slot, grow) &&
+		!wait_and_take(need_slot, grow, (start = GetCurrentTimestamp())))
 	{
 		pg_atomic_fetch_add_u64(&adm->rejected, 1);
 		usage = pg_atomic_read_u64(&adm->usage);
@@ -325,6 +332,10 @@ admission_reserve(uint64 bytes)
 	}
 	held = true;
 	held_bytes = (uint32) bytes;
+	if (start == 0)
+		return lake_admission_queue_wait_ms;
+	return Max(0, lake_admission_queue_wait_ms -
+			   TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
 }
 
 PG_FUNCTION_INFO_V1(lake_admission);

@@ -22,6 +22,7 @@
 #include "admission.h"
 #include "args.h"
 #include "digest.h"
+#include "guc.h"
 #include "operation.h"
 #include "store.h"
 
@@ -177,6 +178,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	uint8		digest[LAKE_DIGEST_LEN];
 	const char *why;
 	int64		version;
+	long		wait_ms;
 
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
@@ -191,7 +193,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	}
 	access_require_tenant(row.tenant);
 	/* A slot now; the streaming buffer's bytes once the chunks are known. */
-	admission_reserve(0);
+	wait_ms = admission_reserve(0);
 
 	store_stage_summary(stage, &sum);
 	if (sum.nchunks == 0 || sum.nchunks != sum.last_chunk_no + 1)
@@ -206,7 +208,8 @@ lake_commit_append(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stage " INT64_FORMAT " holds " INT64_FORMAT " bytes, more than lake.max_stream_bytes (%u)",
 						stage, sum.bytes, admission_max_stream_bytes())));
-	admission_reserve((uint64) sum.largest_chunk);
+	/* Both reservations' waits count against the one budget. */
+	wait_ms -= lake_admission_queue_wait_ms - admission_reserve((uint64) sum.largest_chunk);
 
 	ctx = lake_digest_begin();
 	why = store_visit_chunks(stage, 0, sum.nchunks, sum.bytes, digest_visit, ctx);
@@ -220,7 +223,8 @@ lake_commit_append(PG_FUNCTION_ARGS)
 
 	op.dataset_id = row.dataset_id;
 	store_recheck_operation(row.tenant, row.operation_id, InvalidSnapshot, &op);
-	if (operation_resolve(&op, digest, row.dataset, row.tenant, row.operation_id, &version))
+	if (operation_resolve(&op, digest, row.dataset, row.tenant, row.operation_id,
+						  wait_ms, &version))
 		store_adopt_stage(&row, version, digest, &sum);
 	else
 		store_drop_stage(stage, true);	/* a replay: its chunks are redundant */

@@ -37,12 +37,14 @@
 #include "guc.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "store.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -385,15 +387,56 @@ store_dataset_id(const char *name)
  * it writes no WAL and shows in pg_locks). Held to commit, it makes version
  * numbers gap-free and commit-ordered: the next holder sees the previous
  * holder's version with a fresh snapshot.
+ *
+ * The wait is bounded by 'wait_ms' (what is left of the caller's admission
+ * budget): a
+ * waiter holds an admission slot, so an open transaction of one tenant
+ * must not pin other tenants' slots for as long as it stays open. The wait
+ * queues in the lock manager (first come, first served, deadlock
+ * detection) under a lock_timeout lowered to the time left for this one
+ * acquisition; returns false when that runs out. A session's own lower
+ * lock_timeout still applies and still raises its own 55P03.
  */
-void
-store_lock_dataset(int32 dataset_id)
+bool
+store_lock_dataset(int32 dataset_id, long wait_ms)
 {
 	Oid			relid = get_relname_relid("dataset", get_namespace_oid(LAKE_DATA_SCHEMA, false));
+	bool		bounded;
+	int			nest;
+	MemoryContext mcxt = CurrentMemoryContext;
 
 	if (!OidIsValid(relid))
 		elog(ERROR, "lake: table lake_data.dataset is missing");
-	LockDatabaseObject(relid, (Oid) dataset_id, 0, ExclusiveLock);
+	if (ConditionalLockDatabaseObject(relid, (Oid) dataset_id, 0, ExclusiveLock))
+		return true;
+
+	if (wait_ms <= 0)
+		return false;
+	bounded = LockTimeout == 0 || LockTimeout > wait_ms;
+	nest = NewGUCNestLevel();
+	if (bounded)
+		(void) set_config_option("lock_timeout", psprintf("%ld", wait_ms),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
+	PG_TRY();
+	{
+		LockDatabaseObject(relid, (Oid) dataset_id, 0, ExclusiveLock);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(mcxt);
+		edata = CopyErrorData();
+		if (!bounded || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		AtEOXact_GUC(true, nest);
+		return false;
+	}
+	PG_END_TRY();
+	AtEOXact_GUC(true, nest);
+	return true;
 }
 
 /* ----------------------------------------------------------------------

@@ -86,7 +86,7 @@ extern bytea *store_encode(const char *data, size_t len);
 /* datasets */
 extern void store_create_dataset(const char *name);
 extern int32 store_dataset_id(const char *name);
-extern void store_lock_dataset(int32 dataset_id);
+extern bool store_lock_dataset(int32 dataset_id, long wait_ms);
 
 /* operations */
 extern void store_lookup_operation(const char *dataset, const char *tenant,
