@@ -27,6 +27,9 @@ int			lake_cycle_interval_ms = 10;
 int			lake_cycle_max_casts = 10000;
 int			lake_cycle_buffer_size = 16 * 1024 * 1024;
 int			lake_checkpoint_cycles = 1000;
+int			lake_role_max_appends = 0;
+int			lake_role_max_open_stages = 0;
+int			lake_role_max_stage_chunks = 0;
 
 /*
  * Define an integer parameter and, at server start, refuse a configured
@@ -153,6 +156,34 @@ lake_guc_init(void)
 			   &lake_checkpoint_cycles,
 			   1000, 1, INT_MAX,
 			   PGC_SIGHUP,
+			   0);
+
+	/*
+	 * Per-role caps: PGC_SUSET, so only a superuser sets them, typically
+	 * with ALTER ROLE ... SET; 0 means no cap beyond the global limits.
+	 */
+	define_int("lake.role_max_appends",
+			   "Most admission permits one role holds at once (0: no cap).",
+			   NULL,
+			   &lake_role_max_appends,
+			   0, 0, 65535,
+			   PGC_SUSET,
+			   0);
+
+	define_int("lake.role_max_open_stages",
+			   "Most open stages one role may have (0: no cap).",
+			   NULL,
+			   &lake_role_max_open_stages,
+			   0, 0, INT_MAX,
+			   PGC_SUSET,
+			   0);
+
+	define_int("lake.role_max_stage_chunks",
+			   "Most chunks a role may upload to one stage (0: no cap).",
+			   NULL,
+			   &lake_role_max_stage_chunks,
+			   0, 0, INT_MAX,
+			   PGC_SUSET,
 			   0);
 
 	MarkGUCPrefixReserved("lake");

@@ -23,6 +23,7 @@
 #include "args.h"
 #include "digest.h"
 #include "guc.h"
+#include "miscadmin.h"
 #include "operation.h"
 #include "store.h"
 
@@ -38,6 +39,7 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	char	   *tenant;
 	char	   *operation_id;
 	int64		stage;
+	int64		open = 0;
 
 	lake_require_preload();
 	dataset = lake_arg_name(fcinfo, 0, "dataset");
@@ -45,7 +47,19 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
 	store_connect();
 	access_require_tenant(tenant);
-	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id);
+	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id,
+							  GetOuterUserId(), lake_role_max_open_stages, &open);
+	if (stage <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("role \"%s\" has reached lake.role_max_open_stages (%d)",
+						GetUserNameFromId(GetOuterUserId(), false),
+						lake_role_max_open_stages),
+				 stage == 0 ?
+				 errdetail("The role has " INT64_FORMAT " open stages.", open) :
+				 errdetail("Another session of the role was opening a stage for longer than lake.admission_queue_wait (%d ms).",
+						   lake_admission_queue_wait_ms),
+				 errhint("Commit or abort one of the role's stages, or ask a superuser to raise the role's lake.role_max_open_stages.")));
 	store_finish();
 	PG_RETURN_INT64(stage);
 }
@@ -94,6 +108,27 @@ lock_open_stage(int64 stage, StageRow *row)
 	access_require_tenant(row->tenant);
 }
 
+/*
+ * A new chunk under lake.role_max_stage_chunks: chunks are counted, not
+ * bytes, so a flood of zero-byte chunks (which lake.max_stream_bytes does
+ * not see) stops too. The stage's row lock makes the count exact.
+ */
+static void
+require_chunk_room(int64 stage)
+{
+	StageSummary sum;
+
+	store_stage_summary(stage, &sum);
+	if (sum.nchunks >= lake_role_max_stage_chunks)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("stage " INT64_FORMAT " has reached lake.role_max_stage_chunks (%d) of role \"%s\"",
+						stage, lake_role_max_stage_chunks,
+						GetUserNameFromId(GetOuterUserId(), false)),
+				 errdetail("The stage holds " INT64_FORMAT " chunks.", sum.nchunks),
+				 errhint("Commit the stage, or send larger chunks.")));
+}
+
 Datum
 lake_append_chunk(PG_FUNCTION_ARGS)
 {
@@ -132,6 +167,8 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 		store_finish();
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}
+	if (lake_role_max_stage_chunks > 0)
+		require_chunk_room(stage);
 	max_stream = admission_max_stream_bytes();
 	if (store_stage_bytes(stage, chunk_no) + len > max_stream)
 		ereport(ERROR,
