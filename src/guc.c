@@ -31,6 +31,7 @@ int			lake_checkpoint_cycles = 1000;
 int			lake_role_max_appends = 0;
 int			lake_role_max_open_stages = 0;
 int			lake_role_max_stage_chunks = 0;
+int			lake_role_max_pending_cast_bytes = 0;
 
 /*
  * Lake's integer parameters are PostgreSQL "real" parameters underneath.
@@ -72,6 +73,7 @@ INT_PARAM(lake_checkpoint_cycles)
 INT_PARAM(lake_role_max_appends)
 INT_PARAM(lake_role_max_open_stages)
 INT_PARAM(lake_role_max_stage_chunks)
+INT_PARAM(lake_role_max_pending_cast_bytes)
 
 static bool
 check_whole(double *newval, void **extra, GucSource source)
@@ -241,6 +243,14 @@ lake_guc_init(void)
 			   0, 0, INT_MAX,
 			   PGC_SUSET,
 			   0);
+
+	DEFINE_INT("lake.role_max_pending_cast_bytes",
+			   "Most cycle buffer bytes one role's accepted, not yet sealed casts may take (0: no cap).",
+			   NULL,
+			   lake_role_max_pending_cast_bytes,
+			   0, 0, INT_MAX,
+			   PGC_SUSET,
+			   GUC_UNIT_BYTE);
 
 	MarkGUCPrefixReserved("lake");
 

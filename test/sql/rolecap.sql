@@ -50,3 +50,23 @@ SELECT lake.append_chunk(lake.begin_append('capped', 'globex', 'b-1'), n, ''::by
 \c - postgres
 SELECT operation_id FROM lake_data.stage s JOIN lake_data.dataset d ON d.id = s.dataset_id
   WHERE d.name = 'capped' ORDER BY 1;
+
+-- Pending cast bytes: casts accepted and not yet sealed (lake.cycle_interval
+-- is 1h here), counted per role as the cycle buffer space they take, freed
+-- by the seal.
+SELECT lake.create_owner('capped_owner');
+SET lake.role_max_pending_cast_bytes = '2kB';
+SET ROLE lake_cap_b;
+SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS cast
+FROM generate_series(1, 2);
+SELECT t.err($$SELECT lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))$$);
+RESET ROLE;
+RESET lake.role_max_pending_cast_bytes;
+-- Another role, uncapped, still casts; a seal frees the capped role's bytes.
+SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('q', 600), 'UTF8'))).seq > 0 AS cast;
+SELECT lake.seal() > 0 AS sealed;
+SET lake.role_max_pending_cast_bytes = '2kB';
+SET ROLE lake_cap_b;
+SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS cast;
+RESET ROLE;
+RESET lake.role_max_pending_cast_bytes;
