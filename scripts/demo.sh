@@ -133,7 +133,7 @@ ALTER SYSTEM SET lake.cycle_interval = '1h';
 SELECT pg_reload_conf();
 SQL
 # The worker applies the reload before the next casts; then they stay pending.
-until [ "$(sql -At -c "SHOW lake.cycle_interval")" = "1h" ]; do sleep 0.1; done
+until [ "$(sql -At -c "SHOW lake.cycle_interval")" = "3600000" ]; do sleep 0.1; done
 sql <<'SQL'
 \pset footer off
 CREATE TABLE demo_receipts AS

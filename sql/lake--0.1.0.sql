@@ -115,9 +115,11 @@ CREATE TABLE lake_data.stage (
     operation_id  text NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
     touched_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    opened_by     oid NOT NULL,         -- role that began it (lake.role_max_open_stages)
     UNIQUE (dataset_id, tenant, operation_id)
 );
 CREATE INDEX stage_touched_at ON lake_data.stage (touched_at);
+CREATE INDEX stage_opened_by ON lake_data.stage (opened_by);
 
 -- Which roles may append to and read which tenants.
 CREATE TABLE lake_data.tenant_grant (

@@ -13,6 +13,13 @@
  * A permit is released once: at the end of its transaction, at the abort
  * of the subtransaction that took it, or at backend exit.
  *
+ * Per-role permit caps (lake.role_max_appends) count in a small shared
+ * table of (role, permits) under one LWLock, sized for one role per
+ * backend; it is touched only by sessions whose cap is set, so the
+ * uncapped path stays lock-free. The role is the outer user (the session
+ * user or SET ROLE), which lake's switch to its owner identity and
+ * SECURITY DEFINER wrappers do not change.
+ *
  * The effective (stream, buffered) pair is published in shared memory too:
  * the worker validates each reload and keeps the previous pair when the new
  * one breaks max_buffered_bytes >= max_stream_bytes.
@@ -28,6 +35,7 @@
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -36,6 +44,12 @@
 #define SLOT_ONE	(UINT64CONST(1) << 32)
 #define LOW32(x)	((uint32) ((x) & UINT64CONST(0xFFFFFFFF)))
 #define HIGH32(x)	((uint32) ((x) >> 32))
+
+typedef struct RolePermits
+{
+	Oid			role;
+	int			permits;		/* 0: the entry is free */
+} RolePermits;
 
 typedef struct AdmissionShared
 {
@@ -46,6 +60,10 @@ typedef struct AdmissionShared
 	pg_atomic_uint64 waited;
 	pg_atomic_uint64 rejected;
 	ConditionVariable cv;
+	int			tranche;
+	LWLock		roles_lock;
+	int			nroles;			/* entries in roles[] */
+	RolePermits roles[FLEXIBLE_ARRAY_MEMBER];
 } AdmissionShared;
 
 static AdmissionShared *adm = NULL;
@@ -53,6 +71,7 @@ static AdmissionShared *adm = NULL;
 /* This backend's permit. */
 static bool held = false;
 static uint32 held_bytes = 0;
+static Oid	held_role = InvalidOid;	/* counted against its role's cap */
 static SubTransactionId held_subxact = InvalidSubTransactionId;	/* took it */
 static bool exit_hook_set = false;
 
@@ -69,10 +88,17 @@ pack_limits(void)
 	return ((uint64) lake_max_stream_bytes << 32) | (uint32) lake_max_buffered_bytes;
 }
 
+static Size
+admission_shmem_size(void)
+{
+	return add_size(offsetof(AdmissionShared, roles),
+					mul_size(MaxBackends, sizeof(RolePermits)));
+}
+
 void
 admission_shmem_request(void)
 {
-	RequestAddinShmemSpace(MAXALIGN(sizeof(AdmissionShared)));
+	RequestAddinShmemSpace(MAXALIGN(admission_shmem_size()));
 }
 
 void
@@ -80,7 +106,7 @@ admission_shmem_startup(void)
 {
 	bool		found;
 
-	adm = ShmemInitStruct("lake admission", sizeof(AdmissionShared), &found);
+	adm = ShmemInitStruct("lake admission", admission_shmem_size(), &found);
 	if (!found)
 	{
 		/*
@@ -100,7 +126,12 @@ admission_shmem_startup(void)
 		pg_atomic_init_u64(&adm->waited, 0);
 		pg_atomic_init_u64(&adm->rejected, 0);
 		ConditionVariableInit(&adm->cv);
+		adm->tranche = LWLockNewTrancheId();
+		LWLockInitialize(&adm->roles_lock, adm->tranche);
+		adm->nroles = MaxBackends;
+		memset(adm->roles, 0, mul_size(MaxBackends, sizeof(RolePermits)));
 	}
+	LWLockRegisterTranche(adm->tranche, "lake role permits");
 }
 
 bool
@@ -158,9 +189,63 @@ try_take(bool need_slot, uint32 bytes)
 	}
 }
 
+/*
+ * Count a permit against 'role' unless it already holds 'cap'. A free
+ * entry is always there: each backend counts at most one permit.
+ */
+static bool
+role_take(Oid role, int cap, int *in_use)
+{
+	RolePermits *e = NULL;
+	bool		ok;
+
+	LWLockAcquire(&adm->roles_lock, LW_EXCLUSIVE);
+	for (int i = 0; i < adm->nroles; i++)
+	{
+		if (adm->roles[i].permits > 0 && adm->roles[i].role == role)
+		{
+			e = &adm->roles[i];
+			break;
+		}
+		if (e == NULL && adm->roles[i].permits == 0)
+			e = &adm->roles[i];
+	}
+	Assert(e != NULL);
+	if (e->permits == 0)
+		e->role = role;
+	*in_use = e->permits;
+	ok = e->permits < cap;
+	if (ok)
+		e->permits++;
+	LWLockRelease(&adm->roles_lock);
+	return ok;
+}
+
+static void
+role_release(Oid role)
+{
+	LWLockAcquire(&adm->roles_lock, LW_EXCLUSIVE);
+	for (int i = 0; i < adm->nroles; i++)
+	{
+		if (adm->roles[i].permits > 0 && adm->roles[i].role == role)
+		{
+			adm->roles[i].permits--;
+			break;
+		}
+	}
+	LWLockRelease(&adm->roles_lock);
+}
+
 static void
 release_permit(void)
 {
+	if (OidIsValid(held_role))
+	{
+		Oid			role = held_role;
+
+		held_role = InvalidOid;
+		role_release(role);
+	}
 	if (!held)
 		return;
 	/* Clear our fields first: an error below must not release twice. */
@@ -207,7 +292,7 @@ static void
 admission_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						   SubTransactionId parentSubid, void *arg)
 {
-	if (!held || mySubid != held_subxact)
+	if ((!held && !OidIsValid(held_role)) || mySubid != held_subxact)
 		return;
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		release_permit();
@@ -238,9 +323,9 @@ admission_init(void)
  * it did not use reaches the next one.
  */
 static bool
-wait_and_take(bool need_slot, uint32 bytes)
+wait_and_take(bool need_slot, uint32 bytes, TimestampTz start)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+	TimestampTz deadline = TimestampTzPlusMilliseconds(start,
 													   lake_admission_queue_wait_ms);
 	bool		ok = false;
 
@@ -274,9 +359,40 @@ wait_and_take(bool need_slot, uint32 bytes)
 	return ok;
 }
 
-void
+/*
+ * A new permit of a capped role: counted now, before any wait, and refused
+ * at once when the role holds its cap (waiting would only let one tenant
+ * queue ahead of others). Released with the permit.
+ */
+static void
+take_role_permit(void)
+{
+	Oid			role = GetOuterUserId();
+	int			in_use;
+
+	if (!role_take(role, lake_role_max_appends, &in_use))
+	{
+		pg_atomic_fetch_add_u64(&adm->rejected, 1);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("role \"%s\" has reached lake.role_max_appends (%d)",
+						GetUserNameFromId(role, false), lake_role_max_appends),
+				 errdetail("%d appends of this role hold admission permits.", in_use),
+				 errhint("Retry when one of them ends, or ask a superuser to raise the role's lake.role_max_appends.")));
+	}
+	held_role = role;
+	held_subxact = GetCurrentSubTransactionId();
+}
+
+/*
+ * Returns what is left of this call's waiting budget, in ms:
+ * lake.admission_queue_wait less the time spent waiting here. The dataset
+ * lock the call may wait for next shares that budget.
+ */
+long
 admission_reserve(uint64 bytes)
 {
+	TimestampTz start = 0;
 	uint32		max_stream;
 	bool		need_slot;
 	uint32		grow;
@@ -292,7 +408,7 @@ admission_reserve(uint64 bytes)
 				 errhint("Split the payload with lake.begin_append and lake.append_chunk, or raise lake.max_stream_bytes.")));
 
 	if (held && held_bytes >= bytes)
-		return;					/* the permit already covers this call */
+		return lake_admission_queue_wait_ms;	/* the permit already covers this call */
 
 	need_slot = !held;
 	grow = (uint32) bytes - (held ? held_bytes : 0);
@@ -303,8 +419,14 @@ admission_reserve(uint64 bytes)
 		exit_hook_set = true;
 	}
 
-	if (!try_take(need_slot, grow) && !wait_and_take(need_slot, grow))
+	if (need_slot && lake_role_max_appends > 0)
+		take_role_permit();
+
+	if (!try_take(need_slot, grow) &&
+		!wait_and_take(need_slot, grow, (start = GetCurrentTimestamp())))
 	{
+		if (need_slot)
+			release_permit();	/* the role's count, taken above */
 		pg_atomic_fetch_add_u64(&adm->rejected, 1);
 		usage = pg_atomic_read_u64(&adm->usage);
 		ereport(ERROR,
@@ -325,6 +447,10 @@ admission_reserve(uint64 bytes)
 	}
 	held = true;
 	held_bytes = (uint32) bytes;
+	if (start == 0)
+		return lake_admission_queue_wait_ms;
+	return Max(0, lake_admission_queue_wait_ms -
+			   TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
 }
 
 PG_FUNCTION_INFO_V1(lake_admission);

@@ -13,8 +13,12 @@ extern void admission_shmem_startup(void);
 extern void admission_init(void);
 extern bool admission_shmem_ready(void);
 
-/* Take or grow this backend's permit to cover 'bytes'; 54000 / 53000. */
-extern void admission_reserve(uint64 bytes);
+/*
+ * Take or grow this backend's permit to cover 'bytes'; 54000 / 53000.
+ * Returns the ms left of the call's wait budget (lake.admission_queue_wait
+ * less the time it waited here).
+ */
+extern long admission_reserve(uint64 bytes);
 
 /* Effective stream limit (the last valid pair). */
 extern uint32 admission_max_stream_bytes(void);

@@ -51,6 +51,7 @@ lake_append(PG_FUNCTION_ARGS)
 	uint8		digest[LAKE_DIGEST_LEN];
 	OperationLookup op;
 	int64		version;
+	long		wait_ms;
 
 	lake_require_preload();
 	dataset = lake_arg_name(fcinfo, 0, "dataset");
@@ -63,13 +64,13 @@ lake_append(PG_FUNCTION_ARGS)
 	/* Refuse a tenant not granted before it can hold admission capacity. */
 	store_connect();
 	access_require_tenant(tenant);
-	admission_reserve((uint64) len);
+	wait_ms = admission_reserve((uint64) len);
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);
 
 	store_lookup_operation(dataset, tenant, operation_id, &op);
-	if (operation_resolve(&op, digest, dataset, tenant, operation_id, &version))
+	if (operation_resolve(&op, digest, dataset, tenant, operation_id, wait_ms, &version))
 		store_write_version(op.dataset_id, version, tenant, operation_id, digest,
 							VARDATA_ANY(payload), len);
 	store_finish();

@@ -63,6 +63,13 @@ typedef struct WaiterSlot
 	XLogRecPtr	lsn;
 } WaiterSlot;
 
+/* Pending cast bytes of a role under lake.role_max_pending_cast_bytes. */
+typedef struct RoleBytes
+{
+	Oid			role;
+	int64		bytes;
+} RoleBytes;
+
 typedef struct CycleShared
 {
 	LWLock		lock;
@@ -92,6 +99,8 @@ typedef struct CycleShared
 	/* figures for lake.stats() */
 	CycleStats	stats;
 	WaiterSlot *slots;			/* MaxBackends + 1, by BackendId */
+	RoleBytes  *role_bytes;		/* MaxBackends entries */
+	int			nrole_bytes;	/* entries in use */
 	char	   *ring;
 } CycleShared;
 
@@ -123,7 +132,8 @@ static Oid	seen_generation = InvalidOid;
 static Size
 slots_size(void)
 {
-	return MAXALIGN(sizeof(WaiterSlot) * (MaxBackends + 1));
+	return MAXALIGN(sizeof(WaiterSlot) * (MaxBackends + 1)) +
+		MAXALIGN(sizeof(RoleBytes) * MaxBackends);
 }
 
 void
@@ -155,6 +165,8 @@ cycle_shmem_startup(void)
 		ConditionVariableInit(&cs->ready_cv);
 		cs->slots = (WaiterSlot *) ((char *) cs + MAXALIGN(sizeof(CycleShared)));
 		memset(cs->slots, 0, slots_size());
+		cs->role_bytes = (RoleBytes *) ((char *) cs->slots +
+										MAXALIGN(sizeof(WaiterSlot) * (MaxBackends + 1)));
 		cs->ring = (char *) cs->slots + slots_size();
 	}
 	LWLockRegisterTranche(cs->tranche, "lake cycle");
@@ -251,6 +263,7 @@ cycle_begin_recovery(void)
 	owner_clear_all();
 	cs->head = cs->cut = cs->tail = 0;
 	cs->pending = 0;
+	cs->nrole_bytes = 0;
 	cs->next_seq = 0;
 	cs->sealed_seq = 0;
 	LWLockRelease(&cs->lock);
@@ -661,6 +674,75 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 }
 
 /*
+ * Room under the caller's lake.role_max_pending_cast_bytes for a record of
+ * 'len' bytes (lock held): its entry, or NULL with the lock released and
+ * 53000 raised. The table holds one entry per role with pending bytes; it
+ * is as large as the backend count, and a role that finds it full is
+ * refused like one over its cap.
+ */
+static RoleBytes *
+role_bytes_room(Oid role, uint32 len)
+{
+	RoleBytes  *e = NULL;
+
+	for (int i = 0; i < cs->nrole_bytes; i++)
+	{
+		if (cs->role_bytes[i].role == role)
+			e = &cs->role_bytes[i];
+		else if (e == NULL && cs->role_bytes[i].bytes == 0)
+			e = &cs->role_bytes[i]; /* left by a cast that was not accepted */
+	}
+	if (e != NULL && e->role != role)
+	{
+		e->role = role;
+		e->bytes = 0;
+	}
+	if (e == NULL && cs->nrole_bytes < MaxBackends)
+	{
+		e = &cs->role_bytes[cs->nrole_bytes++];
+		e->role = role;
+		e->bytes = 0;
+	}
+	if (e != NULL && e->bytes + len <= lake_role_max_pending_cast_bytes)
+		return e;
+	LWLockRelease(&cs->lock);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("role \"%s\" has reached lake.role_max_pending_cast_bytes (%d)",
+					GetUserNameFromId(role, false), lake_role_max_pending_cast_bytes),
+			 errdetail("Its casts not yet sealed take " INT64_FORMAT " bytes; this one needs %u.",
+					   e ? e->bytes : 0, len),
+			 errhint("Retry once the next cycle is sealed, or ask a superuser to raise the role's cap.")));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/* A seal made records [start, end) durable: free their roles' bytes (lock held). */
+static void
+role_bytes_sealed(uint64 start, uint64 end)
+{
+	for (uint64 off = start; off < end && cs->nrole_bytes > 0;)
+	{
+		CastRecord *r = cycle_record(off);
+
+		if (r->len != 0 && OidIsValid(r->role))
+		{
+			for (int i = 0; i < cs->nrole_bytes; i++)
+			{
+				RoleBytes  *e = &cs->role_bytes[i];
+
+				if (e->role != r->role)
+					continue;
+				e->bytes -= r->len;
+				if (e->bytes <= 0)
+					*e = cs->role_bytes[--cs->nrole_bytes];
+				break;
+			}
+		}
+		off = cycle_next(r, off);
+	}
+}
+
+/*
  * Accept a cast or answer its replay: returns its receipt's seq (the
  * epoch is the current one, or *epoch for a sealed replay).
  */
@@ -690,6 +772,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		int64		lap;
 		int64		pending;
 		CastRecord *r;
+		RoleBytes  *capped = NULL;
 
 		CHECK_FOR_INTERRUPTS();
 		/* An idempotent cast already sealed answers from the history. */
@@ -763,6 +846,8 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		}
 		/* An error here releases the lock with the transaction's abort. */
 		validate(req, o, lc, &from, &to);
+		if (lake_role_max_pending_cast_bytes > 0)
+			capped = role_bytes_room(GetOuterUserId(), len);
 
 		if (!reserve(len, &at))
 		{
@@ -796,6 +881,9 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		if (req->from)
 			o->projected_phase = to;
 		r = write_record(at, len, req, o, seq, lap, o->projected_phase);
+		r->role = capped ? capped->role : InvalidOid;
+		if (capped)
+			capped->bytes += len;
 		o->projected_lap = lap;
 		o->pending++;
 		pending = ++cs->pending;
@@ -1232,6 +1320,7 @@ seal_committed(void)
 			w->done = true;
 		}
 	}
+	role_bytes_sealed(cs->head, sc->cut.end);
 	cs->head = cs->cut = sc->cut.end;
 	cs->cut_last_seq = 0;
 	cs->pending -= sc->cut.ncasts;

@@ -55,6 +55,7 @@ typedef struct CastRecord
 	uint16		operation_len;
 	uint32		payload_len;
 	int32		owner_id;
+	Oid			role;			/* counted against this role's pending-bytes cap, or invalid */
 	OwnerState *owner;
 	int64		seq;
 	int64		lap;			/* the owner's lap after this cast */

@@ -10,6 +10,7 @@
 #include "lake.h"
 
 #include <limits.h>
+#include <math.h>
 
 #include "guc.h"
 #include "miscadmin.h"
@@ -27,6 +28,61 @@ int			lake_cycle_interval_ms = 10;
 int			lake_cycle_max_casts = 10000;
 int			lake_cycle_buffer_size = 16 * 1024 * 1024;
 int			lake_checkpoint_cycles = 1000;
+int			lake_role_max_appends = 0;
+int			lake_role_max_open_stages = 0;
+int			lake_role_max_stage_chunks = 0;
+int			lake_role_max_pending_cast_bytes = 0;
+
+/*
+ * Lake's integer parameters are PostgreSQL "real" parameters underneath.
+ * PostgreSQL's integer parser rounds a fraction ("1.5" becomes 2) before
+ * any hook can see it, while SPEC §2 says a non-integer is refused; the
+ * real parser keeps the fraction (and the same units), so a check hook can
+ * refuse any value that is not a whole number of the base unit, wherever
+ * it comes from: the configuration file at start and at reload, SET,
+ * ALTER SYSTEM, ALTER ROLE/DATABASE ... SET, set_config(). An assign hook
+ * keeps the int the rest of lake reads, and a show hook prints that int,
+ * so SHOW and pg_settings.setting give the integer in the base unit.
+ */
+#define INT_PARAM(var) \
+	static double var##_value; \
+	static void \
+	var##_assign(double newval, void *extra) \
+	{ \
+		var = (int) newval; \
+	} \
+	static const char * \
+	var##_show(void) \
+	{ \
+		static char buf[16]; \
+		snprintf(buf, sizeof(buf), "%d", var); \
+		return buf; \
+	}
+
+INT_PARAM(lake_max_concurrent_appends)
+INT_PARAM(lake_admission_queue_wait_ms)
+INT_PARAM(lake_max_stream_bytes)
+INT_PARAM(lake_max_buffered_bytes)
+INT_PARAM(lake_compression_level)
+INT_PARAM(lake_stage_ttl_s)
+INT_PARAM(lake_max_owners)
+INT_PARAM(lake_cycle_interval_ms)
+INT_PARAM(lake_cycle_max_casts)
+INT_PARAM(lake_cycle_buffer_size)
+INT_PARAM(lake_checkpoint_cycles)
+INT_PARAM(lake_role_max_appends)
+INT_PARAM(lake_role_max_open_stages)
+INT_PARAM(lake_role_max_stage_chunks)
+INT_PARAM(lake_role_max_pending_cast_bytes)
+
+static bool
+check_whole(double *newval, void **extra, GucSource source)
+{
+	if (*newval == rint(*newval))
+		return true;
+	GUC_check_errdetail("The value must be a whole number of the parameter's base unit; fractions are refused, not rounded.");
+	return false;
+}
 
 /*
  * Define an integer parameter and, at server start, refuse a configured
@@ -36,18 +92,23 @@ int			lake_checkpoint_cycles = 1000;
  * the GUC's own error, and in the postmaster that stops the start.
  */
 static void
-define_int(const char *name, const char *desc, const char *detail, int *var,
+define_int(const char *name, const char *desc, const char *detail,
+		   double *value, GucRealAssignHook assign, GucShowHook show,
 		   int boot, int min, int max, GucContext context, int flags)
 {
 	const char *raw = GetConfigOption(name, true, false);
 	char	   *configured = raw ? pstrdup(raw) : NULL;
 
-	DefineCustomIntVariable(name, desc, detail, var, boot, min, max, context,
-							flags, NULL, NULL, NULL);
+	DefineCustomRealVariable(name, desc, detail, value, boot, min, max, context,
+							 flags, check_whole, assign, show);
 	if (configured != NULL && process_shared_preload_libraries_in_progress)
 		(void) set_config_option(name, configured, PGC_POSTMASTER, PGC_S_FILE,
 								 GUC_ACTION_SET, true, ERROR, false);
 }
+
+#define DEFINE_INT(name, desc, detail, var, boot, min, max, context, flags) \
+	define_int(name, desc, detail, &var##_value, var##_assign, var##_show, \
+			   boot, min, max, context, flags)
 
 bool
 lake_guc_byte_pair_valid(void)
@@ -67,93 +128,129 @@ lake_guc_init(void)
 							   0,
 							   NULL, NULL, NULL);
 
-	define_int("lake.max_concurrent_appends",
+	DEFINE_INT("lake.max_concurrent_appends",
 			   "Most appends admitted at once.",
 			   NULL,
-			   &lake_max_concurrent_appends,
+			   lake_max_concurrent_appends,
 			   8, 1, 65535,
 			   PGC_SIGHUP,
 			   0);
 
-	define_int("lake.admission_queue_wait",
+	DEFINE_INT("lake.admission_queue_wait",
 			   "How long an append waits for admission before it is refused.",
 			   NULL,
-			   &lake_admission_queue_wait_ms,
+			   lake_admission_queue_wait_ms,
 			   100, 1, INT_MAX,
 			   PGC_SIGHUP,
 			   GUC_UNIT_MS);
 
-	define_int("lake.max_stream_bytes",
+	DEFINE_INT("lake.max_stream_bytes",
 			   "Largest payload one append stream may carry.",
 			   NULL,
-			   &lake_max_stream_bytes,
+			   lake_max_stream_bytes,
 			   64 * 1024 * 1024, 1, INT_MAX,
 			   PGC_SIGHUP,
 			   GUC_UNIT_BYTE);
 
-	define_int("lake.max_buffered_bytes",
+	DEFINE_INT("lake.max_buffered_bytes",
 			   "Most payload bytes all admitted appends may reserve together.",
 			   "Must be at least lake.max_stream_bytes.",
-			   &lake_max_buffered_bytes,
+			   lake_max_buffered_bytes,
 			   256 * 1024 * 1024, 1, INT_MAX,
 			   PGC_SIGHUP,
 			   GUC_UNIT_BYTE);
 
-	define_int("lake.compression_level",
+	DEFINE_INT("lake.compression_level",
 			   "zstd level used to compress stored payloads.",
 			   NULL,
-			   &lake_compression_level,
+			   lake_compression_level,
 			   3, 1, 19,
 			   PGC_USERSET,
 			   0);
 
-	define_int("lake.stage_ttl",
+	DEFINE_INT("lake.stage_ttl",
 			   "Staged appends idle this long are removed by the worker.",
 			   NULL,
-			   &lake_stage_ttl_s,
+			   lake_stage_ttl_s,
 			   3600, 1, INT_MAX,
 			   PGC_SIGHUP,
 			   GUC_UNIT_S);
 
-	define_int("lake.max_owners",
+	DEFINE_INT("lake.max_owners",
 			   "Live owner states kept in shared memory.",
 			   NULL,
-			   &lake_max_owners,
+			   lake_max_owners,
 			   100000, 1, 10000000,
 			   PGC_POSTMASTER,
 			   0);
 
-	define_int("lake.cycle_interval",
+	DEFINE_INT("lake.cycle_interval",
 			   "How often the worker seals the open cycle.",
 			   NULL,
-			   &lake_cycle_interval_ms,
+			   lake_cycle_interval_ms,
 			   10, 1, 3600 * 1000,
 			   PGC_SIGHUP,
 			   GUC_UNIT_MS);
 
-	define_int("lake.cycle_max_casts",
+	DEFINE_INT("lake.cycle_max_casts",
 			   "Seal early when this many casts are pending.",
 			   NULL,
-			   &lake_cycle_max_casts,
+			   lake_cycle_max_casts,
 			   10000, 1, 1000000,
 			   PGC_SIGHUP,
 			   0);
 
-	define_int("lake.cycle_buffer_size",
+	DEFINE_INT("lake.cycle_buffer_size",
 			   "Shared memory for casts waiting to be sealed.",
 			   NULL,
-			   &lake_cycle_buffer_size,
+			   lake_cycle_buffer_size,
 			   16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024,
 			   PGC_POSTMASTER,
 			   GUC_UNIT_BYTE);
 
-	define_int("lake.checkpoint_cycles",
+	DEFINE_INT("lake.checkpoint_cycles",
 			   "Cycles sealed between two owner snapshots.",
 			   NULL,
-			   &lake_checkpoint_cycles,
+			   lake_checkpoint_cycles,
 			   1000, 1, INT_MAX,
 			   PGC_SIGHUP,
 			   0);
+
+	/*
+	 * Per-role caps: PGC_SUSET, so only a superuser sets them, typically
+	 * with ALTER ROLE ... SET; 0 means no cap beyond the global limits.
+	 */
+	DEFINE_INT("lake.role_max_appends",
+			   "Most admission permits one role holds at once (0: no cap).",
+			   NULL,
+			   lake_role_max_appends,
+			   0, 0, 65535,
+			   PGC_SUSET,
+			   0);
+
+	DEFINE_INT("lake.role_max_open_stages",
+			   "Most open stages one role may have (0: no cap).",
+			   NULL,
+			   lake_role_max_open_stages,
+			   0, 0, INT_MAX,
+			   PGC_SUSET,
+			   0);
+
+	DEFINE_INT("lake.role_max_stage_chunks",
+			   "Most chunks a role may upload to one stage (0: no cap).",
+			   NULL,
+			   lake_role_max_stage_chunks,
+			   0, 0, INT_MAX,
+			   PGC_SUSET,
+			   0);
+
+	DEFINE_INT("lake.role_max_pending_cast_bytes",
+			   "Most cycle buffer bytes one role's accepted, not yet sealed casts may take (0: no cap).",
+			   NULL,
+			   lake_role_max_pending_cast_bytes,
+			   0, 0, INT_MAX,
+			   PGC_SUSET,
+			   GUC_UNIT_BYTE);
 
 	MarkGUCPrefixReserved("lake");
 

@@ -20,6 +20,10 @@ extern int	lake_cycle_interval_ms;
 extern int	lake_cycle_max_casts;
 extern int	lake_cycle_buffer_size;
 extern int	lake_checkpoint_cycles;
+extern int	lake_role_max_appends;
+extern int	lake_role_max_open_stages;
+extern int	lake_role_max_stage_chunks;
+extern int	lake_role_max_pending_cast_bytes;
 
 extern void lake_guc_init(void);
 extern bool lake_guc_byte_pair_valid(void);

@@ -17,6 +17,7 @@
 #include "lake.h"
 
 #include "access/xact.h"
+#include "guc.h"
 #include "operation.h"
 #include "utils/snapmgr.h"
 
@@ -38,11 +39,18 @@ operation_replay(const OperationLookup *op, const uint8 *digest,
 
 bool
 operation_resolve(OperationLookup *op, const uint8 *digest, const char *dataset,
-				  const char *tenant, const char *operation_id, int64 *version)
+				  const char *tenant, const char *operation_id, long wait_ms,
+				  int64 *version)
 {
 	if (!op->found)
 	{
-		store_lock_dataset(op->dataset_id);
+		if (!store_lock_dataset(op->dataset_id, wait_ms))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("dataset \"%s\" is busy", dataset),
+					 errdetail("Another transaction appending to it held its lock longer than lake.admission_queue_wait (%d ms).",
+							   lake_admission_queue_wait_ms),
+					 errhint("Retry later; nothing was written.")));
 		if (IsolationUsesXactSnapshot())
 		{
 			OperationLookup mine = *op;

@@ -13,10 +13,13 @@
  * returns false with *version = the existing version for a replay (as
  * operation_replay answers it), or true with *version = the next version number
  * and the dataset's append lock held, when the caller must write it.
+ * The lock is waited for at most 'wait_ms' (left from admission_reserve),
+ * then refused with 53000.
  */
 extern bool operation_resolve(OperationLookup *op, const uint8 *digest,
 							  const char *dataset, const char *tenant,
-							  const char *operation_id, int64 *version);
+							  const char *operation_id, long wait_ms,
+							  int64 *version);
 
 /*
  * The answer to a replay: op->version, or LK001 if the digests differ

@@ -22,6 +22,8 @@
 #include "admission.h"
 #include "args.h"
 #include "digest.h"
+#include "guc.h"
+#include "miscadmin.h"
 #include "operation.h"
 #include "store.h"
 
@@ -37,6 +39,7 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	char	   *tenant;
 	char	   *operation_id;
 	int64		stage;
+	int64		open = 0;
 
 	lake_require_preload();
 	dataset = lake_arg_name(fcinfo, 0, "dataset");
@@ -44,7 +47,19 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
 	store_connect();
 	access_require_tenant(tenant);
-	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id);
+	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id,
+							  GetOuterUserId(), lake_role_max_open_stages, &open);
+	if (stage <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("role \"%s\" has reached lake.role_max_open_stages (%d)",
+						GetUserNameFromId(GetOuterUserId(), false),
+						lake_role_max_open_stages),
+				 stage == 0 ?
+				 errdetail("The role has " INT64_FORMAT " open stages.", open) :
+				 errdetail("Another session of the role was opening a stage for longer than lake.admission_queue_wait (%d ms).",
+						   lake_admission_queue_wait_ms),
+				 errhint("Commit or abort one of the role's stages, or ask a superuser to raise the role's lake.role_max_open_stages.")));
 	store_finish();
 	PG_RETURN_INT64(stage);
 }
@@ -100,6 +115,27 @@ lock_open_stage(int64 stage, StageRow *row)
 	require_stage_tenant(stage, row);
 }
 
+/*
+ * A new chunk under lake.role_max_stage_chunks: chunks are counted, not
+ * bytes, so a flood of zero-byte chunks (which lake.max_stream_bytes does
+ * not see) stops too. The stage's row lock makes the count exact.
+ */
+static void
+require_chunk_room(int64 stage)
+{
+	StageSummary sum;
+
+	store_stage_summary(stage, &sum);
+	if (sum.nchunks >= lake_role_max_stage_chunks)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("stage " INT64_FORMAT " has reached lake.role_max_stage_chunks (%d) of role \"%s\"",
+						stage, lake_role_max_stage_chunks,
+						GetUserNameFromId(GetOuterUserId(), false)),
+				 errdetail("The stage holds " INT64_FORMAT " chunks.", sum.nchunks),
+				 errhint("Commit the stage, or send larger chunks.")));
+}
+
 Datum
 lake_append_chunk(PG_FUNCTION_ARGS)
 {
@@ -138,6 +174,8 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 		store_finish();
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}
+	if (lake_role_max_stage_chunks > 0)
+		require_chunk_room(stage);
 	max_stream = admission_max_stream_bytes();
 	if (store_stage_bytes(stage, chunk_no) + len > max_stream)
 		ereport(ERROR,
@@ -185,6 +223,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	uint8		digest[LAKE_DIGEST_LEN];
 	const char *why;
 	int64		version;
+	long		wait_ms;
 
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
@@ -199,7 +238,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	}
 	require_stage_tenant(stage, &row);
 	/* A slot now; the streaming buffer's bytes once the chunks are known. */
-	admission_reserve(0);
+	wait_ms = admission_reserve(0);
 
 	store_stage_summary(stage, &sum);
 	if (sum.nchunks == 0 || sum.nchunks != sum.last_chunk_no + 1)
@@ -214,7 +253,8 @@ lake_commit_append(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stage " INT64_FORMAT " holds " INT64_FORMAT " bytes, more than lake.max_stream_bytes (%u)",
 						stage, sum.bytes, admission_max_stream_bytes())));
-	admission_reserve((uint64) sum.largest_chunk);
+	/* Both reservations' waits count against the one budget. */
+	wait_ms -= lake_admission_queue_wait_ms - admission_reserve((uint64) sum.largest_chunk);
 
 	ctx = lake_digest_begin();
 	why = store_visit_chunks(stage, 0, sum.nchunks, sum.bytes, digest_visit, ctx);
@@ -228,7 +268,8 @@ lake_commit_append(PG_FUNCTION_ARGS)
 
 	op.dataset_id = row.dataset_id;
 	store_recheck_operation(row.tenant, row.operation_id, InvalidSnapshot, &op);
-	if (operation_resolve(&op, digest, row.dataset, row.tenant, row.operation_id, &version))
+	if (operation_resolve(&op, digest, row.dataset, row.tenant, row.operation_id,
+						  wait_ms, &version))
 		store_adopt_stage(&row, version, digest, &sum);
 	else
 		store_drop_stage(stage, true);	/* a replay: its chunks are redundant */

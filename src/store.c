@@ -38,12 +38,14 @@
 #include "guc.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "store.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -381,20 +383,73 @@ store_dataset_id(const char *name)
 }
 
 /*
- * Appends to one dataset serialize on a transaction-scoped lock on the
- * dataset (an object lock keyed by lake_data.dataset's OID and the dataset id:
- * it writes no WAL and shows in pg_locks). Held to commit, it makes version
- * numbers gap-free and commit-ordered: the next holder sees the previous
- * holder's version with a fresh snapshot.
+ * Take a transaction-scoped object lock (keyed by a lake_data table's OID
+ * and an id: no WAL, shows in pg_locks), waiting at most 'wait_ms'. The
+ * wait queues in the lock manager (first come, first served, deadlock
+ * detection) under a lock_timeout lowered to the time left; returns false
+ * when that runs out. A session's own lower lock_timeout still applies
+ * and still raises its own 55P03.
  */
-void
-store_lock_dataset(int32 dataset_id)
+static bool
+lock_bounded(Oid classid, Oid objid, long wait_ms)
 {
-	Oid			relid = get_relname_relid("dataset", get_namespace_oid(LAKE_DATA_SCHEMA, false));
+	bool		bounded;
+	int			nest;
+	MemoryContext mcxt = CurrentMemoryContext;
+
+	if (ConditionalLockDatabaseObject(classid, objid, 0, ExclusiveLock))
+		return true;
+	if (wait_ms <= 0)
+		return false;
+	bounded = LockTimeout == 0 || LockTimeout > wait_ms;
+	nest = NewGUCNestLevel();
+	if (bounded)
+		(void) set_config_option("lock_timeout", psprintf("%ld", wait_ms),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
+	PG_TRY();
+	{
+		LockDatabaseObject(classid, objid, 0, ExclusiveLock);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(mcxt);
+		edata = CopyErrorData();
+		if (!bounded || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		AtEOXact_GUC(true, nest);
+		return false;
+	}
+	PG_END_TRY();
+	AtEOXact_GUC(true, nest);
+	return true;
+}
+
+static Oid
+data_table(const char *name)
+{
+	Oid			relid = get_relname_relid(name, get_namespace_oid(LAKE_DATA_SCHEMA, false));
 
 	if (!OidIsValid(relid))
-		elog(ERROR, "lake: table lake_data.dataset is missing");
-	LockDatabaseObject(relid, (Oid) dataset_id, 0, ExclusiveLock);
+		elog(ERROR, "lake: table %s.%s is missing", LAKE_DATA_SCHEMA, name);
+	return relid;
+}
+
+/*
+ * Appends to one dataset serialize on a lock on the dataset. Held to
+ * commit, it makes version numbers gap-free and commit-ordered: the next
+ * holder sees the previous holder's version with a fresh snapshot. The
+ * wait is bounded by what is left of the caller's admission budget: a
+ * waiter holds an admission slot, so an open transaction of one tenant
+ * must not pin other tenants' slots for as long as it stays open.
+ */
+bool
+store_lock_dataset(int32 dataset_id, long wait_ms)
+{
+	return lock_bounded(data_table("dataset"), (Oid) dataset_id, wait_ms);
 }
 
 /* ----------------------------------------------------------------------
@@ -864,14 +919,54 @@ store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo)
  * ---------------------------------------------------------------------- */
 
 /* Open a stage for the operation, or return the one already open. */
+/* The open stage of (dataset, tenant, operation) in values[0..2], or 0. */
+static int64
+find_stage(Datum *values, Oid *types)
+{
+	static SPIPlanPtr plan;
+
+	run(store_plan(&plan,
+				 "SELECT s.id FROM lake_data.stage s "
+				 "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 "
+				 "  AND s.tenant OPERATOR(pg_catalog.=) $2 "
+				 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
+				 3, types),
+		values, SPI_OK_SELECT);
+	return SPI_processed == 1 ? DatumGetInt64(colv(0, 1)) : 0;
+}
+
 int64
-store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id)
+store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id,
+				  Oid role, int max_open, int64 *open)
 {
 	static SPIPlanPtr plan_insert;
-	static SPIPlanPtr plan_find;
-	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
-	Datum		values[3] = {Int32GetDatum(dataset_id), CStringGetTextDatum(tenant),
-	CStringGetTextDatum(operation_id)};
+	static SPIPlanPtr plan_count;
+	int64		id;
+	Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[4] = {Int32GetDatum(dataset_id), CStringGetTextDatum(tenant),
+	CStringGetTextDatum(operation_id), ObjectIdGetDatum(role)};
+
+	/*
+	 * A capped role's begins serialize on a lock on (lake_data.stage, role)
+	 * held to commit, so the count below and the insert are one step; the
+	 * count comes from the table, so it survives restarts. An operation
+	 * already open is returned without counting.
+	 */
+	if (max_open > 0)
+	{
+		if (!lock_bounded(data_table("stage"), role, lake_admission_queue_wait_ms))
+			return -1;
+		if ((id = find_stage(values, types)) != 0)
+			return id;
+		run(store_plan(&plan_count,
+					 "SELECT pg_catalog.count(*) FROM lake_data.stage s "
+					 "WHERE s.opened_by OPERATOR(pg_catalog.=) $1",
+					 1, &types[3]),
+			&values[3], SPI_OK_SELECT);
+		*open = DatumGetInt64(colv(0, 1));
+		if (*open >= max_open)
+			return 0;
+	}
 
 	/*
 	 * ON CONFLICT waits for a concurrent begin of the same operation; if
@@ -882,22 +977,15 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	{
 		CHECK_FOR_INTERRUPTS();
 		run(store_plan(&plan_insert,
-					 "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id) "
-					 "VALUES (pg_catalog.nextval('lake_data.blob_seq'::pg_catalog.regclass), $1, $2, $3) "
+					 "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id, opened_by) "
+					 "VALUES (pg_catalog.nextval('lake_data.blob_seq'::pg_catalog.regclass), $1, $2, $3, $4) "
 					 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
-					 3, types),
+					 4, types),
 			values, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 			return DatumGetInt64(colv(0, 1));
-		run(store_plan(&plan_find,
-					 "SELECT s.id FROM lake_data.stage s "
-					 "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 "
-					 "  AND s.tenant OPERATOR(pg_catalog.=) $2 "
-					 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
-					 3, types),
-			values, SPI_OK_SELECT);
-		if (SPI_processed == 1)
-			return DatumGetInt64(colv(0, 1));
+		if ((id = find_stage(values, types)) != 0)
+			return id;
 	}
 }
 

@@ -86,7 +86,7 @@ extern bytea *store_encode(const char *data, size_t len);
 /* datasets */
 extern void store_create_dataset(const char *name);
 extern int32 store_dataset_id(const char *name);
-extern void store_lock_dataset(int32 dataset_id);
+extern bool store_lock_dataset(int32 dataset_id, long wait_ms);
 
 /* operations */
 extern void store_lookup_operation(const char *dataset, const char *tenant,
@@ -117,8 +117,16 @@ extern void store_list_versions(int32 dataset_id, int64 after_version,
 								Oid only_role, ReturnSetInfo *rsinfo);
 
 /* stages */
+/*
+ * Open a stage for the operation, recorded as begun by 'role', or return
+ * the one open. With max_open > 0 a new stage is counted against the
+ * role's open stages: returns 0 (with *open, the count) when it holds
+ * max_open, or -1 when another begin of the role held the count's lock
+ * for lake.admission_queue_wait.
+ */
 extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
-							   const char *operation_id);
+							   const char *operation_id, Oid role,
+							   int max_open, int64 *open);
 extern bool store_lock_stage(int64 stage, StageRow *row);
 extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
 extern bool store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest);

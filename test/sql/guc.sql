@@ -10,10 +10,15 @@ SELECT t.err($$SET lake.compression_level = 0$$);
 SELECT t.err($$SET lake.compression_level = 20$$);
 SELECT t.err($$SET lake.compression_level = -1$$);
 SELECT t.err($$SET lake.compression_level = 'fast'$$);
--- As for PostgreSQL's own integer parameters, a fraction is rounded.
-SET lake.compression_level = 2.5;
+-- A fraction is refused, not rounded (SPEC §2), by SET as by every other
+-- way of setting an integer parameter; an integer in another notation is not.
+SELECT t.err($$SET lake.compression_level = 2.5$$);
+SELECT t.err($$SET lake.compression_level = '1.5'$$);
+SELECT t.err($$SET lake.compression_level = 0.9$$);
+SET lake.compression_level = '4e0';
 SHOW lake.compression_level;
 RESET lake.compression_level;
+SELECT t.err($$ALTER ROLE CURRENT_USER SET lake.role_max_appends = 2.5$$);
 
 -- Server-wide settings cannot be changed in a session.
 SELECT t.err($$SET lake.max_concurrent_appends = 2$$);
@@ -42,6 +47,14 @@ ALTER SYSTEM SET lake.max_buffered_bytes = 'lots';
 \echo :SQLSTATE
 ALTER SYSTEM SET lake.no_such_setting = 1;
 \echo :SQLSTATE
+ALTER SYSTEM SET lake.max_concurrent_appends = 1.5;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.admission_queue_wait = '0.5ms';
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.stage_ttl = '1500ms';
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.max_stream_bytes = '1.5B';
+\echo :SQLSTATE
 -- Nothing was written to postgresql.auto.conf.
 SELECT count(*) AS lake_auto_settings FROM pg_file_settings
 WHERE name LIKE 'lake.%' AND sourcefile LIKE '%postgresql.auto.conf';
@@ -49,3 +62,9 @@ ALTER SYSTEM SET lake.stage_ttl = 0;
 \echo :SQLSTATE
 ALTER SYSTEM SET lake.stage_ttl = '-1h';
 \echo :SQLSTATE
+
+-- A fractional amount of a larger unit is accepted when it is a whole
+-- number of the parameter's base unit: 1.5MB is 1572864 bytes.
+ALTER SYSTEM SET lake.max_stream_bytes = '1.5MB';
+\echo :SQLSTATE
+ALTER SYSTEM RESET lake.max_stream_bytes;

@@ -206,7 +206,7 @@ sub pid_gone
 # cancelling or terminating the holder must wake it, not let it time out.
 $node->append_conf('postgresql.conf', "lake.admission_queue_wait = '60s'");
 $node->reload;
-ok($node->poll_query_until('postgres', 'SHOW lake.admission_queue_wait', '1min'),
+ok($node->poll_query_until('postgres', 'SHOW lake.admission_queue_wait', '60000'),
 	'admission_queue_wait is now 60s');
 foreach my $end ('pg_cancel_backend', 'pg_terminate_backend')
 {
@@ -250,7 +250,7 @@ foreach my $end ('pg_cancel_backend', 'pg_terminate_backend')
 }
 $node->append_conf('postgresql.conf', "lake.admission_queue_wait = '100ms'");
 $node->reload;
-ok($node->poll_query_until('postgres', 'SHOW lake.admission_queue_wait', '100ms'),
+ok($node->poll_query_until('postgres', 'SHOW lake.admission_queue_wait', '100'),
 	'admission_queue_wait is back to 100ms');
 
 # --- (d) SIGKILL: crash restart ---------------------------------------------

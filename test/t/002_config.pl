@@ -142,6 +142,10 @@ my @bad = (
 	[ 'lake.max_stream_bytes', "'4GB'", '64MB' ],
 	[ 'lake.max_buffered_bytes', '-1', '256MB' ],
 	[ 'lake.compression_level', '20', '3' ],
+	# A fraction is refused, not rounded (SPEC §2).
+	[ 'lake.max_concurrent_appends', '1.5', '8' ],
+	[ 'lake.admission_queue_wait', "'100.5ms'", '100ms' ],
+	[ 'lake.max_owners', '99999.5', '100000' ],
 );
 foreach my $case (@bad)
 {
@@ -162,6 +166,20 @@ foreach my $case (@bad)
 	$node->append_conf('postgresql.conf', "$name = $good");
 }
 ok($node->start(fail_ok => 1), 'server starts again once every value is valid');
+
+# --- a reload with a fraction keeps the value in force ---------------------
+$node->append_conf('postgresql.conf', "lake.max_concurrent_appends = 2.5");
+$off = log_end($node);
+$node->reload;
+ok( eval {
+		$node->wait_for_log(
+			qr/invalid value for parameter "lake\.max_concurrent_appends": 2\.5\b/, $off);
+		1;
+	},
+	'a reload with lake.max_concurrent_appends = 2.5 is refused in the log');
+is($node->safe_psql('postgres', 'SHOW lake.max_concurrent_appends'),
+	'8', 'and the value in force stays 8, not 3 or 2');
+$node->append_conf('postgresql.conf', "lake.max_concurrent_appends = 8");
 $node->stop;
 
 # --- without shared_preload_libraries: 55000, never a crash ----------------

@@ -510,7 +510,7 @@ sub set_cycle_interval
 	$value //= '10ms';
 	ok( $node->poll_query_until(
 			'postgres',
-			"SELECT current_setting('lake.cycle_interval') = '$value' AND config_reloads > $reloads FROM lake.stats()"
+			"SELECT current_setting('lake.cycle_interval')::int * interval '1 ms' = interval '$value' AND config_reloads > $reloads FROM lake.stats()"
 		),
 		"lake.cycle_interval = $value is in force, in sessions and in the worker");
 }

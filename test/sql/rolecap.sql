@@ -1,0 +1,72 @@
+-- Per-role caps (SPEC §3 Tenants): set by a superuser with ALTER ROLE ... SET,
+-- counted for the calling role, refused with 53000 naming the cap; another
+-- role is not affected. Concurrent permits: isolation spec rolecap_appends.
+CREATE ROLE lake_cap_a LOGIN;
+CREATE ROLE lake_cap_b LOGIN;
+GRANT USAGE ON SCHEMA lake TO lake_cap_a, lake_cap_b;
+SELECT lake.create_dataset('capped');
+SELECT lake.grant_tenant('lake_cap_a', 'acme');
+SELECT lake.grant_tenant('lake_cap_b', 'globex');
+
+-- No cap by default.
+SHOW lake.role_max_appends;
+SHOW lake.role_max_open_stages;
+SHOW lake.role_max_stage_chunks;
+-- A superuser sets them per role; a role cannot set or lift its own.
+ALTER ROLE lake_cap_a SET lake.role_max_open_stages = 2;
+ALTER ROLE lake_cap_a SET lake.role_max_stage_chunks = 3;
+ALTER ROLE lake_cap_a SET lake.role_max_appends = 1;
+SELECT t.err($$ALTER ROLE lake_cap_a SET lake.role_max_appends = -1$$);
+SET ROLE lake_cap_b;
+SELECT t.err($$ALTER ROLE lake_cap_b SET lake.role_max_open_stages = 1$$);
+SELECT t.err($$SET lake.role_max_open_stages = 0$$);
+RESET ROLE;
+
+\c - lake_cap_a
+SHOW lake.role_max_open_stages;
+SELECT t.err($$SET lake.role_max_stage_chunks = 0$$);
+-- Open stages: two, then 53000; the open one is still returned; an abort
+-- makes room.
+SELECT lake.begin_append('capped', 'acme', 'o-1') AS s1 \gset
+SELECT lake.begin_append('capped', 'acme', 'o-2') AS s2 \gset
+SELECT regexp_replace(t.err($$SELECT lake.begin_append('capped', 'acme', 'o-3')$$), 'stage [0-9]+', 'stage <id>', 'g');
+SELECT lake.begin_append('capped', 'acme', 'o-1') = :s1 AS same_stage;
+SELECT lake.abort_append(:s2);
+SELECT lake.begin_append('capped', 'acme', 'o-3') > 0 AS begun;
+-- Chunks per stage: zero-byte chunks count like any other; an identical
+-- re-send adds nothing and is accepted at the cap.
+SELECT lake.append_chunk(:s1, n, ''::bytea) FROM generate_series(0, 2) n;
+SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 3, %L::bytea)', :s1, '')), 'stage [0-9]+', 'stage <id>', 'g');
+SELECT lake.append_chunk(:s1, 2, ''::bytea);
+SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 4, %L::bytea)', :s1, '\x01')), 'stage [0-9]+', 'stage <id>', 'g');
+SELECT lake.commit_append(:s1) AS version;
+
+-- Another role is not capped.
+\c - lake_cap_b
+SHOW lake.role_max_open_stages;
+SELECT lake.begin_append('capped', 'globex', 'b-' || n) > 0 AS begun FROM generate_series(1, 3) n;
+SELECT lake.append_chunk(lake.begin_append('capped', 'globex', 'b-1'), n, ''::bytea) FROM generate_series(0, 4) n;
+
+\c - postgres
+SELECT operation_id FROM lake_data.stage s JOIN lake_data.dataset d ON d.id = s.dataset_id
+  WHERE d.name = 'capped' ORDER BY 1;
+
+-- Pending cast bytes: casts accepted and not yet sealed (lake.cycle_interval
+-- is 1h here), counted per role as the cycle buffer space they take, freed
+-- by the seal.
+SELECT lake.create_owner('capped_owner', 'kanban', 'globex');
+SET lake.role_max_pending_cast_bytes = '2kB';
+SET ROLE lake_cap_b;
+SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS cast
+FROM generate_series(1, 2);
+SELECT t.err($$SELECT lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))$$);
+RESET ROLE;
+RESET lake.role_max_pending_cast_bytes;
+-- Another role, uncapped, still casts; a seal frees the capped role's bytes.
+SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('q', 600), 'UTF8'))).seq > 0 AS cast;
+SELECT lake.seal() > 0 AS sealed;
+SET lake.role_max_pending_cast_bytes = '2kB';
+SET ROLE lake_cap_b;
+SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS cast;
+RESET ROLE;
+RESET lake.role_max_pending_cast_bytes;
