@@ -373,6 +373,8 @@ lake_worker_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			admission_publish_limits();
 			pg_atomic_fetch_add_u64(&ws->reloads, 1);
+			/* The next expiry pass follows the TTL now in force. */
+			next_expiry = 0;
 		}
 
 		generation = installed_generation();
