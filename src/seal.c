@@ -20,11 +20,11 @@
 #include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "checkpoint.h"
 #include "cycle.h"
 #include "executor/spi.h"
 #include "guc.h"
 #include "landing.h"
+#include "publish.h"
 #include "seal.h"
 #include "storage/lmgr.h"
 #include "store.h"
@@ -35,8 +35,6 @@
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-
-PG_FUNCTION_INFO_V1(lake_seal);
 
 static Oid
 sealing_lock_object(void)
@@ -52,15 +50,6 @@ void
 seal_lock(void)
 {
 	LockDatabaseObject(sealing_lock_object(), 0, 0, ExclusiveLock);
-}
-
-void
-seal_wait(void)
-{
-	Oid			relid = sealing_lock_object();
-
-	LockDatabaseObject(relid, 0, 0, ShareLock);
-	UnlockDatabaseObject(relid, 0, 0, ShareLock);
 }
 
 /*
@@ -326,22 +315,7 @@ seal_run(void)
 	}
 
 	ForceSyncCommit();
-	cycle_prepare_commit(&cut, cycle, lsn, owners, nowners, positions, started);
+	publish_at_commit(&cut, cycle, lsn, owners, nowners, positions, started);
 	store_finish();
 	return cycle;
-}
-
-Datum
-lake_seal(PG_FUNCTION_ARGS)
-{
-	int64		cycle;
-
-	lake_require_preload();
-	access_require_admin();
-	checkpoint_require_own_transaction("lake.seal()");
-	cycle_wait_ready();
-	cycle = seal_run();
-	if (cycle == 0)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(cycle);
 }
