@@ -4,7 +4,10 @@
 #   many durable casts from 8 clients;
 # - await_durable with a timeout returns NULL on time when no seal can run
 #   (a session holds lake_data.cycle), and no waiter is left queued;
-# - a waiter's backend terminated while it waits leaves no queue entry.
+# - a waiter's backend terminated while it waits leaves no queue entry;
+# - the seal finds the tables of a re-created extension (it caches their
+#   OIDs until a relcache invalidation names them), in the worker and in a
+#   session's lake.seal().
 use strict;
 use warnings;
 
@@ -76,6 +79,18 @@ is($node->safe_psql('postgres',
 	"SELECT (c).lsn <= pg_current_wal_flush_lsn() FROM (SELECT lake.await_durable('$r'::lake.receipt) c) x"),
 	't', 'the held receipt becomes durable once seals can run');
 $holder->quit;
+
+# Re-created: new tables, new OIDs; the worker and a session both seal into them.
+$node->safe_psql('postgres', 'SELECT lake.seal()');
+$node->safe_psql('postgres', "DROP EXTENSION lake; CREATE EXTENSION lake; SELECT lake.create_owner('again');");
+is($node->safe_psql('postgres',
+	"SELECT (c).cycle, (c).position FROM (SELECT lake.cast_durable('again', NULL, NULL, '\\x03'::bytea) c) x"),
+	'1|1', 'after DROP and CREATE EXTENSION the worker seals into the new tables');
+is($node->safe_psql('postgres',
+	"SELECT lake.cast('again', NULL, NULL, '\\x04'::bytea) IS NOT NULL; SELECT lake.seal();"),
+	"t\n2", 'and so does lake.seal() in a session');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.trajectory(\'again\')'), '2',
+	'both landings are in the new log');
 
 $node->stop;
 done_testing();
