@@ -25,22 +25,17 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access.h"
-#include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "cycle.h"
-#include "digest.h"
 #include "executor/spi.h"
-#include "funcapi.h"
 #include "guc.h"
 #include "landing.h"
 #include "lifecycle.h"
 #include "logread.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "storage/condition_variable.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "store.h"
@@ -48,7 +43,6 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -73,13 +67,11 @@ typedef struct CycleShared
 	uint64		capacity;
 	uint64		head;			/* oldest record not yet sealed */
 	uint64		cut;			/* end of the prefix a sealer is writing */
-	int64		cut_last_seq;	/* the last seq in that prefix, 0 if none */
 	uint64		tail;			/* where the next record goes */
 	int64		pending;		/* records in [head, tail) */
 	int64		next_seq;		/* last seq issued in this epoch */
 	int64		sealed_seq;		/* every seq <= this is durable */
 	int64		sealed_cycle;
-	XLogRecPtr	sealed_lsn;
 	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake_data.lifecycle */
 	ConditionVariable space_cv;
 	ConditionVariable ready_cv;
@@ -909,18 +901,6 @@ cycle_receipt_settled(int32 epoch, int64 seq)
 	return settled;
 }
 
-/* Is receipt seq in the cut a sealer is writing now? */
-bool
-cycle_receipt_in_flight(int64 seq)
-{
-	bool		in_flight;
-
-	LWLockAcquire(&cs->lock, LW_SHARED);
-	in_flight = cs->cut != cs->head && cs->cut_last_seq >= seq;
-	LWLockRelease(&cs->lock);
-	return in_flight;
-}
-
 /* ----------------------------------------------------------------------
  * Sealing hand-over (seal.c holds the sealing lock around these)
  * ---------------------------------------------------------------------- */
@@ -960,7 +940,6 @@ cycle_cut(CycleCut *cut, int max_casts)
 	cut->end = off;
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	cs->cut = off;
-	cs->cut_last_seq = cut->last_seq;
 	LWLockRelease(&cs->lock);
 	cut_active = cut->ncasts > 0;
 	return cut->ncasts > 0;
@@ -974,7 +953,6 @@ cycle_uncut(void)
 		return;
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	cs->cut = cs->head;
-	cs->cut_last_seq = 0;
 	LWLockRelease(&cs->lock);
 	cut_active = false;
 }
@@ -984,7 +962,7 @@ cycle_uncut(void)
  * advance the sealed head. No error may escape from here.
  */
 void
-cycle_apply_seal(const CycleCut *cut, int64 cycle, XLogRecPtr lsn,
+cycle_apply_seal(const CycleCut *cut, int64 cycle,
 				 const SealedOwner *owners, int nowners, double took_ms)
 {
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
@@ -999,11 +977,9 @@ cycle_apply_seal(const CycleCut *cut, int64 cycle, XLogRecPtr lsn,
 	}
 	role_bytes_sealed(cs->head, cut->end);
 	cs->head = cs->cut = cut->end;
-	cs->cut_last_seq = 0;
 	cs->pending -= cut->ncasts;
 	cs->sealed_seq = cut->last_seq;
 	cs->sealed_cycle = cycle;
-	cs->sealed_lsn = lsn;
 	cs->stats.cycles_sealed++;
 	cs->stats.casts_sealed += cut->ncasts;
 	cs->stats.last_seal_ms = took_ms;

@@ -155,7 +155,6 @@ extern uint32 cycle_max_payload(void);
  */
 extern bool cycle_receipt_pending(int32 epoch, int64 seq, char *tenant);
 extern bool cycle_receipt_settled(int32 epoch, int64 seq);
-extern bool cycle_receipt_in_flight(int64 seq);
 
 /* Sealers (holding the sealing lock) */
 extern bool cycle_cut(CycleCut *cut, int max_casts);
@@ -163,7 +162,7 @@ extern CastRecord *cycle_record(uint64 offset);
 extern uint64 cycle_next(const CastRecord *r, uint64 offset);
 
 /* publish.c, at the end of a seal's transaction */
-extern void cycle_apply_seal(const CycleCut *cut, int64 cycle, XLogRecPtr lsn,
+extern void cycle_apply_seal(const CycleCut *cut, int64 cycle,
 							 const SealedOwner *owners, int nowners, double took_ms);
 extern void cycle_uncut(void);
 

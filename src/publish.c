@@ -61,7 +61,7 @@ publish(const SealCommit *sc)
 {
 	double		took = (double) GetCurrentTimestamp() / 1000.0 - sc->started_ms;
 
-	cycle_apply_seal(&sc->cut, sc->cycle, sc->lsn, sc->owners, sc->nowners, took);
+	cycle_apply_seal(&sc->cut, sc->cycle, sc->owners, sc->nowners, took);
 	waiter_release(sc->cut.epoch, sc->cut.first_seq, sc->cut.last_seq,
 				   sc->cycle, sc->positions, sc->lsn);
 }
