@@ -25,8 +25,6 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "access.h"
-#include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "cycle.h"
