@@ -10,8 +10,9 @@ MODULE_big  = lake
 OBJS        = src/lake.o src/guc.o src/args.o src/admission.o src/codec.o \
               src/digest.o src/store.o src/access.o src/operation.o \
               src/append.o src/stage.o src/lifecycle.o src/owner.o \
-              src/landing.o src/cycle.o src/seal.o src/logread.o \
-              src/recovery.o src/checkpoint.o src/worker.o
+              src/landing.o src/cycle.o src/waiter.o src/publish.o src/seal.o \
+              src/logread.o src/recovery.o src/checkpoint.o src/cast.o \
+              src/worker.o
 DATA        = sql/lake--$(EXTVERSION).sql
 SHLIB_LINK  = -lzstd
 PG_CPPFLAGS = -I$(srcdir)/src

@@ -193,6 +193,8 @@ for round in $(seq "$ROUNDS"); do
         pgbench_run "$round" ff16 trivial 16 cycles_trivial.sql 0
         pgbench_run "$round" ff16 lake 16 cycles_cast.sql 0
     fi
+    pgbench_run "$round" dur16 lake_ff 16 cycles_cast.sql 1
+    pgbench_run "$round" dur64 lake_ff 64 cycles_cast.sql 1
     for c in 16 64; do
         if [ $((round % 2)) -eq 1 ]; then
             pgbench_run "$round" "dur$c" lake "$c" cycles_durable.sql 1
@@ -316,7 +318,7 @@ profile_run() {
               print p[1] == w ? "worker" : "other", $2, $4, sym }' >"$base-samples.txt"
     awk '{ d[$3] += $2 } END { for (k in d) print d[k], k }' "$base-samples.txt" | sort -rn >"$base-dso.txt"
     awk '{ t += $2; k = $3 " " substr($0, index($0, $4)); s[k] += $2 } END { for (k in s) printf "%6.2f%%  %6d  %s\n", 100 * s[k] / t, s[k], k }' "$base-samples.txt" |
-        sort -k2,2nr | head -25 >"$base-top.txt"
+        sort -k2,2nr | awk 'NR <= 25' >"$base-top.txt"   # no SIGPIPE under pipefail
     samples=$(awk '{ t += $2 } END { print t + 0 }' "$base-samples.txt")
     wsamples=$(awk '$1 == "worker" { t += $2 } END { print t + 0 }' "$base-samples.txt")
     calls=$(awk -v t0="$t0" -v w=4 '$1 == "progress:" { e = $2 + 0; r = $4 + 0; lo = e - 1; hi = e
@@ -333,7 +335,7 @@ if [ $PERF_OK = 1 ]; then
         profile_run ff16 trivial 16 cycles_trivial.sql
         PROFILED="$PROFILED ff16"
     fi
-    if [ "$FORCE_PERF" = 1 ] || awk -v r="$(calc %.4f "$(mean dur16 lake 5) / ($(mean dur16 insert_sync_on 5) + 1e-9)")" 'BEGIN { exit !(r < 3) }'; then
+    if [ "$FORCE_PERF" = 1 ] || awk -v r="$(calc %.4f "$(mean dur16 lake 5) / ($(mean dur16 insert_sync_on 5) + 1e-9)")" 'BEGIN { exit !(r < 2) }'; then
         say "profiling cast_durable and the INSERT (perf, cpu-clock)"
         profile_run dur16 lake 16 cycles_durable.sql
         profile_run dur16 insert_sync_on 16 cycles_insert.sql
@@ -397,6 +399,7 @@ runwal() { awk -F'\t' -v k="$1" -v s="$2" 'NR > 1 && $2 == k && $3 == s { w += $
 FF_L=$(mean ff16 lake 5); FF_T=$(mean ff16 trivial 5)
 D16_L=$(mean dur16 lake 5); D16_ON=$(mean dur16 insert_sync_on 5); D16_OFF=$(mean dur16 insert_sync_off 5)
 D64_L=$(mean dur64 lake 5); D64_ON=$(mean dur64 insert_sync_on 5); D64_OFF=$(mean dur64 insert_sync_off 5)
+D16_FF=$(mean dur16 lake_ff 5); D64_FF=$(mean dur64 lake_ff 5)
 PGQ=$(mean dur16 pgq 5)
 FF_CASTS=$(awk -F'\t' 'NR > 1 && $2 == "ff16" && $3 == "lake" { c += $10; y += $11 } END { printf "%.0f %.0f", c, y }' "$RUNS")
 read -r FF_C FF_Y <<<"$FF_CASTS"
@@ -421,12 +424,31 @@ $PGVERSION; $(nproc) CPUs; the machine is shared and noisy (load average at the 
 
 Throwaway cluster (initdb by the script): \`shared_buffers = 1GB\`, \`max_connections = 150\`, \`max_wal_size = 32GB\`, \`checkpoint_timeout = 1h\`, \`autovacuum = off\`; \`fsync\`, \`synchronous_commit = on\`, \`full_page_writes = on\` (defaults); lake at its defaults (\`lake.cycle_interval = 10ms\`, \`lake.cycle_max_casts = 10000\`, \`lake.cycle_buffer_size = 16MB\`, \`lake.checkpoint_cycles = 1000\`). pgbench \`-M prepared -T $T\`, a \`CHECKPOINT\` before every run, $ROUNDS round(s) with the order of the systems alternated; figures are means over the rounds. Every cast is a no-step cast (from/to NULL) of a 256-byte JSON line (\`cycles.payload\`, the generator of \`bench/setup.sql\`, inlined), each client to its own owner \`c<client_id>\`; a new key per call.
 
+### The four systems (issue 11)
+
+Durable casts against PostgreSQL's own group commit, all in this run (tps: means over the rounds; each ratio's range over the rounds in brackets). \`sync INSERT\`: one-row INSERT per transaction, \`synchronous_commit = on\`; \`async INSERT\`: the same with \`synchronous_commit = off\`; \`cast\`: fire-and-forget \`lake.cast\`; \`cast_durable\`: \`lake.cast_durable\`.
+
+| clients | sync INSERT | async INSERT | \`cast\` | \`cast_durable\` | durable / sync INSERT (target >= 2.0) | durable / \`cast\` (>= 0.5) | durable / async INSERT (>= 1.0) | casts per cycle (durable) |
+|---|---|---|---|---|---|---|---|---|
+| 16 | $(fmt "$D16_ON") | $(fmt "$D16_OFF") | $(fmt "$D16_FF") | $(fmt "$D16_L") | **$(ratio "$D16_L" "$D16_ON")** ($(ratio_range dur16 lake insert_sync_on)) $(met "$(ratio "$D16_L" "$D16_ON")" ">=" 2) | **$(ratio "$D16_L" "$D16_FF")** ($(ratio_range dur16 lake lake_ff)) $(met "$(ratio "$D16_L" "$D16_FF")" ">=" 0.5) | **$(ratio "$D16_L" "$D16_OFF")** ($(ratio_range dur16 lake insert_sync_off)) $(met "$(ratio "$D16_L" "$D16_OFF")" ">=" 1.0) | $CPC16 |
+| 64 | $(fmt "$D64_ON") | $(fmt "$D64_OFF") | $(fmt "$D64_FF") | $(fmt "$D64_L") | **$(ratio "$D64_L" "$D64_ON")** ($(ratio_range dur64 lake insert_sync_on)) $(met "$(ratio "$D64_L" "$D64_ON")" ">=" 2) | **$(ratio "$D64_L" "$D64_FF")** ($(ratio_range dur64 lake lake_ff)) $(met "$(ratio "$D64_L" "$D64_FF")" ">=" 0.5) | **$(ratio "$D64_L" "$D64_OFF")** ($(ratio_range dur64 lake insert_sync_off)) $(met "$(ratio "$D64_L" "$D64_OFF")" ">=" 1.0) | $CPC64 |
+
+| measurement, 16 clients | \`cast_durable\` | sync INSERT | ratio | target | met? |
+|---|---|---|---|---|---|
+| latency p50 (pgbench per-transaction log) | $(lat dur16 lake 12) ms | $(lat dur16 insert_sync_on 12) ms | $(ratio "$(lat dur16 lake 12)" "$(lat dur16 insert_sync_on 12)") | <= 1.0 | $(met "$(ratio "$(lat dur16 lake 12)" "$(lat dur16 insert_sync_on 12)")" "<=" 1.0) |
+| latency p99 | $(lat dur16 lake 13) ms | $(lat dur16 insert_sync_on 13) ms | $(ratio "$(lat dur16 lake 13)" "$(lat dur16 insert_sync_on 13)") | <= 1.0 | $(met "$(ratio "$(lat dur16 lake 13)" "$(lat dur16 insert_sync_on 13)")" "<=" 1.0) |
+| WAL bytes per event (batch of $WAL_N, row 4 below) | $W_DUR B | $W_INS B | $(ratio "$W_DUR" "$W_INS") | <= 0.5 | $(met "$(ratio "$W_DUR" "$W_INS")" "<=" 0.5) |
+
+Baseline (issue 11, before this work, one run on another machine): durable / sync INSERT 0.65 (16 clients) and 0.84 (64); durable / \`cast\` 0.15 and 0.31; 9.2 and 48.2 casts per cycle.
+
+### Every target of this benchmark
+
 | # | measurement | lake | baseline | ratio | target | met? |
 |---|---|---|---|---|---|---|
 | 1 | fire-and-forget \`lake.cast\`, 16 clients — vs a trivial SQL call of the same shape (\`cycles.trivial(text, text, text, bytea) → lake.receipt\`) | $(fmt "$FF_L") casts/s | $(fmt "$FF_T") calls/s | **$(ratio "$FF_L" "$FF_T")** (rounds: $(ratio_range ff16 lake trivial)) | >= 0.7 | $(met "$(ratio "$FF_L" "$FF_T")" ">=" 0.7) |
-| 2a | \`lake.cast_durable\`, 16 clients — vs one-row INSERT per transaction, \`synchronous_commit = on\` | $(fmt "$D16_L") casts/s | $(fmt "$D16_ON") rows/s | **$(ratio "$D16_L" "$D16_ON")** (rounds: $(ratio_range dur16 lake insert_sync_on)) | >= 3 | $(met "$(ratio "$D16_L" "$D16_ON")" ">=" 3) |
+| 2a | \`lake.cast_durable\`, 16 clients — vs one-row INSERT per transaction, \`synchronous_commit = on\` | $(fmt "$D16_L") casts/s | $(fmt "$D16_ON") rows/s | **$(ratio "$D16_L" "$D16_ON")** (rounds: $(ratio_range dur16 lake insert_sync_on)) | >= 2.0 | $(met "$(ratio "$D16_L" "$D16_ON")" ">=" 2) |
 | 2b | the same — vs INSERT with \`synchronous_commit = off\` | $(fmt "$D16_L") casts/s | $(fmt "$D16_OFF") rows/s | **$(ratio "$D16_L" "$D16_OFF")** (rounds: $(ratio_range dur16 lake insert_sync_off)) | >= 1.0 | $(met "$(ratio "$D16_L" "$D16_OFF")" ">=" 1.0) |
-| 2c | \`lake.cast_durable\`, 64 clients — vs INSERT, \`synchronous_commit = on\` | $(fmt "$D64_L") casts/s | $(fmt "$D64_ON") rows/s | **$(ratio "$D64_L" "$D64_ON")** (rounds: $(ratio_range dur64 lake insert_sync_on)) | >= 3 | $(met "$(ratio "$D64_L" "$D64_ON")" ">=" 3) |
+| 2c | \`lake.cast_durable\`, 64 clients — vs INSERT, \`synchronous_commit = on\` | $(fmt "$D64_L") casts/s | $(fmt "$D64_ON") rows/s | **$(ratio "$D64_L" "$D64_ON")** (rounds: $(ratio_range dur64 lake insert_sync_on)) | >= 2.0 | $(met "$(ratio "$D64_L" "$D64_ON")" ">=" 2) |
 | 2d | the same — vs INSERT with \`synchronous_commit = off\` | $(fmt "$D64_L") casts/s | $(fmt "$D64_OFF") rows/s | **$(ratio "$D64_L" "$D64_OFF")** (rounds: $(ratio_range dur64 lake insert_sync_off)) | >= 1.0 | $(met "$(ratio "$D64_L" "$D64_OFF")" ">=" 1.0) |
 EOF
 if [ $HAVE_PGQ = 1 ]; then
@@ -544,8 +566,16 @@ echo
 echo "### Notes"
 echo
 DUR_PROF=""
-[ -n "$DL" ] && [ -n "$DI" ] && DUR_PROF=" The profile above puts a durable cast at about $DL µs of cluster CPU (the worker's share $DW µs) against $DI µs for the INSERT and its commit: on this 2-core machine the cluster is CPU-bound, so equal CPU per call means equal throughput, and 3× would need about $(calc %.0f "$DI / 3") µs per cast."
-echo "- **Durable casts (2a–2d, 3).** The worker seals one cycle at a time, and a cycle holds only the casts that arrived while the previous seal was being written: $CPC16 casts per cycle with 16 clients, $CPC64 with 64 (fire-and-forget: $CPC). Each seal is a transaction with its own forced \`fdatasync\`, a few SPI statements (the fence's two SELECTs, the cycle row, the per-owner rows), a \`ConditionVariableBroadcast\` that signals every waiting session, done or not (a \`kill()\` each), and sessions whose cast is in the cycle being written queue on the heavyweight sealing lock (\`seal_wait\`), which the next seal then has to wait for.${DUR_PROF} *What would close it:* wake only the sessions whose receipts a seal covered (a latch each, no broadcast, no lock queue in \`seal_wait\`); overlap the next cycle with the current flush (commit the seal without waiting, \`XLogFlush\` its LSN before publishing it, and let casts gather meanwhile), so cycles grow with load instead of being capped by the number of waiting sessions; and cut the seal's per-transaction work (insert through the table AM, keep the fence in shared memory). PgQ (3) is held back by the same per-event overhead as the INSERT (its \`insert_event\` is PL/pgSQL plus one row per event), so lake's ratio against it follows the INSERT ratio."
+[ -n "$DL" ] && [ -n "$DI" ] && DUR_PROF=" The profile above puts a durable cast at about $DL µs of cluster CPU (the worker's share $DW µs) against $DI µs for the INSERT and its commit: on this 2-core machine the cluster is CPU-bound, so equal CPU per call means equal throughput, and 2× would need about $(calc %.0f "$DI / 2") µs per cast."
+echo "- **Durable casts (2a–2d, 3; issue 11).** Waiting sessions now sleep on their own latches in a receipt-ordered queue (\`src/waiter.c\`, after \`SyncRepWakeQueue\`): a seal wakes exactly the sessions its cycle covered, with their coordinates filled in, and nobody queues on the sealing lock any more (the old \`ConditionVariableBroadcast\` signalled every waiter at every seal, and \`seal_wait\` put the covered sessions in a heavyweight lock queue the next seal had to pass). What remains is the seal's own shape: the worker still seals one cycle at a time and waits in each commit's \`fdatasync\`, so a cycle holds only the casts that arrived during the previous seal ($CPC16 casts per cycle with 16 clients, $CPC64 with 64, against $CPC fire-and-forget), and each seal is still a transaction of its own (start, the sealing lock, one index lookup for the writer epoch, three table-AM inserts with their index entries — no SPI statement since issue 11 — and the commit).${DUR_PROF} *What would close it:* pipelined seals (commit the seal with \`synchronous_commit = off\`, cut and write the next cycle at once, one \`XLogFlush\` covering several seals, publish a cycle and wake its waiters only once \`GetFlushRecPtr()\` passed its commit record, readers filtered by the published durable head), so cycles grow with load. PgQ (3) is held back by the same per-event overhead as the INSERT (its \`insert_event\` is PL/pgSQL plus one row per event), so lake's ratio against it follows the INSERT ratio."
+FL=$(prof_us ff16 lake 4)
+[ -n "$DL" ] && [ -n "$FL" ] && echo "- **CPU per durable cast (issue 11 target: <= 1.5 × a fire-and-forget cast's).** $DL µs against $FL µs: **$(ratio "$DL" "$FL")×** $(met "$(ratio "$DL" "$FL")" "<=" 1.5). The difference is the seal's per-transaction work spread over a small cycle (the worker's share: $DW µs per durable cast against $(prof_us ff16 lake 5) µs per fire-and-forget cast, whose cycles are ~$CPC casts) and the sleep/wake of each waiting session (kernel time)."
+WS=$OUT/perf-dur16-lake-samples.txt
+wshare() { # <awk key expression> <how many>: the worker's biggest shares
+    awk -v n="$2" '$1 == "worker" { k = '"$1"'; s[k] += $2; t += $2 } END { for (k in s) printf "%.1f\t%s\n", 100 * s[k] / t, k }' "$WS" |
+        sort -rn | awk -F'\t' -v n="$2" 'NR <= n { printf "%s`%s` %s %%", (NR > 1 ? ", " : ""), $2, $1 }'
+}
+[ -s "$WS" ] && echo "- **Where the worker's time goes (perf, durable casts at 16 clients; shares of the worker's samples).** By library: $(wshare '$3' 4); by symbol: $(wshare '$5' 8). The kernel's share is the WAL write and \`fdatasync\` of each seal's commit (the virtio doorbell, \`iowrite16\`) and the wake-ups: one flush per cycle of a few casts; \`libzstd\` compresses each of those small cycles on its own. Bigger cycles — pipelined seals — are what would spread both."
 echo "- **WAL (4).** A fire-and-forget cast costs $W_FF B of WAL against $W_INS B for a row: its landing is one of ~$CPC encoded together and zstd-compressed in one \`lake_data.cycle\` row. A durable cast costs $W_DUR B: its cycles are small (one row per owner per cycle in \`lake_data.cycle_owner\` and one commit record per ~$CPC16 casts)."
 echo "- **Latency (5b–5d).** The probe's cast + await_durable makes the worker seal at once (a waiter is present), so its p50 is about one seal; without a waiter a cast waits for the cycle timer (\`lake.cycle_interval = 10ms\` after the cycle's first cast) plus the seal."
 echo "- **Trajectory (6).** The read visits only the owner's cycles (\`lake_data.cycle_owner\`), but decodes each whole: its cost follows the landings in those cycles, not the log. The planner chooses the plan at every call on lake's unanalyzed tables; with the small log it hashes a sequential scan of \`lake_data.cycle\` (see the EXPLAIN above), which would grow with the log if the statistics said the table was small while it was not — a direct index probe per cycle would rule that out."

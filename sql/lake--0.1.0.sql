@@ -401,6 +401,6 @@ CREATE FUNCTION lake.stats(
     OUT last_seal_ms float8, OUT sealed_cycle bigint, OUT recovery_owners bigint,
     OUT recovery_applied bigint, OUT recovery_quarantined bigint,
     OUT recovery_ms float8, OUT recovery_tail bigint, OUT recovery_snapshot bigint,
-    OUT last_snapshot bigint)
+    OUT last_snapshot bigint, OUT sessions_waiting bigint)
     AS 'MODULE_PATHNAME', 'lake_stats'
     LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp;

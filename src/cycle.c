@@ -1,5 +1,6 @@
 /*
- * cycle.c — casts, the open cycle, and receipts made durable.
+ * cycle.c — the open cycle in shared memory: the ring of accepted casts,
+ * the owners' live states, and the hand-over with recovery.
  *
  * Design:
  *   - One LWLock ("lake cycle") covers the ring buffer of accepted casts
@@ -9,11 +10,11 @@
  *     way (lifecycles come from the backend's cache).
  *   - Ring offsets only grow; a record never straddles the end of the ring
  *     (a zero-length marker sends readers back to the start).
- *   - Sealers (holding the sealing lock, seal.c) cut a prefix, write it,
- *     and hand over what the commit makes true; this module's transaction
- *     callback applies it only at COMMIT — owner states, freed space,
- *     waiting sessions — and forgets the cut at ABORT, so a failed seal
- *     loses nothing and a receipt is never reported durable early.
+ *   - Sealers (holding the sealing lock, seal.c) cut a prefix and write it;
+ *     publish.c applies what the commit makes true (cycle_apply_seal) only
+ *     at COMMIT and gives the cut back (cycle_uncut) at ABORT, so a failed
+ *     seal loses nothing and a receipt is never reported durable early.
+ *     Waiting sessions are waiter.c's; the SQL entry points are cast.c's.
  *   - Receipts are (epoch, seq): seq restarts with every writer epoch, and
  *     the epoch grows durably at every recovery.
  */
@@ -24,23 +25,17 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access.h"
-#include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "cycle.h"
-#include "digest.h"
 #include "executor/spi.h"
-#include "funcapi.h"
 #include "guc.h"
 #include "landing.h"
 #include "lifecycle.h"
 #include "logread.h"
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "seal.h"
 #include "storage/condition_variable.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "store.h"
@@ -48,20 +43,8 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
-
-/* A session waiting for a receipt; the sealer fills it at commit. */
-typedef struct WaiterSlot
-{
-	int64		seq;			/* 0: not waiting */
-	int32		epoch;
-	bool		done;
-	int64		cycle;
-	int64		position;
-	XLogRecPtr	lsn;
-} WaiterSlot;
 
 /* Pending cast bytes of a role under lake.role_max_pending_cast_bytes. */
 typedef struct RoleBytes
@@ -84,21 +67,16 @@ typedef struct CycleShared
 	uint64		capacity;
 	uint64		head;			/* oldest record not yet sealed */
 	uint64		cut;			/* end of the prefix a sealer is writing */
-	int64		cut_last_seq;	/* the last seq in that prefix, 0 if none */
 	uint64		tail;			/* where the next record goes */
 	int64		pending;		/* records in [head, tail) */
 	int64		next_seq;		/* last seq issued in this epoch */
 	int64		sealed_seq;		/* every seq <= this is durable */
 	int64		sealed_cycle;
-	XLogRecPtr	sealed_lsn;
-	pg_atomic_uint32 waiters;
 	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake_data.lifecycle */
 	ConditionVariable space_cv;
-	ConditionVariable durable_cv;
 	ConditionVariable ready_cv;
 	/* figures for lake.stats() */
 	CycleStats	stats;
-	WaiterSlot *slots;			/* MaxBackends + 1, by BackendId */
 	RoleBytes  *role_bytes;		/* MaxBackends entries */
 	int			nrole_bytes;	/* entries in use */
 	char	   *ring;
@@ -106,40 +84,23 @@ typedef struct CycleShared
 
 static CycleShared *cs = NULL;
 
-/* What this backend's seal will make true if its transaction commits. */
-typedef struct SealCommit
-{
-	CycleCut	cut;
-	int64		cycle;
-	XLogRecPtr	lsn;
-	SealedOwner *owners;
-	int			nowners;
-	int64	   *positions;		/* by seq - cut.first_seq */
-	double		started_ms;
-} SealCommit;
-
 static bool prefaulted = false;
-static bool waiting = false;	/* this backend's waiter slot is registered */
-static bool exit_hook_set = false;
 static bool lifecycle_dirty = false;	/* this transaction edited lake_data.lifecycle */
 static uint64 seen_lifecycle_changes = 0;
 static void prefault_ring(void);
-static bool cut_active = false;
-static SealCommit *seal_commit = NULL;
-static MemoryContext seal_cxt = NULL;
+static bool cut_active = false;	/* this backend holds a cut not yet sealed */
 static Oid	seen_generation = InvalidOid;
 
 static Size
-slots_size(void)
+role_bytes_size(void)
 {
-	return MAXALIGN(sizeof(WaiterSlot) * (MaxBackends + 1)) +
-		MAXALIGN(sizeof(RoleBytes) * MaxBackends);
+	return MAXALIGN(sizeof(RoleBytes) * MaxBackends);
 }
 
 void
 cycle_shmem_request(void)
 {
-	RequestAddinShmemSpace(MAXALIGN(sizeof(CycleShared)) + slots_size() +
+	RequestAddinShmemSpace(MAXALIGN(sizeof(CycleShared)) + role_bytes_size() +
 						   MAXALIGN(lake_cycle_buffer_size));
 	owner_shmem_request();
 }
@@ -150,7 +111,7 @@ cycle_shmem_startup(void)
 	bool		found;
 
 	cs = ShmemInitStruct("lake cycle",
-						 MAXALIGN(sizeof(CycleShared)) + slots_size() +
+						 MAXALIGN(sizeof(CycleShared)) + role_bytes_size() +
 						 MAXALIGN(lake_cycle_buffer_size), &found);
 	if (!found)
 	{
@@ -158,16 +119,12 @@ cycle_shmem_startup(void)
 		cs->tranche = LWLockNewTrancheId();
 		LWLockInitialize(&cs->lock, cs->tranche);
 		cs->capacity = MAXALIGN_DOWN(lake_cycle_buffer_size);
-		pg_atomic_init_u32(&cs->waiters, 0);
 		pg_atomic_init_u64(&cs->lifecycle_changes, 0);
 		ConditionVariableInit(&cs->space_cv);
-		ConditionVariableInit(&cs->durable_cv);
 		ConditionVariableInit(&cs->ready_cv);
-		cs->slots = (WaiterSlot *) ((char *) cs + MAXALIGN(sizeof(CycleShared)));
-		memset(cs->slots, 0, slots_size());
-		cs->role_bytes = (RoleBytes *) ((char *) cs->slots +
-										MAXALIGN(sizeof(WaiterSlot) * (MaxBackends + 1)));
-		cs->ring = (char *) cs->slots + slots_size();
+		cs->role_bytes = (RoleBytes *) ((char *) cs + MAXALIGN(sizeof(CycleShared)));
+		memset(cs->role_bytes, 0, role_bytes_size());
+		cs->ring = (char *) cs->role_bytes + role_bytes_size();
 	}
 	LWLockRegisterTranche(cs->tranche, "lake cycle");
 	owner_shmem_startup();
@@ -185,12 +142,6 @@ cycle_pending(void)
 	return cs->pending;
 }
 
-bool
-cycle_has_waiters(void)
-{
-	return pg_atomic_read_u32(&cs->waiters) > 0;
-}
-
 void
 cycle_set_worker_latch(Latch *latch)
 {
@@ -199,8 +150,8 @@ cycle_set_worker_latch(Latch *latch)
 	cs->worker_latch = latch;
 }
 
-static void
-wake_worker(void)
+void
+cycle_wake_worker(void)
 {
 	Latch	   *latch = cs->worker_latch;
 
@@ -268,7 +219,6 @@ cycle_begin_recovery(void)
 	cs->sealed_seq = 0;
 	LWLockRelease(&cs->lock);
 	ConditionVariableBroadcast(&cs->space_cv);
-	ConditionVariableBroadcast(&cs->durable_cv);
 }
 
 void
@@ -283,7 +233,6 @@ cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 	cs->ready = true;
 	LWLockRelease(&cs->lock);
 	ConditionVariableBroadcast(&cs->ready_cv);
-	ConditionVariableBroadcast(&cs->durable_cv);
 }
 
 /*
@@ -363,7 +312,7 @@ cycle_wait_ready(void)
 					 errdetail("%s", why),
 					 errhint("The worker retries every second; the server log has the whole error.")));
 		}
-		wake_worker();
+		cycle_wake_worker();
 		ConditionVariableTimedSleep(&cs->ready_cv, 1000, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
@@ -433,78 +382,16 @@ cycle_current_generation(void)
 	return current_generation();
 }
 
+/* The largest payload a cast may carry: a quarter of the ring. */
+uint32
+cycle_max_payload(void)
+{
+	return cs->capacity / 4;
+}
+
 /* ----------------------------------------------------------------------
  * Casts
  * ---------------------------------------------------------------------- */
-
-/* A cast as the caller gave it. */
-typedef struct CastRequest
-{
-	char	   *owner;
-	char	   *from;
-	char	   *to;
-	bytea	   *payload;
-	bool		has_lap;
-	int64		expected_lap;
-	char	   *operation_id;
-	uint8		digest[LAKE_DIGEST_LEN];
-} CastRequest;
-
-static char *
-optional_phase(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-	return PG_ARGISNULL(argno) ? NULL : lake_arg_short_name(fcinfo, argno, what);
-}
-
-static void
-cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
-{
-	uint32		limit = cs->capacity / 4;
-
-	req->owner = lake_arg_short_name(fcinfo, 0, "owner");
-	req->from = optional_phase(fcinfo, 1, "from_phase");
-	req->to = optional_phase(fcinfo, 2, "to_phase");
-	if ((req->from == NULL) != (req->to == NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("from_phase and to_phase must be given together"),
-				 errhint("Give both for a move, or neither for a no-step cast.")));
-	req->payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_BYTEA_PP(3);
-	if (req->payload && VARSIZE_ANY_EXHDR(req->payload) > limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("cast payload of %d bytes exceeds the limit of %u bytes",
-						(int) VARSIZE_ANY_EXHDR(req->payload), limit),
-				 errdetail("A cast's payload may take at most a quarter of lake.cycle_buffer_size."),
-				 errhint("Store large payloads with lake.append and cast a reference to them.")));
-	req->has_lap = !PG_ARGISNULL(4);
-	req->expected_lap = req->has_lap ? PG_GETARG_INT64(4) : 0;
-	if (req->has_lap && req->expected_lap < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("expected_lap must not be negative, not " INT64_FORMAT,
-						req->expected_lap)));
-	req->operation_id = PG_ARGISNULL(5) ? NULL : lake_arg_name(fcinfo, 5, "operation_id");
-	if (req->operation_id != NULL && strlen(req->operation_id) > UINT16_MAX)
-		elog(ERROR, "lake: operation id too long");	/* lake_arg_name bounds it */
-
-	/* The content an operation id stands for: the move and the payload. */
-	if (req->operation_id != NULL)
-	{
-		LakeDigest *d = lake_digest_begin();
-		uint8		flags = (req->from ? LANDING_MOVE : 0) | (req->payload ? LANDING_PAYLOAD : 0);
-
-		lake_digest_update(d, &flags, 1);
-		if (req->from)
-		{
-			lake_digest_update(d, req->from, strlen(req->from) + 1);
-			lake_digest_update(d, req->to, strlen(req->to) + 1);
-		}
-		if (req->payload)
-			lake_digest_update(d, VARDATA_ANY(req->payload), VARSIZE_ANY_EXHDR(req->payload));
-		lake_digest_end(d, req->digest);
-	}
-}
 
 /*
  * The owner's entry, entered from the registry at its first use after
@@ -746,8 +633,8 @@ role_bytes_sealed(uint64 start, uint64 end)
  * Accept a cast or answer its replay: returns its receipt's seq (the
  * epoch is the current one, or *epoch for a sealed replay).
  */
-static int64
-cast_accept(const CastRequest *req, int32 *epoch)
+int64
+cycle_accept(const CastRequest *req, int32 *epoch)
 {
 	const Lifecycle *lc = NULL;
 	OwnerState *o = NULL;
@@ -852,7 +739,7 @@ cast_accept(const CastRequest *req, int32 *epoch)
 		if (!reserve(len, &at))
 		{
 			LWLockRelease(&cs->lock);
-			wake_worker();
+			cycle_wake_worker();
 			if (!sleeping)
 			{
 				deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -900,78 +787,59 @@ cast_accept(const CastRequest *req, int32 *epoch)
 			ConditionVariableCancelSleep();
 		/* The worker times the cycle from its first cast. */
 		if (pending == 1 || pending >= lake_cycle_max_casts)
-			wake_worker();
+			cycle_wake_worker();
 		return seq;
 	}
 }
 
-/* The function's composite result type, looked up once per call site. */
-static TupleDesc
-result_desc(FunctionCallInfo fcinfo)
+uint64
+cycle_lifecycle_changes(void)
 {
-	if (fcinfo->flinfo->fn_extra == NULL)
-	{
-		TupleDesc	tupdesc;
-		MemoryContext old;
-
-		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "return type must be a row type");
-		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		fcinfo->flinfo->fn_extra = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
-		MemoryContextSwitchTo(old);
-	}
-	return (TupleDesc) fcinfo->flinfo->fn_extra;
+	return pg_atomic_read_u64(&cs->lifecycle_changes);
 }
 
-static Datum
-receipt_datum(FunctionCallInfo fcinfo, int32 epoch, int64 seq)
-{
-	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
-	bool		nulls[2] = {false, false};
+PG_FUNCTION_INFO_V1(lake_lifecycle_changed);
 
-	return HeapTupleGetDatum(heap_form_tuple(result_desc(fcinfo), values, nulls));
-}
-
-static Datum
-coordinate_datum(FunctionCallInfo fcinfo, const LogReceipt *c)
-{
-	Datum		values[3] = {Int64GetDatum(c->cycle), Int64GetDatum(c->position),
-	LSNGetDatum(c->lsn)};
-	bool		nulls[3] = {false, false, false};
-
-	return HeapTupleGetDatum(heap_form_tuple(result_desc(fcinfo), values, nulls));
-}
-
-PG_FUNCTION_INFO_V1(lake_cast);
-PG_FUNCTION_INFO_V1(lake_await_durable);
-PG_FUNCTION_INFO_V1(lake_cast_durable);
-
+/*
+ * Trigger on UPDATE or DELETE of lake_data.lifecycle: once the transaction
+ * commits, sessions reload their lifecycles and the worker seals what is
+ * pending and recovers every owner against the lifecycles as they are now
+ * (quarantining any whose durable steps no longer apply). Lifecycles are
+ * meant to stay as defined; this keeps a hand edit coherent.
+ */
 Datum
-lake_cast(PG_FUNCTION_ARGS)
+lake_lifecycle_changed(PG_FUNCTION_ARGS)
 {
-	CastRequest req;
-	int32		epoch;
-	int64		seq;
-
-	lake_require_preload();
-	cast_arguments(fcinfo, &req);
-	cycle_wait_ready();
-	seq = cast_accept(&req, &epoch);
-	PG_RETURN_DATUM(receipt_datum(fcinfo, epoch, seq));
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "lake_lifecycle_changed: not called as a trigger");
+	if (cs != NULL)
+		lifecycle_dirty = true;
+	return PointerGetDatum(NULL);
 }
 
-/* Withdraw this backend's waiter slot, once, however the wait ends. */
+/* Made visible: every cache and every live owner must follow an edit. */
 static void
-waiter_unregister(int code, Datum arg)
+cycle_xact_callback(XactEvent event, void *arg)
 {
-	if (!waiting)
+	if (!lifecycle_dirty || (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT))
 		return;
-	waiting = false;
-	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-	cs->slots[MyBackendId].seq = 0;
-	LWLockRelease(&cs->lock);
-	pg_atomic_fetch_sub_u32(&cs->waiters, 1);
+	if (event == XACT_EVENT_COMMIT)
+	{
+		pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
+		cycle_wake_worker();
+	}
+	lifecycle_dirty = false;
 }
+
+void
+cycle_init(void)
+{
+	RegisterXactCallback(cycle_xact_callback, NULL);
+}
+
+/* ----------------------------------------------------------------------
+ * Receipts
+ * ---------------------------------------------------------------------- */
 
 /* The pending record of receipt seq of this epoch, or NULL (lock held). */
 static const CastRecord *
@@ -989,62 +857,16 @@ pending_receipt(int64 seq)
 }
 
 /*
- * The tenant of a registered owner, or "" (no tenant anyone holds) for one
- * no longer registered. The store must be connected.
+ * Is receipt (epoch, seq) still in the ring? If so, *tenant (NAMEDATALEN)
+ * gets its owner's tenant; if not, it is history: sealed, or lost with its
+ * epoch. 22023 for a receipt that was never issued.
  */
-static const char *
-registered_tenant(int32 owner_id)
+bool
+cycle_receipt_pending(int32 epoch, int64 seq, char *tenant)
 {
-	static SPIPlanPtr plan;
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(owner_id)};
-	bool		isnull;
-
-	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT o.tenant FROM lake_data.owner o "
-									"WHERE o.id OPERATOR(pg_catalog.=) $1", 1, types),
-						 values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "lake: owner lookup failed");
-	if (SPI_processed == 0)
-		return "";
-	return TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-}
-
-/*
- * 42501 unless the caller holds the tenant of the receipt's owner, naming
- * only the receipt: a receipt of another tenant is not told apart from one
- * of a tenant the caller may not see for any other reason.
- */
-static void
-require_receipt_tenant(const char *tenant, int32 epoch, int64 seq)
-{
-	store_connect();
-	access_require_tenant_for(tenant, psprintf("receipt (%d," INT64_FORMAT ")", epoch, seq));
-	store_finish();
-}
-
-/*
- * Wait until receipt (epoch, seq) is durable and fill *out; false on
- * timeout. LK006 if it can never be (lost with its epoch). Epoch and seq
- * are at least 1: lake_await_durable refuses anything lower.
- */
-static bool
-await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
-{
-	WaiterSlot *slot = &cs->slots[MyBackendId];
-	TimestampTz deadline = timeout_ms >= 0 ?
-		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms) : 0;
-	bool		ok = false;
-	bool		history = false;
-
-	Oid			caller = GetUserId();
-	bool		checked = false;
 	const CastRecord *r = NULL;
 
-	cycle_wait_ready();
-	AcceptInvalidationMessages();
-retry:
-	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&cs->lock, LW_SHARED);
 	if (epoch == cs->epoch && seq > cs->next_seq)
 	{
 		LWLockRelease(&cs->lock);
@@ -1059,159 +881,24 @@ retry:
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("receipt (%d," INT64_FORMAT ") is from an epoch that has not begun", epoch, seq)));
 	}
-	history = epoch != cs->epoch || seq <= cs->sealed_seq ||
-		(r = pending_receipt(seq)) == NULL;
-	if (!history && !checked && !access_tenant_cached(caller, r->owner->tenant))
-	{
-		char		tenant[NAMEDATALEN];
-
+	if (epoch == cs->epoch && seq > cs->sealed_seq)
+		r = pending_receipt(seq);
+	if (r != NULL)
 		strlcpy(tenant, r->owner->tenant, NAMEDATALEN);
-		LWLockRelease(&cs->lock);
-		require_receipt_tenant(tenant, epoch, seq);
-		checked = true;
-		goto retry;
-	}
-	if (!history)
-	{
-		if (!exit_hook_set)
-		{
-			/* A FATAL exit does not unwind PG_FINALLY: clean up there too. */
-			before_shmem_exit(waiter_unregister, (Datum) 0);
-			exit_hook_set = true;
-		}
-		slot->epoch = epoch;
-		slot->seq = seq;
-		slot->done = false;
-		waiting = true;
-		pg_atomic_fetch_add_u32(&cs->waiters, 1);
-	}
 	LWLockRelease(&cs->lock);
-
-	if (!history)
-	{
-		PG_TRY();
-		{
-			/* Waiters must not pay the interval: the worker seals now. */
-			wake_worker();
-			ConditionVariablePrepareToSleep(&cs->durable_cv);
-			for (;;)
-			{
-				long		left = 1000;
-				bool		in_flight;
-
-				LWLockAcquire(&cs->lock, LW_SHARED);
-				if (slot->done)
-				{
-					out->cycle = slot->cycle;
-					out->position = slot->position;
-					out->lsn = slot->lsn;
-					ok = true;
-				}
-				else if (cs->epoch != epoch || cs->sealed_seq >= seq)
-					history = true;
-				in_flight = cs->cut != cs->head && cs->cut_last_seq >= seq;
-				LWLockRelease(&cs->lock);
-				if (ok || history)
-					break;
-				if (in_flight)
-				{
-					/*
-					 * Its cycle is being sealed: wait for that transaction as
-					 * a lock wait (visible in pg_locks, cancellable, seen by
-					 * the deadlock detector), then look again.
-					 */
-					seal_wait();
-					continue;
-				}
-				if (timeout_ms >= 0)
-				{
-					left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-					if (left <= 0)
-						break;
-				}
-				ConditionVariableTimedSleep(&cs->durable_cv, left, PG_WAIT_EXTENSION);
-			}
-			ConditionVariableCancelSleep();
-		}
-		PG_FINALLY();
-		{
-			waiter_unregister(0, (Datum) 0);
-		}
-		PG_END_TRY();
-	}
-	if (history)
-	{
-		store_connect();
-		ok = log_find_receipt(epoch, seq, out);
-		if (ok && !checked)
-			require_receipt_tenant(registered_tenant(out->owner_id), epoch, seq);
-		store_finish();
-		if (!ok)
-			ereport(ERROR,
-					(errcode(ERRCODE_LAKE_NOT_DURABLE),
-					 errmsg("receipt (%d," INT64_FORMAT ") can never become durable", epoch, seq),
-					 errdetail("The cast was accepted but lost with a crash or restart before its cycle was sealed."),
-					 errhint("Cast it again.")));
-	}
-	return ok;
+	return r != NULL;
 }
 
-Datum
-lake_await_durable(PG_FUNCTION_ARGS)
+/* Is receipt (epoch, seq) sealed, or lost with an epoch that ended? */
+bool
+cycle_receipt_settled(int32 epoch, int64 seq)
 {
-	HeapTupleHeader receipt;
-	bool		isnull_epoch;
-	bool		isnull_seq;
-	int32		epoch;
-	int64		seq;
-	int			timeout = -1;
-	LogReceipt	c;
+	bool		settled;
 
-	lake_require_preload();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("receipt must not be NULL")));
-	receipt = PG_GETARG_HEAPTUPLEHEADER(0);
-	epoch = DatumGetInt32(GetAttributeByNum(receipt, 1, &isnull_epoch));
-	seq = DatumGetInt64(GetAttributeByNum(receipt, 2, &isnull_seq));
-	if (isnull_epoch || isnull_seq)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("receipt epoch and seq must not be NULL")));
-	/* Epochs and seqs count from 1: anything lower was never a receipt. */
-	if (epoch < 1 || seq < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("receipt (%d," INT64_FORMAT ") was never issued", epoch, seq),
-				 errdetail("Receipt epochs and seqs start at 1.")));
-	if (!PG_ARGISNULL(1))
-	{
-		timeout = PG_GETARG_INT32(1);
-		if (timeout < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("timeout_ms must not be negative, not %d", timeout)));
-	}
-	if (!await_receipt(epoch, seq, timeout, &c))
-		PG_RETURN_NULL();
-	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
-}
-
-Datum
-lake_cast_durable(PG_FUNCTION_ARGS)
-{
-	CastRequest req;
-	int32		epoch;
-	int64		seq;
-	LogReceipt	c;
-
-	lake_require_preload();
-	cast_arguments(fcinfo, &req);
-	cycle_wait_ready();
-	seq = cast_accept(&req, &epoch);
-	(void) await_receipt(epoch, seq, -1, &c);
-	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	settled = cs->epoch != epoch || cs->sealed_seq >= seq;
+	LWLockRelease(&cs->lock);
+	return settled;
 }
 
 /* ----------------------------------------------------------------------
@@ -1253,196 +940,51 @@ cycle_cut(CycleCut *cut, int max_casts)
 	cut->end = off;
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	cs->cut = off;
-	cs->cut_last_seq = cut->last_seq;
 	LWLockRelease(&cs->lock);
 	cut_active = cut->ncasts > 0;
 	return cut->ncasts > 0;
 }
 
-/* Keep what the seal makes true until its transaction commits. */
+/* A seal's transaction aborted: its cut stays pending for the next seal. */
 void
-cycle_prepare_commit(const CycleCut *cut, int64 cycle, XLogRecPtr lsn,
-					 SealedOwner *owners, int nowners, int64 *positions,
-					 double started_ms)
+cycle_uncut(void)
 {
-	MemoryContext old;
-
-	if (seal_cxt == NULL)
-		seal_cxt = AllocSetContextCreate(TopMemoryContext, "lake seal",
-										 ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(seal_cxt);
-	seal_commit = palloc(sizeof(SealCommit));
-	seal_commit->cut = *cut;
-	seal_commit->cycle = cycle;
-	seal_commit->lsn = lsn;
-	seal_commit->nowners = nowners;
-	seal_commit->owners = palloc(sizeof(SealedOwner) * nowners);
-	memcpy(seal_commit->owners, owners, sizeof(SealedOwner) * nowners);
-	seal_commit->positions = palloc(sizeof(int64) * cut->ncasts);
-	memcpy(seal_commit->positions, positions, sizeof(int64) * cut->ncasts);
-	seal_commit->started_ms = started_ms;
-	MemoryContextSwitchTo(old);
-}
-
-static double
-now_ms(void)
-{
-	return (double) GetCurrentTimestamp() / 1000.0;
-}
-
-/* The seal committed: make it live. No error may escape from here. */
-static void
-seal_committed(void)
-{
-	SealCommit *sc = seal_commit;
-	double		took = now_ms() - sc->started_ms;
-
+	if (!cut_active)
+		return;
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < sc->nowners; i++)
+	cs->cut = cs->head;
+	LWLockRelease(&cs->lock);
+	cut_active = false;
+}
+
+/*
+ * A seal committed: make its owners' states live, free its records and
+ * advance the sealed head. No error may escape from here.
+ */
+void
+cycle_apply_seal(const CycleCut *cut, int64 cycle,
+				 const SealedOwner *owners, int nowners, double took_ms)
+{
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < nowners; i++)
 	{
-		SealedOwner *so = &sc->owners[i];
+		const SealedOwner *so = &owners[i];
 
 		so->owner->phase = so->phase;
 		so->owner->lap = so->lap;
 		so->owner->position = so->position;
 		so->owner->pending -= so->count;
 	}
-	for (int b = 1; b <= MaxBackends && pg_atomic_read_u32(&cs->waiters) > 0; b++)
-	{
-		WaiterSlot *w = &cs->slots[b];
-
-		if (w->seq >= sc->cut.first_seq && w->seq <= sc->cut.last_seq &&
-			w->epoch == sc->cut.epoch && !w->done)
-		{
-			w->cycle = sc->cycle;
-			w->position = sc->positions[w->seq - sc->cut.first_seq];
-			w->lsn = sc->lsn;
-			w->done = true;
-		}
-	}
-	role_bytes_sealed(cs->head, sc->cut.end);
-	cs->head = cs->cut = sc->cut.end;
-	cs->cut_last_seq = 0;
-	cs->pending -= sc->cut.ncasts;
-	cs->sealed_seq = sc->cut.last_seq;
-	cs->sealed_cycle = sc->cycle;
-	cs->sealed_lsn = sc->lsn;
+	role_bytes_sealed(cs->head, cut->end);
+	cs->head = cs->cut = cut->end;
+	cs->pending -= cut->ncasts;
+	cs->sealed_seq = cut->last_seq;
+	cs->sealed_cycle = cycle;
 	cs->stats.cycles_sealed++;
-	cs->stats.casts_sealed += sc->cut.ncasts;
-	cs->stats.last_seal_ms = took;
+	cs->stats.casts_sealed += cut->ncasts;
+	cs->stats.last_seal_ms = took_ms;
 	LWLockRelease(&cs->lock);
-	ConditionVariableBroadcast(&cs->durable_cv);
+	cut_active = false;
 	ConditionVariableBroadcast(&cs->space_cv);
 }
 
-static void
-seal_forget(void)
-{
-	if (seal_cxt != NULL)
-		MemoryContextReset(seal_cxt);
-	seal_commit = NULL;
-	cut_active = false;
-}
-
-static void
-cycle_xact_callback(XactEvent event, void *arg)
-{
-	if (lifecycle_dirty && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT))
-	{
-		/* Made visible: every cache and every live owner must follow it. */
-		if (event == XACT_EVENT_COMMIT)
-		{
-			pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
-			wake_worker();
-		}
-		lifecycle_dirty = false;
-	}
-	if (!cut_active)
-		return;
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-			if (seal_commit != NULL)
-				seal_committed();
-			seal_forget();
-			break;
-		case XACT_EVENT_ABORT:
-			/* The cut stays pending: the next seal takes it again. */
-			LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-			cs->cut = cs->head;
-			cs->cut_last_seq = 0;
-			LWLockRelease(&cs->lock);
-			seal_forget();
-			break;
-		default:
-			break;
-	}
-}
-
-uint64
-cycle_lifecycle_changes(void)
-{
-	return pg_atomic_read_u64(&cs->lifecycle_changes);
-}
-
-PG_FUNCTION_INFO_V1(lake_lifecycle_changed);
-
-/*
- * Trigger on UPDATE or DELETE of lake_data.lifecycle: once the transaction
- * commits, sessions reload their lifecycles and the worker seals what is
- * pending and recovers every owner against the lifecycles as they are now
- * (quarantining any whose durable steps no longer apply). Lifecycles are
- * meant to stay as defined; this keeps a hand edit coherent.
- */
-Datum
-lake_lifecycle_changed(PG_FUNCTION_ARGS)
-{
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "lake_lifecycle_changed: not called as a trigger");
-	if (cs != NULL)
-		lifecycle_dirty = true;
-	return PointerGetDatum(NULL);
-}
-
-void
-cycle_init(void)
-{
-	RegisterXactCallback(cycle_xact_callback, NULL);
-}
-
-/* ----------------------------------------------------------------------
- * lake.owner_state
- * ---------------------------------------------------------------------- */
-
-PG_FUNCTION_INFO_V1(lake_owner_state);
-
-Datum
-lake_owner_state(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *name;
-	const Lifecycle *lc;
-	OwnerState *o;
-	OwnerState	copy;
-	Datum		values[6];
-	bool		nulls[6] = {0};
-
-	lake_require_preload();
-	name = lake_arg_short_name(fcinfo, 0, "owner");
-	InitMaterializedSRF(fcinfo, 0);
-	cycle_wait_ready();
-	o = cycle_owner_entry(name, &lc, true, NULL);
-	LWLockAcquire(&cs->lock, LW_SHARED);
-	copy = *o;
-	LWLockRelease(&cs->lock);
-
-	values[0] = CStringGetTextDatum(lc->phases[copy.phase]);
-	values[1] = Int64GetDatum(copy.lap);
-	values[2] = Int64GetDatum(copy.position);
-	values[3] = Int32GetDatum(copy.pending);
-	values[4] = BoolGetDatum(copy.quarantined);
-	values[5] = CStringGetTextDatum(copy.reason);
-	nulls[5] = !copy.quarantined;
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	return (Datum) 0;
-}

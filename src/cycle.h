@@ -5,9 +5,9 @@
  * acceptance order, each with its receipt (epoch, seq). A sealer (the
  * worker, or a session in lake.seal()) cuts a prefix of the buffer, writes
  * it as one cycle in one transaction, and — only once that transaction has
- * committed — frees the prefix, advances the owners' live state and wakes
- * the sessions awaiting those receipts. If the transaction aborts the
- * prefix stays pending for the next seal.
+ * committed (publish.h) — frees the prefix, advances the owners' live
+ * state and wakes the sessions awaiting those receipts (waiter.h). If the
+ * transaction aborts the prefix stays pending for the next seal.
  */
 #ifndef LAKE_CYCLE_H
 #define LAKE_CYCLE_H
@@ -80,6 +80,19 @@ typedef struct CycleCut
 	int32		epoch;
 } CycleCut;
 
+/* A cast as the caller gave it (cast.c parses it). */
+typedef struct CastRequest
+{
+	char	   *owner;
+	char	   *from;
+	char	   *to;
+	bytea	   *payload;
+	bool		has_lap;
+	int64		expected_lap;
+	char	   *operation_id;
+	uint8		digest[LAKE_DIGEST_LEN];
+} CastRequest;
+
 /* Owner states a seal will make live once it has committed. */
 typedef struct SealedOwner
 {
@@ -122,18 +135,36 @@ extern uint64 cycle_lifecycle_changes(void);
 extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 								  const RecoveryFigures *figures);
 extern int64 cycle_pending(void);
-extern bool cycle_has_waiters(void);
 struct Latch;
 extern void cycle_set_worker_latch(struct Latch *latch);
+extern void cycle_wake_worker(void);
 extern void cycle_stats(CycleStats *out);
+
+/*
+ * Casts: accept one (or answer its replay) and return its receipt's seq;
+ * *epoch is the current epoch, or a sealed replay's. Payloads are at most
+ * cycle_max_payload() bytes.
+ */
+extern int64 cycle_accept(const CastRequest *req, int32 *epoch);
+extern uint32 cycle_max_payload(void);
+
+/*
+ * Receipts: still in the ring (*tenant, NAMEDATALEN, gets its owner's
+ * tenant; 22023 if never issued)? Settled (sealed, or lost with an epoch
+ * that ended)?
+ */
+extern bool cycle_receipt_pending(int32 epoch, int64 seq, char *tenant);
+extern bool cycle_receipt_settled(int32 epoch, int64 seq);
 
 /* Sealers (holding the sealing lock) */
 extern bool cycle_cut(CycleCut *cut, int max_casts);
 extern CastRecord *cycle_record(uint64 offset);
 extern uint64 cycle_next(const CastRecord *r, uint64 offset);
-extern void cycle_prepare_commit(const CycleCut *cut, int64 cycle, XLogRecPtr lsn,
-								 SealedOwner *owners, int nowners,
-								 int64 *positions, double started_ms);
+
+/* publish.c, at the end of a seal's transaction */
+extern void cycle_apply_seal(const CycleCut *cut, int64 cycle,
+							 const SealedOwner *owners, int nowners, double took_ms);
+extern void cycle_uncut(void);
 
 /* The sealed head and the newest snapshot. */
 extern int64 cycle_sealed_cycle(void);

@@ -9,8 +9,10 @@
 #include "fmgr.h"
 #include "guc.h"
 #include "miscadmin.h"
+#include "publish.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "waiter.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
@@ -27,6 +29,7 @@ lake_shmem_request(void)
 		prev_shmem_request_hook();
 	admission_shmem_request();
 	cycle_shmem_request();
+	waiter_shmem_request();
 	worker_shmem_request();
 }
 
@@ -38,6 +41,7 @@ lake_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	admission_shmem_startup();
 	cycle_shmem_startup();
+	waiter_shmem_startup();
 	worker_shmem_startup();
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -55,6 +59,7 @@ _PG_init(void)
 	lake_guc_init();
 	admission_init();
 	cycle_init();
+	publish_init();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = lake_shmem_request;

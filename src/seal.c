@@ -5,38 +5,44 @@
  * lake_data.cycle's OID) to its commit, so sealers never overlap. Each seal is
  * fenced against its base: the durable writer epoch must still be the one
  * this incarnation recovered under, and the sealed head must be the one it
- * knows — otherwise it refuses and writes nothing. The landings of the
- * cycle are encoded together (landing.h) and zstd-compressed into one
- * row; lake_data.cycle_owner gets one row per owner in the cycle (what makes a
- * trajectory read proportional to that owner), lake_data.cast_operation one per
- * idempotent cast. The commit is forced to be synchronous: a coordinate is
- * only ever handed out for a flushed cycle.
+ * knows — otherwise it refuses and writes nothing. The head is kept in
+ * shared memory (set from lake_data.cycle by recovery, advanced by each
+ * published seal, both under the sealing lock); the writer epoch is read
+ * from its row, so a zombie whose epoch was superseded writes nothing. The
+ * landings of the cycle are encoded together (landing.h) and
+ * zstd-compressed into one row; lake_data.cycle_owner gets one row per owner
+ * in the cycle (what makes a trajectory read proportional to that owner),
+ * lake_data.cast_operation one per idempotent cast. The rows go in through
+ * the table AM and the executor's index insertion, not SPI: no statement is
+ * planned or run per seal, and the three tables' OIDs are looked up once
+ * (until a relcache invalidation names one of them). The commit is forced
+ * to be synchronous: a coordinate is only ever handed out for a flushed
+ * cycle.
  */
 #include "lake.h"
 
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "access.h"
-#include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "checkpoint.h"
 #include "cycle.h"
-#include "executor/spi.h"
+#include "executor/executor.h"
 #include "guc.h"
 #include "landing.h"
+#include "publish.h"
 #include "seal.h"
 #include "storage/lmgr.h"
 #include "store.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-
-PG_FUNCTION_INFO_V1(lake_seal);
 
 static Oid
 sealing_lock_object(void)
@@ -54,36 +60,26 @@ seal_lock(void)
 	LockDatabaseObject(sealing_lock_object(), 0, 0, ExclusiveLock);
 }
 
-void
-seal_wait(void)
-{
-	Oid			relid = sealing_lock_object();
-
-	LockDatabaseObject(relid, 0, 0, ShareLock);
-	UnlockDatabaseObject(relid, 0, 0, ShareLock);
-}
-
 /*
- * Refuse (writing nothing) unless this sealer's base is the durable head.
- * Both are read from their indexes with the latest snapshot, after the
- * sealing lock was granted: a seal another process committed while we
- * waited for the lock must be seen (the statement's snapshot would not).
+ * Refuse (writing nothing) unless this sealer's base is the durable head:
+ * the state it cut from must belong to this incarnation of the extension,
+ * its epoch must be the durable writer epoch (read from its index with the
+ * latest snapshot, after the sealing lock was granted), and its base the
+ * head in shared memory, which only sealers holding that lock advance.
  */
 static void
 check_fence(const CycleCut *cut, int64 base)
 {
-	Snapshot	latest = GetLatestSnapshot();
-	Datum		cycle_row[10];
-	bool		cycle_nulls[10];
 	Datum		writer_row[2];
 	bool		writer_nulls[2];
-	int64		head;
 	int32		epoch;
+	int64		head = cycle_sealed_cycle();
 
-	head = store_fetch("cycle", "cycle_pkey", latest, NULL, 0,
-					   BackwardScanDirection, cycle_row, cycle_nulls) ?
-		DatumGetInt64(cycle_row[0]) : 0;
-	if (!store_fetch("writer", "writer_pkey", latest, NULL, 0,
+	if (!cycle_serves(cycle_current_generation()))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("seal refused: the extension was re-created since its casts were accepted")));
+	if (!store_fetch("writer", "writer_pkey", GetLatestSnapshot(), NULL, 0,
 					 ForwardScanDirection, writer_row, writer_nulls))
 		elog(ERROR, "lake: the writer epoch row is missing");
 	epoch = DatumGetInt32(writer_row[1]);
@@ -94,6 +90,89 @@ check_fence(const CycleCut *cut, int64 base)
 				 errmsg("seal refused: its base is not the sealed head"),
 				 errdetail("This sealer has epoch %d and base cycle " INT64_FORMAT "; the durable epoch is %d and the head is cycle " INT64_FORMAT ".",
 						   cut->epoch, base, epoch, head)));
+}
+
+/* ----------------------------------------------------------------------
+ * The seal's tables, reached through the table AM
+ * ---------------------------------------------------------------------- */
+
+typedef enum SealTable
+{
+	SEAL_CYCLE,
+	SEAL_CYCLE_OWNER,
+	SEAL_CAST_OPERATION,
+	SEAL_NTABLES
+} SealTable;
+
+static const char *const seal_table_names[SEAL_NTABLES] = {"cycle", "cycle_owner", "cast_operation"};
+static Oid	seal_table_oids[SEAL_NTABLES];
+static bool seal_tables_known = false;
+static bool seal_callback_set = false;
+
+/* A relcache invalidation of one of them (or of all): look them up again. */
+static void
+seal_tables_invalidate(Datum arg, Oid relid)
+{
+	for (int i = 0; i < SEAL_NTABLES; i++)
+		if (relid == InvalidOid || relid == seal_table_oids[i])
+			seal_tables_known = false;
+}
+
+static Oid
+seal_table(SealTable t)
+{
+	if (!seal_callback_set)
+	{
+		CacheRegisterRelcacheCallback(seal_tables_invalidate, (Datum) 0);
+		seal_callback_set = true;
+	}
+	if (!seal_tables_known)
+	{
+		Oid			nsp = get_namespace_oid(LAKE_DATA_SCHEMA, false);
+
+		for (int i = 0; i < SEAL_NTABLES; i++)
+		{
+			seal_table_oids[i] = get_relname_relid(seal_table_names[i], nsp);
+			if (!OidIsValid(seal_table_oids[i]))
+				elog(ERROR, "lake: table %s.%s is missing", LAKE_DATA_SCHEMA, seal_table_names[i]);
+		}
+		seal_tables_known = true;
+	}
+	return seal_table_oids[t];
+}
+
+/*
+ * Insert 'nrows' rows of the table's width (values and nulls row after
+ * row) and their index entries, as an INSERT would but without a plan:
+ * the tables have no triggers, no constraints but their keys, and plain
+ * btree indexes.
+ */
+static void
+insert_rows(SealTable t, int nrows, Datum *values, bool *nulls)
+{
+	Relation	rel = table_open(seal_table(t), RowExclusiveLock);
+	int			natts = RelationGetDescr(rel)->natts;
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	CommandId	cid = GetCurrentCommandId(true);
+
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	for (int r = 0; r < nrows; r++)
+	{
+		ExecClearTuple(slot);
+		memcpy(slot->tts_values, values + (size_t) r * natts, sizeof(Datum) * natts);
+		memcpy(slot->tts_isnull, nulls + (size_t) r * natts, sizeof(bool) * natts);
+		ExecStoreVirtualTuple(slot);
+		table_tuple_insert(rel, slot, cid, 0, NULL);
+		(void) ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+		ResetPerTupleExprContext(estate);
+	}
+	ExecCloseIndices(rri);
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
 }
 
 /* The landing an accepted cast becomes at 'position'. */
@@ -122,38 +201,9 @@ typedef struct OwnerSlot
 	int			index;
 } OwnerSlot;
 
-static ArrayType *
-int4_array(int32 *v, int n)
-{
-	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
-
-	for (int i = 0; i < n; i++)
-		d[i] = Int32GetDatum(v[i]);
-	return construct_array(d, n, INT4OID, sizeof(int32), true, TYPALIGN_INT);
-}
-
-static ArrayType *
-int8_array(int64 *v, int n)
-{
-	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
-
-	for (int i = 0; i < n; i++)
-		d[i] = Int64GetDatum(v[i]);
-	return construct_array(d, n, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE);
-}
-
-static ArrayType *
-varlena_array(Datum *d, int n, Oid type)
-{
-	return construct_array(d, n, type, -1, false, TYPALIGN_INT);
-}
-
 int64
 seal_run(void)
 {
-	static SPIPlanPtr plan_cycle;
-	static SPIPlanPtr plan_owners;
-	static SPIPlanPtr plan_ops;
 	double		started = (double) GetCurrentTimestamp() / 1000.0;
 	CycleCut	cut;
 	int64		base;
@@ -162,8 +212,7 @@ seal_run(void)
 	HTAB	   *slots;
 	HASHCTL		ctl;
 	SealedOwner *owners;
-	int32	   *owner_ids;
-	int64	   *first_pos;
+	Datum	   *owner_rows;		/* lake_data.cycle_owner, 4 columns a row */
 	int			nowners = 0;
 	int64	   *positions;
 	size_t		rawlen = LAKE_LANDINGS_HEADER;
@@ -171,10 +220,8 @@ seal_run(void)
 	size_t		pos;
 	bytea	   *stored;
 	int			nops = 0;
-	Datum	   *op_owner;
-	Datum	   *op_ids;
-	Datum	   *op_digests;
-	int64	   *op_seqs;
+	Datum	   *op_rows;		/* lake_data.cast_operation, 5 columns a row */
+	bool	   *nulls;
 
 	store_connect();
 	seal_lock();
@@ -197,13 +244,10 @@ seal_run(void)
 	ctl.hcxt = CurrentMemoryContext;
 	slots = hash_create("lake seal owners", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	owners = palloc(sizeof(SealedOwner) * cut.ncasts);
-	owner_ids = palloc(sizeof(int32) * cut.ncasts);
-	first_pos = palloc(sizeof(int64) * cut.ncasts);
+	owner_rows = palloc(sizeof(Datum) * 4 * cut.ncasts);
 	positions = palloc(sizeof(int64) * cut.ncasts);
-	op_owner = palloc(sizeof(Datum) * cut.ncasts);
-	op_ids = palloc(sizeof(Datum) * cut.ncasts);
-	op_digests = palloc(sizeof(Datum) * cut.ncasts);
-	op_seqs = palloc(sizeof(int64) * cut.ncasts);
+	op_rows = palloc(sizeof(Datum) * 5 * cut.ncasts);
+	nulls = palloc0(sizeof(bool) * 10 * cut.ncasts);	/* no column is NULL */
 
 	for (uint64 off = cut.start; off < cut.end;)
 	{
@@ -242,8 +286,9 @@ seal_run(void)
 			so->lap = r->owner->lap;
 			so->position = r->owner->position;
 			so->count = 0;
-			owner_ids[os->index] = r->owner_id;
-			first_pos[os->index] = so->position + 1;
+			owner_rows[os->index * 4] = Int32GetDatum(r->owner_id);
+			owner_rows[os->index * 4 + 1] = Int64GetDatum(cycle);
+			owner_rows[os->index * 4 + 2] = Int64GetDatum(so->position + 1);
 		}
 		so = &owners[os->index];
 		so->position++;
@@ -261,87 +306,34 @@ seal_run(void)
 
 			SET_VARSIZE(d, VARHDRSZ + LAKE_DIGEST_LEN);
 			memcpy(VARDATA(d), r->digest, LAKE_DIGEST_LEN);
-			op_owner[nops] = Int32GetDatum(r->owner_id);
-			op_ids[nops] = PointerGetDatum(cstring_to_text_with_len(CAST_OPERATION(r), r->operation_len));
-			op_digests[nops] = PointerGetDatum(d);
-			op_seqs[nops] = r->seq;
+			op_rows[nops * 5] = Int32GetDatum(r->owner_id);
+			op_rows[nops * 5 + 1] = PointerGetDatum(cstring_to_text_with_len(CAST_OPERATION(r), r->operation_len));
+			op_rows[nops * 5 + 2] = PointerGetDatum(d);
+			op_rows[nops * 5 + 3] = Int32GetDatum(cut.epoch);
+			op_rows[nops * 5 + 4] = Int64GetDatum(r->seq);
 			nops++;
 		}
 	}
 	stored = store_encode((const char *) raw, pos);
 
 	{
-		Oid			types[9] = {INT8OID, INT4OID, INT8OID, INT8OID, INT4OID,
-		INT8OID, INT8OID, PG_LSNOID, BYTEAOID};
-		Datum		values[9] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
+		Datum		row[10] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
 			Int64GetDatum(cut.first_seq), Int64GetDatum(cut.last_seq),
 			Int32GetDatum(cut.ncasts), Int64GetDatum((int64) pos),
-			Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)), LSNGetDatum(lsn),
+			Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
+			TimestampTzGetDatum(GetCurrentTimestamp()), LSNGetDatum(lsn),
 		PointerGetDatum(stored)};
 
-		if (SPI_execute_plan(store_plan_once(&plan_cycle,
-									  "INSERT INTO lake_data.cycle (cycle, epoch, first_seq, last_seq, casts, "
-									  " bytes, stored_bytes, sealed_at, lsn, data) "
-									  "VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.clock_timestamp(), $8, $9)",
-									  9, types),
-							 values, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "lake: could not insert cycle " INT64_FORMAT, cycle);
+		insert_rows(SEAL_CYCLE, 1, row, nulls);
 	}
-	{
-		Oid			types[4] = {INT4ARRAYOID, INT8OID, INT8ARRAYOID, INT8ARRAYOID};
-		int64	   *last_pos = palloc(sizeof(int64) * nowners);
-		Datum		values[4];
-
-		for (int i = 0; i < nowners; i++)
-			last_pos[i] = owners[i].position;
-		values[0] = PointerGetDatum(int4_array(owner_ids, nowners));
-		values[1] = Int64GetDatum(cycle);
-		values[2] = PointerGetDatum(int8_array(first_pos, nowners));
-		values[3] = PointerGetDatum(int8_array(last_pos, nowners));
-		if (SPI_execute_plan(store_plan_once(&plan_owners,
-									  "INSERT INTO lake_data.cycle_owner (owner_id, cycle, first_position, last_position) "
-									  "SELECT u.o, $2, u.f, u.l FROM ROWS FROM (pg_catalog.unnest($1), "
-									  " pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(o, f, l)",
-									  4, types),
-							 values, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "lake: could not index cycle " INT64_FORMAT, cycle);
-	}
+	for (int i = 0; i < nowners; i++)
+		owner_rows[i * 4 + 3] = Int64GetDatum(owners[i].position);
+	insert_rows(SEAL_CYCLE_OWNER, nowners, owner_rows, nulls);
 	if (nops > 0)
-	{
-		Oid			types[5] = {INT4ARRAYOID, TEXTARRAYOID, BYTEAARRAYOID, INT4OID, INT8ARRAYOID};
-		Datum		values[5];
-
-		values[0] = PointerGetDatum(construct_array(op_owner, nops, INT4OID, sizeof(int32), true, TYPALIGN_INT));
-		values[1] = PointerGetDatum(varlena_array(op_ids, nops, TEXTOID));
-		values[2] = PointerGetDatum(varlena_array(op_digests, nops, BYTEAOID));
-		values[3] = Int32GetDatum(cut.epoch);
-		values[4] = PointerGetDatum(int8_array(op_seqs, nops));
-		if (SPI_execute_plan(store_plan_once(&plan_ops,
-									  "INSERT INTO lake_data.cast_operation (owner_id, operation_id, digest, epoch, seq) "
-									  "SELECT u.o, u.i, u.d, $4, u.s FROM ROWS FROM (pg_catalog.unnest($1), "
-									  " pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($5)) AS u(o, i, d, s)",
-									  5, types),
-							 values, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "lake: could not record the idempotent casts of cycle " INT64_FORMAT, cycle);
-	}
+		insert_rows(SEAL_CAST_OPERATION, nops, op_rows, nulls);
 
 	ForceSyncCommit();
-	cycle_prepare_commit(&cut, cycle, lsn, owners, nowners, positions, started);
+	publish_at_commit(&cut, cycle, lsn, owners, nowners, positions, started);
 	store_finish();
 	return cycle;
-}
-
-Datum
-lake_seal(PG_FUNCTION_ARGS)
-{
-	int64		cycle;
-
-	lake_require_preload();
-	access_require_admin();
-	checkpoint_require_own_transaction("lake.seal()");
-	cycle_wait_ready();
-	cycle = seal_run();
-	if (cycle == 0)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(cycle);
 }

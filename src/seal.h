@@ -15,7 +15,4 @@ extern int64 seal_run(void);
 /* Take the lock every sealer (and recovery) holds to its commit. */
 extern void seal_lock(void);
 
-/* Wait until the seal in progress (if any) has ended. */
-extern void seal_wait(void);
-
 #endif							/* LAKE_SEAL_H */

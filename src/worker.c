@@ -43,6 +43,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
+#include "waiter.h"
 #include "worker.h"
 
 /* What lake.stats() shows of the worker. */
@@ -276,6 +277,8 @@ recover_owners(Oid generation)
 		return false;
 	}
 	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures);
+	/* Receipts of the epoch that ended are settled: their waiters look. */
+	waiter_wake_all();
 	cycle_set_last_snapshot(r.last_snapshot);
 	lifecycles_seen = changes;
 	return true;
@@ -316,7 +319,7 @@ seal_if_due(TimestampTz *due)
 	}
 	if (*due == 0)
 		*due = TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms);
-	if (now < *due && pending < lake_cycle_max_casts && !cycle_has_waiters())
+	if (now < *due && pending < lake_cycle_max_casts && !waiter_any())
 		return Max(1L, TimestampDifferenceMilliseconds(now, *due));
 
 	if (!run_in_transaction("lake: sealing a cycle", seal, NULL))
@@ -449,8 +452,8 @@ lake_stats(PG_FUNCTION_ARGS)
 {
 	static const char *const state_names[] = {"stopped", "waiting for extension", "serving"};
 	TupleDesc	tupdesc;
-	Datum		values[23];
-	bool		nulls[23] = {0};
+	Datum		values[24];
+	bool		nulls[24] = {0};
 	CycleStats	cst;
 	uint32		pid;
 	uint32		state;
@@ -488,6 +491,7 @@ lake_stats(PG_FUNCTION_ARGS)
 	values[20] = Int64GetDatum(cst.recovery.tail);
 	values[21] = Int64GetDatum(cst.recovery.snapshot);
 	values[22] = Int64GetDatum(cst.last_snapshot);
+	values[23] = Int64GetDatum((int64) waiter_count());
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -32,7 +32,8 @@ use LakeTAP;
 my $QUIET   = 6;     # owners cast before the load only
 my $CLIENTS = 4;     # clients during the load ...
 my $PER     = 5;     # ... each walking this many owners
-my $STEPS   = 40;    # statements per owner (the failover cuts them short)
+my $STEPS   = 200;   # statements per client (the failover cuts them short;
+                     # enough to outlast the poll that stops the primary)
 my $AFTER   = 100;   # casts sealed during the load before the primary stops
 
 my $primary = lake_node(

@@ -1,0 +1,339 @@
+/*
+ * cast.c — the SQL entry points of casting: lake.cast, lake.cast_durable,
+ * lake.await_durable, lake.owner_state and lake.seal.
+ *
+ * They parse and check their arguments, then use the layers below: the
+ * ring (cycle.h) accepts a cast, the waiters (waiter.h) wait for its seal,
+ * the sealed log (logread.h) answers receipts no longer in the ring, and
+ * seal.h seals on demand.
+ */
+#include "lake.h"
+
+#include "access.h"
+#include "args.h"
+#include "catalog/pg_type.h"
+#include "checkpoint.h"
+#include "cycle.h"
+#include "digest.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "landing.h"
+#include "lifecycle.h"
+#include "logread.h"
+#include "miscadmin.h"
+#include "seal.h"
+#include "store.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
+#include "waiter.h"
+
+static char *
+optional_phase(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	return PG_ARGISNULL(argno) ? NULL : lake_arg_short_name(fcinfo, argno, what);
+}
+
+static void
+cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
+{
+	uint32		limit = cycle_max_payload();
+
+	req->owner = lake_arg_short_name(fcinfo, 0, "owner");
+	req->from = optional_phase(fcinfo, 1, "from_phase");
+	req->to = optional_phase(fcinfo, 2, "to_phase");
+	if ((req->from == NULL) != (req->to == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_phase and to_phase must be given together"),
+				 errhint("Give both for a move, or neither for a no-step cast.")));
+	req->payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_BYTEA_PP(3);
+	if (req->payload && VARSIZE_ANY_EXHDR(req->payload) > limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cast payload of %d bytes exceeds the limit of %u bytes",
+						(int) VARSIZE_ANY_EXHDR(req->payload), limit),
+				 errdetail("A cast's payload may take at most a quarter of lake.cycle_buffer_size."),
+				 errhint("Store large payloads with lake.append and cast a reference to them.")));
+	req->has_lap = !PG_ARGISNULL(4);
+	req->expected_lap = req->has_lap ? PG_GETARG_INT64(4) : 0;
+	if (req->has_lap && req->expected_lap < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("expected_lap must not be negative, not " INT64_FORMAT,
+						req->expected_lap)));
+	req->operation_id = PG_ARGISNULL(5) ? NULL : lake_arg_name(fcinfo, 5, "operation_id");
+	if (req->operation_id != NULL && strlen(req->operation_id) > UINT16_MAX)
+		elog(ERROR, "lake: operation id too long");	/* lake_arg_name bounds it */
+
+	/* The content an operation id stands for: the move and the payload. */
+	if (req->operation_id != NULL)
+	{
+		LakeDigest *d = lake_digest_begin();
+		uint8		flags = (req->from ? LANDING_MOVE : 0) | (req->payload ? LANDING_PAYLOAD : 0);
+
+		lake_digest_update(d, &flags, 1);
+		if (req->from)
+		{
+			lake_digest_update(d, req->from, strlen(req->from) + 1);
+			lake_digest_update(d, req->to, strlen(req->to) + 1);
+		}
+		if (req->payload)
+			lake_digest_update(d, VARDATA_ANY(req->payload), VARSIZE_ANY_EXHDR(req->payload));
+		lake_digest_end(d, req->digest);
+	}
+}
+
+/* The function's composite result type, looked up once per call site. */
+static TupleDesc
+result_desc(FunctionCallInfo fcinfo)
+{
+	if (fcinfo->flinfo->fn_extra == NULL)
+	{
+		TupleDesc	tupdesc;
+		MemoryContext old;
+
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
+		MemoryContextSwitchTo(old);
+	}
+	return (TupleDesc) fcinfo->flinfo->fn_extra;
+}
+
+static Datum
+receipt_datum(FunctionCallInfo fcinfo, int32 epoch, int64 seq)
+{
+	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
+	bool		nulls[2] = {false, false};
+
+	return HeapTupleGetDatum(heap_form_tuple(result_desc(fcinfo), values, nulls));
+}
+
+static Datum
+coordinate_datum(FunctionCallInfo fcinfo, const LogReceipt *c)
+{
+	Datum		values[3] = {Int64GetDatum(c->cycle), Int64GetDatum(c->position),
+	LSNGetDatum(c->lsn)};
+	bool		nulls[3] = {false, false, false};
+
+	return HeapTupleGetDatum(heap_form_tuple(result_desc(fcinfo), values, nulls));
+}
+
+PG_FUNCTION_INFO_V1(lake_cast);
+PG_FUNCTION_INFO_V1(lake_await_durable);
+PG_FUNCTION_INFO_V1(lake_cast_durable);
+
+Datum
+lake_cast(PG_FUNCTION_ARGS)
+{
+	CastRequest req;
+	int32		epoch;
+	int64		seq;
+
+	lake_require_preload();
+	cast_arguments(fcinfo, &req);
+	cycle_wait_ready();
+	seq = cycle_accept(&req, &epoch);
+	PG_RETURN_DATUM(receipt_datum(fcinfo, epoch, seq));
+}
+
+/*
+ * The tenant of a registered owner, or "" (no tenant anyone holds) for one
+ * no longer registered. The store must be connected.
+ */
+static const char *
+registered_tenant(int32 owner_id)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(owner_id)};
+	bool		isnull;
+
+	if (SPI_execute_plan(store_plan(&plan,
+									"SELECT o.tenant FROM lake_data.owner o "
+									"WHERE o.id OPERATOR(pg_catalog.=) $1", 1, types),
+						 values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "lake: owner lookup failed");
+	if (SPI_processed == 0)
+		return "";
+	return TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * 42501 unless the caller holds the tenant of the receipt's owner, naming
+ * only the receipt: a receipt of another tenant is not told apart from one
+ * of a tenant the caller may not see for any other reason.
+ */
+static void
+require_receipt_tenant(const char *tenant, int32 epoch, int64 seq)
+{
+	store_connect();
+	access_require_tenant_for(tenant, psprintf("receipt (%d," INT64_FORMAT ")", epoch, seq));
+	store_finish();
+}
+
+/*
+ * Wait until receipt (epoch, seq) is durable and fill *out; false on
+ * timeout. LK006 if it can never be (lost with its epoch). Epoch and seq
+ * are at least 1: lake_await_durable refuses anything lower.
+ */
+static bool
+await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
+{
+	TimestampTz deadline = 0;
+	char		tenant[NAMEDATALEN];
+	bool		checked = false;
+	WaitResult	result = WAIT_HISTORY;
+	bool		ok;
+
+	if (timeout_ms >= 0)
+	{
+		/* 0 stands for "no deadline" below: a deadline is never 0 itself. */
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+		if (deadline == 0)
+			deadline = 1;
+	}
+	cycle_wait_ready();
+	AcceptInvalidationMessages();
+	if (cycle_receipt_pending(epoch, seq, tenant))
+	{
+		if (!access_tenant_cached(GetUserId(), tenant))
+		{
+			require_receipt_tenant(tenant, epoch, seq);
+			checked = true;
+		}
+		result = waiter_wait(epoch, seq, deadline, out);
+		if (result == WAIT_TIMEOUT)
+			return false;
+	}
+	if (result == WAIT_DURABLE)
+		return true;
+
+	store_connect();
+	ok = log_find_receipt(epoch, seq, out);
+	if (ok && !checked)
+		require_receipt_tenant(registered_tenant(out->owner_id), epoch, seq);
+	store_finish();
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_LAKE_NOT_DURABLE),
+				 errmsg("receipt (%d," INT64_FORMAT ") can never become durable", epoch, seq),
+				 errdetail("The cast was accepted but lost with a crash or restart before its cycle was sealed."),
+				 errhint("Cast it again.")));
+	return true;
+}
+
+Datum
+lake_await_durable(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader receipt;
+	bool		isnull_epoch;
+	bool		isnull_seq;
+	int32		epoch;
+	int64		seq;
+	int			timeout = -1;
+	LogReceipt	c;
+
+	lake_require_preload();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("receipt must not be NULL")));
+	receipt = PG_GETARG_HEAPTUPLEHEADER(0);
+	epoch = DatumGetInt32(GetAttributeByNum(receipt, 1, &isnull_epoch));
+	seq = DatumGetInt64(GetAttributeByNum(receipt, 2, &isnull_seq));
+	if (isnull_epoch || isnull_seq)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("receipt epoch and seq must not be NULL")));
+	/* Epochs and seqs count from 1: anything lower was never a receipt. */
+	if (epoch < 1 || seq < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("receipt (%d," INT64_FORMAT ") was never issued", epoch, seq),
+				 errdetail("Receipt epochs and seqs start at 1.")));
+	if (!PG_ARGISNULL(1))
+	{
+		timeout = PG_GETARG_INT32(1);
+		if (timeout < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("timeout_ms must not be negative, not %d", timeout)));
+	}
+	if (!await_receipt(epoch, seq, timeout, &c))
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
+}
+
+Datum
+lake_cast_durable(PG_FUNCTION_ARGS)
+{
+	CastRequest req;
+	int32		epoch;
+	int64		seq;
+	LogReceipt	c;
+
+	lake_require_preload();
+	cast_arguments(fcinfo, &req);
+	cycle_wait_ready();
+	seq = cycle_accept(&req, &epoch);
+	(void) await_receipt(epoch, seq, -1, &c);
+	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
+}
+
+/* ----------------------------------------------------------------------
+ * lake.owner_state
+ * ---------------------------------------------------------------------- */
+
+PG_FUNCTION_INFO_V1(lake_owner_state);
+
+Datum
+lake_owner_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name;
+	const Lifecycle *lc;
+	OwnerState *o;
+	OwnerState	copy;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	lake_require_preload();
+	name = lake_arg_short_name(fcinfo, 0, "owner");
+	InitMaterializedSRF(fcinfo, 0);
+	cycle_wait_ready();
+	o = cycle_owner_entry(name, &lc, true, NULL);
+	LWLockAcquire(cycle_lock(), LW_SHARED);
+	copy = *o;
+	LWLockRelease(cycle_lock());
+
+	values[0] = CStringGetTextDatum(lc->phases[copy.phase]);
+	values[1] = Int64GetDatum(copy.lap);
+	values[2] = Int64GetDatum(copy.position);
+	values[3] = Int32GetDatum(copy.pending);
+	values[4] = BoolGetDatum(copy.quarantined);
+	values[5] = CStringGetTextDatum(copy.reason);
+	nulls[5] = !copy.quarantined;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(lake_seal);
+
+Datum
+lake_seal(PG_FUNCTION_ARGS)
+{
+	int64		cycle;
+
+	lake_require_preload();
+	access_require_admin();
+	checkpoint_require_own_transaction("lake.seal()");
+	cycle_wait_ready();
+	cycle = seal_run();
+	if (cycle == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(cycle);
+}

@@ -1,0 +1,255 @@
+/*
+ * waiter.c — per-waiter wake-ups for durable receipts.
+ *
+ * Design (after SyncRepWaitForLSN / SyncRepWakeQueue):
+ *   - Every backend has one slot, by BackendId. A waiting session links
+ *     its slot into a queue kept in receipt order (epoch, seq) under the
+ *     "lake waiters" LWLock — a lock of its own, so waiters never contend
+ *     with casts on the cycle lock — and sleeps on its own latch.
+ *   - A seal, after cycle_apply_seal made its receipts settled, walks the
+ *     queue from its front while the receipts are covered: fills in each
+ *     coordinate, unlinks the slot, marks it done and sets that latch.
+ *     Receipts above the cycle stay queued and are not woken.
+ *   - No wake-up is lost: a session queues itself first and only then asks
+ *     whether its receipt is already settled; a seal settles first and only
+ *     then walks the queue. Either the seal finds the slot, or the session
+ *     sees the receipt settled and reads its coordinate from the log.
+ *   - The session that leaves the wait (done, timeout, error, cancel, or
+ *     FATAL through before_shmem_exit) unlinks its slot if it is still
+ *     queued: no entry outlives its wait.
+ */
+#include "lake.h"
+
+#include "cycle.h"
+#include "lib/ilist.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/wait_event.h"
+#include "waiter.h"
+
+typedef struct WaiterSlot
+{
+	dlist_node	node;			/* in the queue while 'queued' */
+	Latch	   *latch;
+	int32		epoch;
+	int64		seq;
+	bool		queued;
+	bool		done;			/* the fields below are filled in */
+	int64		cycle;
+	int64		position;
+	XLogRecPtr	lsn;
+} WaiterSlot;
+
+typedef struct WaiterShared
+{
+	LWLock		lock;
+	int			tranche;
+	dlist_head	queue;			/* receipt order */
+	pg_atomic_uint32 count;		/* slots queued */
+	WaiterSlot	slots[FLEXIBLE_ARRAY_MEMBER];	/* MaxBackends + 1, by BackendId */
+} WaiterShared;
+
+static WaiterShared *wq = NULL;
+static bool exit_hook_set = false;
+
+static Size
+waiter_size(void)
+{
+	return add_size(offsetof(WaiterShared, slots),
+					mul_size(sizeof(WaiterSlot), MaxBackends + 1));
+}
+
+void
+waiter_shmem_request(void)
+{
+	RequestAddinShmemSpace(MAXALIGN(waiter_size()));
+}
+
+void
+waiter_shmem_startup(void)
+{
+	bool		found;
+
+	wq = ShmemInitStruct("lake waiters", waiter_size(), &found);
+	if (!found)
+	{
+		memset(wq, 0, waiter_size());
+		wq->tranche = LWLockNewTrancheId();
+		LWLockInitialize(&wq->lock, wq->tranche);
+		dlist_init(&wq->queue);
+		pg_atomic_init_u32(&wq->count, 0);
+	}
+	LWLockRegisterTranche(wq->tranche, "lake waiters");
+}
+
+bool
+waiter_any(void)
+{
+	return pg_atomic_read_u32(&wq->count) > 0;
+}
+
+uint32
+waiter_count(void)
+{
+	return pg_atomic_read_u32(&wq->count);
+}
+
+static bool
+receipt_after(const WaiterSlot *w, int32 epoch, int64 seq)
+{
+	return w->epoch > epoch || (w->epoch == epoch && w->seq > seq);
+}
+
+/* Link this backend's slot into the queue at its receipt's place. */
+static void
+enqueue(WaiterSlot *slot, int32 epoch, int64 seq)
+{
+	dlist_iter	iter;
+	dlist_node *after = NULL;
+
+	LWLockAcquire(&wq->lock, LW_EXCLUSIVE);
+	slot->latch = MyLatch;
+	slot->epoch = epoch;
+	slot->seq = seq;
+	slot->done = false;
+	/* From the back: sessions mostly wait for the newest receipts. */
+	dlist_reverse_foreach(iter, &wq->queue)
+	{
+		WaiterSlot *w = dlist_container(WaiterSlot, node, iter.cur);
+
+		if (!receipt_after(w, epoch, seq))
+		{
+			after = iter.cur;
+			break;
+		}
+	}
+	if (after != NULL)
+		dlist_insert_after(after, &slot->node);
+	else
+		dlist_push_head(&wq->queue, &slot->node);
+	slot->queued = true;
+	pg_atomic_fetch_add_u32(&wq->count, 1);
+	LWLockRelease(&wq->lock);
+}
+
+/* Unlink this backend's slot if a seal has not already done so. */
+static void
+dequeue(int code, Datum arg)
+{
+	WaiterSlot *slot = &wq->slots[MyBackendId];
+
+	LWLockAcquire(&wq->lock, LW_EXCLUSIVE);
+	if (slot->queued)
+	{
+		dlist_delete(&slot->node);
+		slot->queued = false;
+		pg_atomic_fetch_sub_u32(&wq->count, 1);
+	}
+	LWLockRelease(&wq->lock);
+}
+
+WaitResult
+waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
+{
+	WaiterSlot *slot = &wq->slots[MyBackendId];
+	WaitResult	result = WAIT_TIMEOUT;
+
+	if (!exit_hook_set)
+	{
+		/* A FATAL exit does not unwind PG_FINALLY: unlink there too. */
+		before_shmem_exit(dequeue, (Datum) 0);
+		exit_hook_set = true;
+	}
+	enqueue(slot, epoch, seq);
+	PG_TRY();
+	{
+		/* Waiters must not pay the interval: the worker seals now. */
+		cycle_wake_worker();
+		for (;;)
+		{
+			long		left = 1000;
+
+			ResetLatch(MyLatch);
+			if (slot->done)
+			{
+				pg_read_barrier();	/* the coordinate was written before 'done' */
+				out->cycle = slot->cycle;
+				out->position = slot->position;
+				out->lsn = slot->lsn;
+				result = WAIT_DURABLE;
+				break;
+			}
+			if (cycle_receipt_settled(epoch, seq))
+			{
+				result = WAIT_HISTORY;
+				break;
+			}
+			if (deadline != 0)
+			{
+				left = Min(left, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline));
+				if (left <= 0)
+					break;
+			}
+
+			/*
+			 * The 1 s bound is only a safety net (an epoch that ended while
+			 * we slept is also announced by waiter_wake_all).
+			 */
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 left, PG_WAIT_EXTENSION);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_FINALLY();
+	{
+		dequeue(0, (Datum) 0);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+void
+waiter_release(int32 epoch, int64 first_seq, int64 last_seq,
+			   int64 cycle, const int64 *positions, XLogRecPtr lsn)
+{
+	dlist_mutable_iter iter;
+
+	if (pg_atomic_read_u32(&wq->count) == 0)
+		return;
+	LWLockAcquire(&wq->lock, LW_EXCLUSIVE);
+	dlist_foreach_modify(iter, &wq->queue)
+	{
+		WaiterSlot *w = dlist_container(WaiterSlot, node, iter.cur);
+
+		if (receipt_after(w, epoch, last_seq))
+			break;				/* this and every later one wait on */
+		if (w->epoch == epoch && w->seq >= first_seq)
+		{
+			w->cycle = cycle;
+			w->position = positions[w->seq - first_seq];
+			w->lsn = lsn;
+			pg_write_barrier();
+			w->done = true;
+		}
+		/* Older receipts (not ours) were settled earlier: wake them too. */
+		dlist_delete(&w->node);
+		w->queued = false;
+		pg_atomic_fetch_sub_u32(&wq->count, 1);
+		SetLatch(w->latch);
+	}
+	LWLockRelease(&wq->lock);
+}
+
+void
+waiter_wake_all(void)
+{
+	dlist_iter	iter;
+
+	LWLockAcquire(&wq->lock, LW_SHARED);
+	dlist_foreach(iter, &wq->queue)
+		SetLatch(dlist_container(WaiterSlot, node, iter.cur)->latch);
+	LWLockRelease(&wq->lock);
+}

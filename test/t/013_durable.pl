@@ -1,0 +1,96 @@
+# The durable path's promises (SPEC §4, issue 11):
+# - a coordinate's lsn is flushed when it is handed out: in the statement
+#   that received it, pg_current_wal_flush_lsn() >= lsn, for every one of
+#   many durable casts from 8 clients;
+# - await_durable with a timeout returns NULL on time when no seal can run
+#   (a session holds lake_data.cycle), and no waiter is left queued;
+# - a waiter's backend terminated while it waits leaves no queue entry;
+# - the seal finds the tables of a re-created extension (it caches their
+#   OIDs until a relcache invalidation names them), in the worker and in a
+#   session's lake.seal().
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use LakeTAP;
+
+my $CLIENTS = 8;
+my $CASTS   = 60;
+
+my $node = lake_node('durable', conf => "fsync = on\nlake.cycle_interval = 1h");
+$node->start;
+$node->safe_psql('postgres',
+	"CREATE EXTENSION lake; SELECT lake.create_owner('d' || i) FROM generate_series(1, $CLIENTS) i;");
+
+# Each client checks, right after each cast_durable returned, that the
+# coordinate's lsn is at or below the flushed WAL position.
+my (@runs, @out);
+for my $i (1 .. $CLIENTS)
+{
+	my $o = '';
+	push @out, \$o;
+	push @runs,
+	  IPC::Run::start(
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+		  '-c', qq{
+SELECT count(*), count(*) FILTER (WHERE lsn <= flushed)
+FROM (SELECT (c).lsn AS lsn, pg_catalog.pg_current_wal_flush_lsn() AS flushed
+      FROM generate_series(1, $CASTS) g,
+           LATERAL lake.cast_durable('d$i', NULL, NULL, '\\x01'::bytea) c
+      OFFSET 0) x} ],
+		'>', \$o, '2>', \my $e);
+}
+$_->finish for @runs;
+my $flushed = 0;
+$flushed += (split /\|/, ${$_})[1] // 0 for @out;
+is($flushed, $CLIENTS * $CASTS,
+	'every coordinate handed out had pg_current_wal_flush_lsn() >= its lsn');
+
+# No seal can write while a session holds lake_data.cycle in SHARE mode.
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN SHARE MODE;');
+my $r = $node->safe_psql('postgres', "SELECT lake.cast('d1', NULL, NULL, '\\x02'::bytea)");
+my $t0 = time();
+my $res = $node->safe_psql('postgres', "SELECT lake.await_durable('$r'::lake.receipt, 400) IS NULL");
+my $took = time() - $t0;
+is($res, 't', 'await_durable with a timeout returns NULL while no seal can run');
+ok($took >= 0.4 && $took < 3, "... on time (${took}s for 400 ms)");
+is($node->safe_psql('postgres', 'SELECT sessions_waiting FROM lake.stats()'), '0',
+	'... and leaves no waiter queued');
+
+# A waiter terminated (FATAL) while it waits leaves no queue entry.
+my $waiter = $node->background_psql('postgres', on_error_stop => 0);
+$waiter->query_until(qr/start/, "\\echo start\nSELECT lake.await_durable('$r'::lake.receipt);\n");
+ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats()', '1'),
+	'a session waits for the held receipt');
+$node->safe_psql('postgres',
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT lake.await_durable(%' AND pid <> pg_backend_pid()");
+ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats()', '0'),
+	'terminating it removes its queue entry');
+eval { $waiter->quit };    # its backend is gone
+
+# Released, the held cast is sealed and its coordinate is flushed too.
+$holder->query_safe('COMMIT');
+is($node->safe_psql('postgres',
+	"SELECT (c).lsn <= pg_current_wal_flush_lsn() FROM (SELECT lake.await_durable('$r'::lake.receipt) c) x"),
+	't', 'the held receipt becomes durable once seals can run');
+$holder->quit;
+
+# Re-created: new tables, new OIDs; the worker and a session both seal into them.
+$node->safe_psql('postgres', 'SELECT lake.seal()');
+$node->safe_psql('postgres', "DROP EXTENSION lake; CREATE EXTENSION lake; SELECT lake.create_owner('again');");
+is($node->safe_psql('postgres',
+	"SELECT (c).cycle, (c).position FROM (SELECT lake.cast_durable('again', NULL, NULL, '\\x03'::bytea) c) x"),
+	'1|1', 'after DROP and CREATE EXTENSION the worker seals into the new tables');
+is($node->safe_psql('postgres',
+	"SELECT lake.cast('again', NULL, NULL, '\\x04'::bytea) IS NOT NULL; SELECT lake.seal();"),
+	"t\n2", 'and so does lake.seal() in a session');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.trajectory(\'again\')'), '2',
+	'both landings are in the new log');
+
+$node->stop;
+done_testing();
