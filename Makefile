@@ -31,7 +31,7 @@ $(OBJS): $(wildcard src/*.h)
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast lifecycle recovery admission guc worker \
-             hostile privileges memory damage owner_tenant integrity rolecap
+             hostile privileges memory damage owner_tenant integrity rolecap recreate
 
 .PHONY: check check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench
 

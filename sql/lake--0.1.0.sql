@@ -130,13 +130,19 @@ CREATE TABLE lake_data.tenant_grant (
 
 -- Sessions cache which tenants their roles hold (access.c): any change
 -- here, through lake.grant_tenant or by hand, tells every session to forget.
-CREATE FUNCTION lake.tenant_grant_changed() RETURNS trigger
-    AS 'MODULE_PATHNAME', 'lake_tenant_grant_changed'
+CREATE FUNCTION lake.data_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'lake_data_changed'
     LANGUAGE C SET search_path = pg_catalog, pg_temp;
 CREATE TRIGGER tenant_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON lake_data.tenant_grant
-    FOR EACH STATEMENT EXECUTE FUNCTION lake.tenant_grant_changed();
-REVOKE ALL ON FUNCTION lake.tenant_grant_changed() FROM PUBLIC;
+    FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
+REVOKE ALL ON FUNCTION lake.data_changed() FROM PUBLIC;
+
+-- Sessions cache dataset ids by name (store.c): a dataset renamed or
+-- removed by hand tells every session to forget them.
+CREATE TRIGGER dataset_changed AFTER UPDATE OR DELETE OR TRUNCATE
+    ON lake_data.dataset
+    FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
 
 -- Lifecycles: named sets of phases with legal edges.
 CREATE TABLE lake_data.lifecycle (

@@ -23,6 +23,8 @@
 #include <zstd.h>
 
 #include "access/genam.h"
+#include "access/relation.h"
+#include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/skey.h"
 #include "access/table.h"
@@ -33,7 +35,10 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
 #include "digest.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "guc.h"
 #include "miscadmin.h"
@@ -46,10 +51,13 @@
 #include "utils/syscache.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(lake_data_changed);
 
 /*
  * The caller's identity, saved while the store runs as the schema owner.
@@ -112,11 +120,16 @@ lookup_owner(void)
 	return cached_owner;
 }
 
+static void forget_all(void);
+
 static void
 reset_depth_xact(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
 		depth = 0;
+		forget_all();			/* it may have created what it cached */
+	}
 }
 
 static void
@@ -124,7 +137,10 @@ reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
 					SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
 		depth = 0;
+		forget_all();
+	}
 }
 
 void
@@ -270,23 +286,165 @@ digest_datum(const uint8 *digest)
 }
 
 /* ----------------------------------------------------------------------
- * Direct index lookups
+ * Relations, opened directly
  *
- * The hot point lookups (an append, a replay, a read's header, a cast's
- * operation id) go straight to the index: no planner, no executor, and no
- * cached generic plan that chose a sequential scan while a table was empty.
- * The snapshot is the caller's choice; InvalidSnapshot means what SPI
- * would use: a fresh one in READ COMMITTED, the transaction's otherwise.
+ * The hot paths (an append, a replay, a read's header, a chunk, a cast's
+ * operation id) reach lake_data's tables and indexes through the table AM
+ * and the index AM: no planner, no executor, and no cached generic plan
+ * that chose a sequential scan while a table was empty. A relation's OID is
+ * looked up by name once per backend and kept until an invalidation could
+ * make it wrong: a relcache invalidation of any kept relation (dropped with
+ * the extension, altered) or of all relations, or a change of any schema
+ * (the data schema recreated). Every such invalidation, and every abort,
+ * also advances store_generation(), which the callers' own caches (the
+ * dataset ids) compare against.
  * ---------------------------------------------------------------------- */
+
+#define KEPT_RELS_MAX 32
+
+typedef struct KeptRel
+{
+	const char *name;			/* a literal, as the callers name it */
+	Oid			relid;
+} KeptRel;
+
+static KeptRel kept[KEPT_RELS_MAX];
+static int	nkept = 0;
+static uint64 generation = 1;
+
+static void
+forget_all(void)
+{
+	nkept = 0;
+	generation++;
+}
+
+static void
+forget_rel(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid))
+		forget_all();
+	for (int i = 0; i < nkept; i++)
+		if (kept[i].relid == relid)
+		{
+			forget_all();
+			return;
+		}
+}
+
+static void
+forget_namespace(Datum arg, int cacheid, uint32 hashvalue)
+{
+	forget_all();
+}
+
+uint64
+store_generation(void)
+{
+	return generation;
+}
 
 static Oid
 lake_relid(const char *name)
 {
-	Oid			relid = get_relname_relid(name, get_namespace_oid(LAKE_DATA_SCHEMA, false));
+	static bool registered = false;
+	Oid			relid;
 
+	for (int i = 0; i < nkept; i++)
+		if (kept[i].name == name || strcmp(kept[i].name, name) == 0)
+			return kept[i].relid;
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(forget_rel, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_namespace, (Datum) 0);
+		registered = true;
+	}
+	relid = get_relname_relid(name, get_namespace_oid(LAKE_DATA_SCHEMA, false));
 	if (!OidIsValid(relid))
-		elog(ERROR, "lake: relation lake_data.%s is missing", name);
+		elog(ERROR, "lake: relation %s.%s is missing", LAKE_DATA_SCHEMA, name);
+	if (nkept == KEPT_RELS_MAX)
+		forget_all();
+	kept[nkept].name = name;
+	kept[nkept].relid = relid;
+	nkept++;
 	return relid;
+}
+
+Oid
+store_relid(const char *name)
+{
+	return lake_relid(name);
+}
+
+/*
+ * Open (and lock) lake_data.<name>, a table or an index. Locking accepts
+ * invalidations: if one arrived meanwhile, the OID may name a dropped
+ * relation (or, recycled, another one), so look the name up again.
+ */
+Relation
+store_open(const char *name, LOCKMODE mode)
+{
+	for (int gone = 0;;)
+	{
+		uint64		gen = generation;
+		Oid			relid = lake_relid(name);
+		Relation	rel = try_relation_open(relid, mode);
+
+		if (rel != NULL && gen == generation)
+			return rel;
+		if (rel != NULL)
+			relation_close(rel, mode);
+		else if (++gone > 1)
+			elog(ERROR, "lake: relation %s.%s (OID %u) vanished", LAKE_DATA_SCHEMA,
+				 name, relid);
+		else
+			forget_all();		/* gone, and no invalidation told us yet */
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Statement trigger on a lake_data table whose rows sessions cache
+ * (tenant_grant, dataset): every backend drops its cached answers (at once
+ * here, elsewhere once this transaction commits).
+ */
+Datum
+lake_data_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "lake_data_changed: not called as a trigger");
+	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * Insert one row into an open table and its indexes as an INSERT would:
+ * unique indexes checked (waiting for an in-progress inserter of the same
+ * key, as INSERT waits), partial indexes' predicates evaluated, large
+ * values TOASTed. The caller's later reads see it (the command counter is
+ * advanced).
+ */
+void
+store_insert(Relation rel, Datum *values, bool *nulls)
+{
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot;
+	List	   *recheck;
+
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(heap_form_tuple(RelationGetDescr(rel), values, nulls), slot, true);
+	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
+	recheck = ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+	list_free(recheck);
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	CommandCounterIncrement();
 }
 
 void
@@ -309,17 +467,17 @@ store_key_text(ScanKeyData *key, AttrNumber att, const char *value)
 }
 
 /*
- * The first row of 'table' through 'index' matching the keys, scanning
- * forward or (for "the highest") backward; its columns are copied into
- * values/nulls (sized for the table). False if there is none.
+ * The first row of 'rel' through 'idx' matching the keys, scanning forward
+ * or (for "the highest") backward; its columns are copied into
+ * values/nulls (sized for the table). False if there is none. The snapshot
+ * is the caller's choice; InvalidSnapshot means what SPI would use: a
+ * fresh one in READ COMMITTED, the transaction's otherwise.
  */
 bool
-store_fetch(const char *table, const char *index, Snapshot snapshot,
-			ScanKeyData *keys, int nkeys, ScanDirection dir,
-			Datum *values, bool *nulls)
+store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
+			   ScanKeyData *keys, int nkeys, ScanDirection dir,
+			   Datum *values, bool *nulls)
 {
-	Relation	rel = table_open(lake_relid(table), AccessShareLock);
-	Relation	idx = index_open(lake_relid(index), AccessShareLock);
 	SysScanDesc scan;
 	HeapTuple	tup;
 	bool		found;
@@ -332,6 +490,20 @@ store_fetch(const char *table, const char *index, Snapshot snapshot,
 	if (found)
 		heap_deform_tuple(heap_copytuple(tup), RelationGetDescr(rel), values, nulls);
 	systable_endscan_ordered(scan);
+	return found;
+}
+
+/* store_fetch_in, opening lake_data.<table> and lake_data.<index> for it. */
+bool
+store_fetch(const char *table, const char *index, Snapshot snapshot,
+			ScanKeyData *keys, int nkeys, ScanDirection dir,
+			Datum *values, bool *nulls)
+{
+	Relation	rel = store_open(table, AccessShareLock);
+	Relation	idx = store_open(index, AccessShareLock);
+	bool		found = store_fetch_in(rel, idx, snapshot, keys, nkeys, dir,
+									   values, nulls);
+
 	index_close(idx, AccessShareLock);
 	table_close(rel, AccessShareLock);
 	return found;
@@ -368,18 +540,84 @@ dataset_missing(const char *name)
 			 errhint("Create it with lake.create_dataset().")));
 }
 
+/*
+ * Dataset ids by name, cached per backend (a name's id never changes while
+ * its row stands). Dropped at every store_generation() change: a hand edit
+ * of lake_data.dataset (its trigger invalidates the table), the extension
+ * dropped, an abort (it may have created a dataset it looked up).
+ */
+#define DATASETS_MAX 1024
+
+typedef struct DatasetEntry
+{
+	char		name[LAKE_NAME_MAX_BYTES + 1];	/* zero-padded */
+	int32		id;
+} DatasetEntry;
+
+static HTAB *datasets = NULL;
+static uint64 datasets_generation = 0;
+
+static DatasetEntry *
+dataset_entry(const char *name, HASHACTION action)
+{
+	char		key[LAKE_NAME_MAX_BYTES + 1];
+	size_t		len = strlen(name);
+
+	if (len > LAKE_NAME_MAX_BYTES)
+		return NULL;
+	if (datasets == NULL || datasets_generation != store_generation() ||
+		(action == HASH_ENTER && hash_get_num_entries(datasets) >= DATASETS_MAX))
+	{
+		HASHCTL		ctl;
+
+		if (datasets != NULL)
+			hash_destroy(datasets);
+		ctl.keysize = sizeof(key);
+		ctl.entrysize = sizeof(DatasetEntry);
+		ctl.hcxt = TopMemoryContext;
+		datasets = hash_create("lake dataset ids", 64, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		datasets_generation = store_generation();
+	}
+	memset(key, 0, sizeof(key));
+	memcpy(key, name, len);
+	return (DatasetEntry *) hash_search(datasets, key, action, NULL);
+}
+
 int32
 store_dataset_id(const char *name)
+{
+	DatasetEntry *e = dataset_entry(name, HASH_FIND);
+	ScanKeyData key[1];
+	Datum		values[3];
+	bool		nulls[3];
+
+	if (e != NULL)
+		return e->id;
+	store_key_text(&key[0], 2, name);
+	if (!store_fetch("dataset", "dataset_name", InvalidSnapshot, key, 1,
+					 ForwardScanDirection, values, nulls))
+		dataset_missing(name);
+	/* The fetch may have accepted an invalidation: enter under the new generation. */
+	e = dataset_entry(name, HASH_ENTER);
+	if (e != NULL)
+		e->id = DatumGetInt32(values[0]);
+	return DatumGetInt32(values[0]);
+}
+
+/* The name of a dataset that a version row names. */
+char *
+store_dataset_name(int32 dataset_id)
 {
 	ScanKeyData key[1];
 	Datum		values[3];
 	bool		nulls[3];
 
-	store_key_text(&key[0], 2, name);
-	if (!store_fetch("dataset", "dataset_name", InvalidSnapshot, key, 1,
+	store_key_int4(&key[0], 1, dataset_id);
+	if (!store_fetch("dataset", "dataset_pkey", InvalidSnapshot, key, 1,
 					 ForwardScanDirection, values, nulls))
-		dataset_missing(name);
-	return DatumGetInt32(values[0]);
+		elog(ERROR, "lake: dataset %d of a version is missing", dataset_id);
+	return TextDatumGetCString(values[1]);
 }
 
 /*
@@ -428,16 +666,6 @@ lock_bounded(Oid classid, Oid objid, long wait_ms)
 	return true;
 }
 
-static Oid
-data_table(const char *name)
-{
-	Oid			relid = get_relname_relid(name, get_namespace_oid(LAKE_DATA_SCHEMA, false));
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "lake: table %s.%s is missing", LAKE_DATA_SCHEMA, name);
-	return relid;
-}
-
 /*
  * Appends to one dataset serialize on a lock on the dataset. Held to
  * commit, it makes version numbers gap-free and commit-ordered: the next
@@ -449,7 +677,7 @@ data_table(const char *name)
 bool
 store_lock_dataset(int32 dataset_id, long wait_ms)
 {
-	return lock_bounded(data_table("dataset"), (Oid) dataset_id, wait_ms);
+	return lock_bounded(lake_relid("dataset"), (Oid) dataset_id, wait_ms);
 }
 
 /* ----------------------------------------------------------------------
@@ -462,11 +690,32 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
 #define VA_NCHUNKS 2
 #define VA_VERSION 3
 #define VA_BYTES 4
+#define VA_STORED 5
 #define VA_BLOB 6
+#define VA_COMMITTED 7
 #define VA_TENANT 8
 #define VA_OPERATION 9
 #define VA_DIGEST 10
 #define VA_DATA 11
+
+/* Columns of lake_data.chunk, as created by the install script. */
+#define CHUNK_NATTS 5
+#define CA_BLOB 1
+#define CA_CHUNK_NO 2
+#define CA_DATA 5
+
+/* A version's header from its row, as store_fetch deformed it. */
+static void
+head_from_row(Datum *values, bool *nulls, VersionHead *head)
+{
+	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
+	head->bytes = DatumGetInt64(values[VA_BYTES - 1]);
+	copy_digest(values[VA_DIGEST - 1], head->digest);
+	head->nchunks = DatumGetInt32(values[VA_NCHUNKS - 1]);
+	head->blob = nulls[VA_BLOB - 1] ? 0 : DatumGetInt64(values[VA_BLOB - 1]);
+	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
+		DatumGetByteaPP(values[VA_DATA - 1]);
+}
 
 /* The operation's version under 'snapshot', if it has one. */
 static void
@@ -486,7 +735,8 @@ find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 	if (out->found)
 	{
 		out->version = DatumGetInt64(values[VA_VERSION - 1]);
-		copy_digest(values[VA_DIGEST - 1], out->digest);
+		head_from_row(values, nulls, &out->head);
+		memcpy(out->digest, out->head.digest, LAKE_DIGEST_LEN);
 	}
 }
 
@@ -541,86 +791,53 @@ store_encode(const char *data, size_t len)
 	return out;
 }
 
+
 static int64
-insert_chunk(int64 blob, int32 chunk_no, const uint8 *digest, const char *data,
-			 size_t len)
+insert_chunk(Relation rel, int64 blob, int32 chunk_no, const uint8 *digest,
+			 const char *data, size_t len)
 {
-	static SPIPlanPtr plan;
-	Oid			types[5] = {INT8OID, INT4OID, INT4OID, BYTEAOID, BYTEAOID};
 	bytea	   *enc = store_encode(data, len);
 	int64		stored = VARSIZE(enc) - VARHDRSZ;
-	Datum		values[5] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
+	Datum		values[CHUNK_NATTS] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
 		Int32GetDatum((int32) len), (Datum) 0, PointerGetDatum(enc)};
-	char		nulls[5] = {' ', ' ', ' ', 'n', ' '};
-	int			rc;
+	bool		nulls[CHUNK_NATTS] = {false, false, false, digest == NULL, false};
 
 	if (digest != NULL)
-	{
 		values[3] = digest_datum(digest);
-		nulls[3] = ' ';
-	}
-	rc = SPI_execute_plan(store_plan_once(&plan,
-										"INSERT INTO lake_data.chunk (blob, chunk_no, bytes, digest, data) "
-								   "VALUES ($1, $2, $3, $4, $5)",
-								   5, types),
-						  values, nulls, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "lake: SPI returned %s inserting a chunk", SPI_result_code_string(rc));
+	store_insert(rel, values, nulls);
 	pfree(enc);
 	return stored;
 }
 
-static int64
-next_blob(void)
-{
-	static SPIPlanPtr plan;
-
-	run(store_plan_once(&plan, "SELECT pg_catalog.nextval('lake_data.blob_seq'::pg_catalog.regclass)",
-				 0, NULL),
-		NULL, SPI_OK_SELECT);
-	return DatumGetInt64(colv(0, 1));
-}
-
 static void
-insert_version(int32 dataset_id, int64 version, const char *tenant,
+insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant,
 			   const char *operation_id, const uint8 *digest, int64 bytes,
 			   int64 stored, int32 nchunks, int64 blob, bytea *inline_chunk)
 {
-	static SPIPlanPtr plan;
-	Oid			types[10] = {INT4OID, INT8OID, TEXTOID, TEXTOID, BYTEAOID,
-	INT8OID, INT8OID, INT4OID, INT8OID, BYTEAOID};
-	Datum		values[10];
-	char		nulls[10];
-	int			rc;
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
 
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = Int32GetDatum(dataset_id);
-	values[1] = Int64GetDatum(version);
-	values[2] = CStringGetTextDatum(tenant);
-	values[3] = CStringGetTextDatum(operation_id);
-	values[4] = digest_datum(digest);
-	values[5] = Int64GetDatum(bytes);
-	values[6] = Int64GetDatum(stored);
-	values[7] = Int32GetDatum(nchunks);
-	values[8] = Int64GetDatum(blob);
-	nulls[8] = blob == 0 ? 'n' : ' ';
-	values[9] = PointerGetDatum(inline_chunk);
-	nulls[9] = inline_chunk == NULL ? 'n' : ' ';
+	memset(nulls, false, sizeof(nulls));
+	values[VA_DATASET - 1] = Int32GetDatum(dataset_id);
+	values[VA_NCHUNKS - 1] = Int32GetDatum(nchunks);
+	values[VA_VERSION - 1] = Int64GetDatum(version);
+	values[VA_BYTES - 1] = Int64GetDatum(bytes);
+	values[VA_STORED - 1] = Int64GetDatum(stored);
+	values[VA_BLOB - 1] = Int64GetDatum(blob);
+	nulls[VA_BLOB - 1] = blob == 0;
 
 	/*
 	 * committed_at is the clock at insert, taken under the dataset lock, so
 	 * it never goes backwards within a dataset (now() would: it is the
 	 * start of a transaction that may have waited for the lock).
 	 */
-	rc = SPI_execute_plan(store_plan_once(&plan,
-										"INSERT INTO lake_data.version (dataset_id, version, tenant, operation_id, "
-								   " digest, bytes, stored_bytes, nchunks, blob, committed_at, data) "
-								   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-								   "        pg_catalog.clock_timestamp(), $10)",
-								   10, types),
-						  values, nulls, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "lake: SPI returned %s inserting a version", SPI_result_code_string(rc));
+	values[VA_COMMITTED - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[VA_TENANT - 1] = CStringGetTextDatum(tenant);
+	values[VA_OPERATION - 1] = CStringGetTextDatum(operation_id);
+	values[VA_DIGEST - 1] = digest_datum(digest);
+	values[VA_DATA - 1] = PointerGetDatum(inline_chunk);
+	nulls[VA_DATA - 1] = inline_chunk == NULL;
+	store_insert(rel, values, nulls);
 }
 
 void
@@ -631,17 +848,27 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 	int32		nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
 	bytea	   *first = store_encode(payload, Min(len, LAKE_CHUNK_BYTES));
 	int64		stored = VARSIZE(first) - VARHDRSZ;
-	int64		blob = nchunks > 1 ? next_blob() : 0;
+	int64		blob = 0;
+	Relation	rel;
 
-	for (int32 i = 1; i < nchunks; i++)
+	if (nchunks > 1)
 	{
-		int64		off = (int64) i * LAKE_CHUNK_BYTES;
+		Relation	chunks = store_open("chunk", RowExclusiveLock);
 
-		stored += insert_chunk(blob, i, NULL, payload + off,
-							   Min(len - off, LAKE_CHUNK_BYTES));
+		blob = nextval_internal(lake_relid("blob_seq"), false);
+		for (int32 i = 1; i < nchunks; i++)
+		{
+			int64		off = (int64) i * LAKE_CHUNK_BYTES;
+
+			stored += insert_chunk(chunks, blob, i, NULL, payload + off,
+								   Min(len - off, LAKE_CHUNK_BYTES));
+		}
+		table_close(chunks, RowExclusiveLock);
 	}
-	insert_version(dataset_id, version, tenant, operation_id, digest, len,
+	rel = store_open("version", RowExclusiveLock);
+	insert_version(rel, dataset_id, version, tenant, operation_id, digest, len,
 				   stored, nchunks, blob, first);
+	table_close(rel, RowExclusiveLock);
 	pfree(first);
 }
 
@@ -650,9 +877,12 @@ void
 store_adopt_stage(const StageRow *stage, int64 version, const uint8 *digest,
 				  const StageSummary *sum)
 {
-	insert_version(stage->dataset_id, version, stage->tenant, stage->operation_id,
+	Relation	rel = store_open("version", RowExclusiveLock);
+
+	insert_version(rel, stage->dataset_id, version, stage->tenant, stage->operation_id,
 				   digest, sum->bytes, sum->stored_bytes, (int32) sum->nchunks,
 				   stage->id, NULL);
+	table_close(rel, RowExclusiveLock);
 	store_drop_stage(stage->id, false);
 }
 
@@ -668,13 +898,7 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
 	if (!store_fetch("version", "version_pkey", InvalidSnapshot, key, 2,
 					 ForwardScanDirection, values, nulls))
 		return false;
-	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
-	head->bytes = DatumGetInt64(values[VA_BYTES - 1]);
-	copy_digest(values[VA_DIGEST - 1], head->digest);
-	head->nchunks = DatumGetInt32(values[VA_NCHUNKS - 1]);
-	head->blob = nulls[VA_BLOB - 1] ? 0 : DatumGetInt64(values[VA_BLOB - 1]);
-	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
-		DatumGetByteaPCopy(values[VA_DATA - 1]);
+	head_from_row(values, nulls, head);
 	return true;
 }
 
@@ -708,44 +932,44 @@ visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
 
 /*
  * Stream the chunks [first, first+count) of a blob, in order, one at a time
- * through a cursor: memory stays at one chunk whatever the payload's size.
- * 'total' bounds the decoded bytes. Returns NULL, or why the chunks do not
- * make up the payload (a chunk missing, extra, undecodable or oversized).
+ * through the chunk index: memory stays at one chunk whatever the
+ * payload's size. 'total' bounds the decoded bytes. Returns NULL, or why
+ * the chunks do not make up the payload (a chunk missing, extra,
+ * undecodable or oversized). The snapshot is a fresh one, as the version's
+ * header was read with.
  */
 const char *
 store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 				   ChunkVisitor visit, void *arg)
 {
-	static SPIPlanPtr plan;
-	Oid			types[2] = {INT8OID, INT4OID};
-	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(first)};
+	Relation	rel = store_open("chunk", AccessShareLock);
+	Relation	idx = store_open("chunk_pkey", AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	MemoryContext chunkcxt = AllocSetContextCreate(CurrentMemoryContext,
 												   "lake chunk",
 												   ALLOCSET_DEFAULT_SIZES);
-	Portal		portal;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
 	int64		seen = 0;
 	int64		filled = 0;
 	const char *why = NULL;
 
-	portal = SPI_cursor_open(NULL,
-							 store_plan(&plan,
-									  "SELECT c.chunk_no, c.data FROM lake_data.chunk c "
-									  "WHERE c.blob OPERATOR(pg_catalog.=) $1 "
-									  "  AND c.chunk_no OPERATOR(pg_catalog.>=) $2 "
-									  "ORDER BY c.chunk_no",
-									  2, types),
-							 values, NULL, true);
-	for (;;)
+	store_key_int8(&key[0], CA_BLOB, blob);
+	ScanKeyInit(&key[1], CA_CHUNK_NO, BTGreaterEqualStrategyNumber, F_INT4GE,
+				Int32GetDatum(first));
+	scan = systable_beginscan_ordered(rel, idx, snapshot, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
+		Datum		values[CHUNK_NATTS];
+		bool		nulls[CHUNK_NATTS];
 		int32		chunk_no;
 		MemoryContext old;
 		size_t		decoded = 0;
 
 		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, 1);
-		if (SPI_processed == 0)
-			break;
-		chunk_no = DatumGetInt32(colv(0, 1));
+		heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+		chunk_no = DatumGetInt32(values[CA_CHUNK_NO - 1]);
 		if (chunk_no != first + seen)
 		{
 			why = psprintf("chunk " INT64_FORMAT " is missing", first + seen);
@@ -758,17 +982,19 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 			break;
 		}
 		old = MemoryContextSwitchTo(chunkcxt);
-		why = visit_stored(DatumGetByteaPP(colv(0, 2)), (size_t) (total - filled),
+		why = visit_stored(DatumGetByteaPP(values[CA_DATA - 1]), (size_t) (total - filled),
 						   visit, arg, &decoded);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(chunkcxt);
-		SPI_freetuptable(SPI_tuptable);
 		if (why != NULL)
 			break;
 		filled += decoded;
 		seen++;
 	}
-	SPI_cursor_close(portal);
+	systable_endscan_ordered(scan);
+	UnregisterSnapshot(snapshot);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
 	MemoryContextDelete(chunkcxt);
 	if (why == NULL && seen != count)
 		why = psprintf("chunk " INT64_FORMAT " is missing", first + seen);
@@ -839,17 +1065,12 @@ store_lineage_broken(const char *dataset, int64 version, const char *why)
 }
 
 void
-store_check_lineage(const char *dataset, int32 dataset_id, int64 version)
+store_check_lineage(const char *dataset, const OperationLookup *op)
 {
-	VersionHead head;
-	const char *why;
+	const char *why = store_visit_version(&op->head, NULL, NULL);
 
-	if (!store_version_head(dataset_id, version, &head))
-		elog(ERROR, "lake: version " INT64_FORMAT " of dataset \"%s\" vanished",
-			 version, dataset);
-	why = store_visit_version(&head, NULL, NULL);
 	if (why != NULL)
-		store_lineage_broken(dataset, version, why);
+		store_lineage_broken(dataset, op->version, why);
 }
 
 void
@@ -954,7 +1175,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	 */
 	if (max_open > 0)
 	{
-		if (!lock_bounded(data_table("stage"), role, lake_admission_queue_wait_ms))
+		if (!lock_bounded(lake_relid("stage"), role, lake_admission_queue_wait_ms))
 			return -1;
 		if ((id = find_stage(values, types)) != 0)
 			return id;
@@ -1018,27 +1239,24 @@ store_lock_stage(int64 stage, StageRow *row)
 bool
 store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 {
-	static SPIPlanPtr plan;
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(stage)};
+	ScanKeyData key[1];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
 
-	run(store_plan(&plan,
-				 "SELECT v.dataset_id, d.name, v.tenant, v.operation_id, v.version, v.digest "
-				 "FROM lake_data.version v JOIN lake_data.dataset d ON d.id OPERATOR(pg_catalog.=) v.dataset_id "
-				 "WHERE v.blob OPERATOR(pg_catalog.=) $1",
-				 1, types),
-		values, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	store_key_int8(&key[0], VA_BLOB, stage);
+	if (!store_fetch("version", "version_blob", InvalidSnapshot, key, 1,
+					 ForwardScanDirection, values, nulls))
 		return false;
 	row->id = stage;
-	row->dataset_id = DatumGetInt32(colv(0, 1));
-	row->dataset = col_text(0, 2);
-	row->tenant = col_text(0, 3);
-	row->operation_id = col_text(0, 4);
+	row->dataset_id = DatumGetInt32(values[VA_DATASET - 1]);
+	row->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
+	row->operation_id = TextDatumGetCString(values[VA_OPERATION - 1]);
 	op->dataset_id = row->dataset_id;
 	op->found = true;
-	op->version = DatumGetInt64(colv(0, 5));
-	copy_digest(colv(0, 6), op->digest);
+	op->version = DatumGetInt64(values[VA_VERSION - 1]);
+	head_from_row(values, nulls, &op->head);
+	memcpy(op->digest, op->head.digest, LAKE_DIGEST_LEN);
+	row->dataset = store_dataset_name(row->dataset_id);
 	return true;
 }
 
@@ -1084,7 +1302,10 @@ void
 store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
 				const char *data, size_t len)
 {
-	(void) insert_chunk(blob, chunk_no, digest, data, len);
+	Relation	rel = store_open("chunk", RowExclusiveLock);
+
+	(void) insert_chunk(rel, blob, chunk_no, digest, data, len);
+	table_close(rel, RowExclusiveLock);
 }
 
 void

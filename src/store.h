@@ -14,6 +14,8 @@
 #include "access/sdir.h"
 #include "access/skey.h"
 #include "funcapi.h"
+#include "storage/lockdefs.h"
+#include "utils/relcache.h"
 #include "utils/snapshot.h"
 
 #include "executor/spi.h"
@@ -22,16 +24,6 @@ extern void store_connect(void);
 extern void store_finish(void);
 extern Oid	store_caller(void);
 extern Oid	store_owner(void);
-
-/* What the version history says about one operation. */
-typedef struct OperationLookup
-{
-	int32		dataset_id;
-	bool		found;			/* the operation has a version */
-	int64		version;
-	uint8		digest[LAKE_DIGEST_LEN];
-	int64		max_version;	/* store_recheck_operation only */
-} OperationLookup;
 
 /* A version's header row, as store_version_head finds it. */
 typedef struct VersionHead
@@ -43,6 +35,17 @@ typedef struct VersionHead
 	uint8		digest[LAKE_DIGEST_LEN];
 	bytea	   *inline_chunk;	/* chunk 0 when stored in the row, else NULL */
 } VersionHead;
+
+/* What the version history says about one operation. */
+typedef struct OperationLookup
+{
+	int32		dataset_id;
+	bool		found;			/* the operation has a version */
+	int64		version;
+	uint8		digest[LAKE_DIGEST_LEN];
+	VersionHead head;			/* when found: the version's header */
+	int64		max_version;	/* store_recheck_operation only */
+} OperationLookup;
 
 /* An open stage, locked by store_lock_stage. */
 typedef struct StageRow
@@ -76,6 +79,13 @@ extern SPIPlanPtr store_plan_once(SPIPlanPtr *cache, const char *sql, int nargs,
 extern void store_key_int4(ScanKeyData *key, AttrNumber att, int32 value);
 extern void store_key_int8(ScanKeyData *key, AttrNumber att, int64 value);
 extern void store_key_text(ScanKeyData *key, AttrNumber att, const char *value);
+extern uint64 store_generation(void);
+extern Oid	store_relid(const char *name);
+extern Relation store_open(const char *name, LOCKMODE mode);
+extern void store_insert(Relation rel, Datum *values, bool *nulls);
+extern bool store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
+						   ScanKeyData *keys, int nkeys, ScanDirection dir,
+						   Datum *values, bool *nulls);
 extern bool store_fetch(const char *table, const char *index, Snapshot snapshot,
 						ScanKeyData *keys, int nkeys, ScanDirection dir,
 						Datum *values, bool *nulls);
@@ -86,6 +96,7 @@ extern bytea *store_encode(const char *data, size_t len);
 /* datasets */
 extern void store_create_dataset(const char *name);
 extern int32 store_dataset_id(const char *name);
+extern char *store_dataset_name(int32 dataset_id);
 extern bool store_lock_dataset(int32 dataset_id, long wait_ms);
 
 /* operations */
@@ -110,8 +121,8 @@ extern const char *store_visit_version(const VersionHead *head, ChunkVisitor vis
 /* LK005: the version's chunks are missing or damaged. */
 extern void store_lineage_broken(const char *dataset, int64 version,
 								 const char *why) pg_attribute_noreturn();
-/* Verify a version's lineage as a read does; LK005 if it is broken. */
-extern void store_check_lineage(const char *dataset, int32 dataset_id, int64 version);
+/* Verify a found operation's lineage as a read does; LK005 if it is broken. */
+extern void store_check_lineage(const char *dataset, const OperationLookup *op);
 extern void store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo);
 extern void store_list_versions(int32 dataset_id, int64 after_version,
 								Oid only_role, ReturnSetInfo *rsinfo);
