@@ -8,7 +8,8 @@ EXTENSION   = lake
 EXTVERSION  = 0.1.0
 MODULE_big  = lake
 OBJS        = src/lake.o src/guc.o src/args.o src/admission.o src/codec.o \
-              src/digest.o src/store.o src/access.o src/operation.o \
+              src/digest.o src/store.o src/store_version.o \
+              src/store_stage.o src/store_grant.o src/store_owner.o src/access.o src/operation.o \
               src/append.o src/stage.o src/lifecycle.o src/owner.o \
               src/landing.o src/cycle.o src/seal.o src/logread.o \
               src/recovery.o src/checkpoint.o src/worker.o

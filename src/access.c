@@ -21,7 +21,7 @@
 #include "args.h"
 #include "catalog/namespace.h"
 #include "miscadmin.h"
-#include "store.h"
+#include "store_grant.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"

@@ -19,7 +19,7 @@
 #include "lifecycle.h"
 #include "logread.h"
 #include "miscadmin.h"
-#include "store.h"
+#include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -326,12 +326,9 @@ PG_FUNCTION_INFO_V1(lake_cycles);
 Datum
 lake_trajectory(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan_owner;
 	char	   *owner;
 	Emit		e = {0};
-	Oid			ntypes[1] = {TEXTOID};
-	Datum		nvalues[1];
-	bool		isnull;
+	char	   *tenant;
 
 	lake_require_preload();
 	owner = lake_arg_short_name(fcinfo, 0, "owner");
@@ -340,20 +337,11 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	store_connect();
-	nvalues[0] = CStringGetTextDatum(owner);
-	if (SPI_execute_plan(store_plan(&plan_owner,
-								  "SELECT o.id, o.tenant FROM lake_data.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
-								  1, ntypes),
-						 nvalues, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "lake: owner lookup failed");
-	if (SPI_processed == 0)
+	if (!store_owner_lookup(owner, &e.owner_id, &tenant))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("owner \"%s\" does not exist", owner)));
-	e.owner_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	access_require_owner(TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 2, &isnull)),
-						 owner);
+	access_require_owner(tenant, owner);
 	log_visit_owner(e.owner_id, e.after_position, &e.at, emit_landing, NULL, &e);
 	store_finish();
 	return (Datum) 0;
@@ -362,15 +350,13 @@ lake_trajectory(PG_FUNCTION_ARGS)
 Datum
 lake_log(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan_names;
-	static SPIPlanPtr plan_granted_names;
 	static SPIPlanPtr plan;
 	Emit		e = {0};
 	Oid			types[1] = {INT8OID};
 	Datum		values[1];
-	Oid			role_type[1] = {OIDOID};
-	Datum		role[1];
 	HASHCTL		ctl;
+	OwnerRow   *rows;
+	uint64		n;
 
 	lake_require_preload();
 	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
@@ -388,29 +374,13 @@ lake_log(PG_FUNCTION_ARGS)
 	 */
 	store_connect();
 	e.all = access_all_tenants();
-	role[0] = ObjectIdGetDatum(store_caller());
-	if (SPI_execute_plan(e.all ?
-						 store_plan(&plan_names, "SELECT o.id, o.name FROM lake_data.owner o", 0, NULL) :
-						 store_plan(&plan_granted_names,
-									"SELECT o.id, o.name FROM lake_data.owner o "
-									"WHERE EXISTS (SELECT 1 FROM lake_data.tenant_grant g "
-									"  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
-									"  WHERE g.tenant OPERATOR(pg_catalog.=) o.tenant "
-									"    AND pg_catalog.pg_has_role($1, g.role, 'USAGE'))",
-									1, role_type),
-						 e.all ? NULL : role, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "lake: owner names lookup failed");
-	for (uint64 i = 0; i < SPI_processed; i++)
+	rows = store_owner_rows(e.all ? InvalidOid : store_caller(), false, &n);
+	for (uint64 i = 0; i < n; i++)
 	{
-		bool		isnull;
-		int32		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		OwnerName  *on = hash_search(e.names, &id, HASH_ENTER, NULL);
+		OwnerName  *on = hash_search(e.names, &rows[i].id, HASH_ENTER, NULL);
 
-		strlcpy(on->name, TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i],
-															 SPI_tuptable->tupdesc, 2, &isnull)),
-				NAMEDATALEN);
+		strlcpy(on->name, rows[i].name, NAMEDATALEN);
 	}
-	SPI_freetuptable(SPI_tuptable);
 	log_visit_cycles(store_plan(&plan,
 								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle c "
 								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
