@@ -72,15 +72,18 @@ CREATE TABLE lake_data.dataset (
 CREATE SEQUENCE lake_data.blob_seq;
 
 -- One row per version. A payload of one chunk is stored inline (data) with
--- no blob; larger payloads and staged ones keep their chunks in lake_data.chunk
--- under blob (chunk 0 inline when data is set, else from lake_data.chunk too).
+-- blob 0 (none); larger payloads and staged ones keep their chunks in
+-- lake_data.chunk under blob (chunk 0 inline when data is set, else from
+-- lake_data.chunk too). The row is kept narrow, for the WAL of every small
+-- append: no column that can be derived (the stored size is the sum of the
+-- stored chunks' lengths, lake.versions computes it), and no NULL in the
+-- common row (blob is 0, not NULL: no null bitmap).
 CREATE TABLE lake_data.version (
     dataset_id    int NOT NULL,
     nchunks       int NOT NULL,
     version       bigint NOT NULL,
     bytes         bigint NOT NULL,
-    stored_bytes  bigint NOT NULL,
-    blob          bigint,
+    blob          bigint NOT NULL,
     committed_at  timestamptz NOT NULL,
     tenant        text NOT NULL,
     operation_id  text NOT NULL,
@@ -91,7 +94,8 @@ CREATE TABLE lake_data.version (
 );
 -- A commit of a stage that was already committed and retired finds its
 -- version here.
-CREATE UNIQUE INDEX version_blob ON lake_data.version (blob) WHERE blob IS NOT NULL;
+CREATE UNIQUE INDEX version_blob ON lake_data.version (blob)
+    WHERE blob OPERATOR(pg_catalog.<>) 0;
 
 -- Stored chunks (codec.h): of versions, and of open stages.
 CREATE TABLE lake_data.chunk (

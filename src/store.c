@@ -555,13 +555,9 @@ store_lock_object(Oid classid, Oid objid, long wait_ms)
 	return true;
 }
 
-/* Encode (compress or not, codec.h) into a freshly palloc'd bytea. */
-bytea *
-store_encode(const char *data, size_t len)
+static ZSTD_CCtx *
+compression_context(void)
 {
-	bytea	   *out = palloc(VARHDRSZ + lake_chunk_bound(len));
-	size_t		n;
-
 	if (cctx == NULL)
 	{
 		cctx = ZSTD_createCCtx();
@@ -571,10 +567,47 @@ store_encode(const char *data, size_t len)
 					 errmsg("out of memory"),
 					 errdetail("Could not create a zstd compression context.")));
 	}
-	n = lake_chunk_encode(cctx, lake_compression_level,
-						  (const uint8_t *) data, len, (uint8_t *) VARDATA(out));
+	return cctx;
+}
+
+/* Encode (compress or not, codec.h) into a freshly palloc'd bytea. */
+bytea *
+store_encode(const char *data, size_t len)
+{
+	bytea	   *out = palloc(VARHDRSZ + lake_chunk_bound(len));
+	size_t		n = lake_chunk_encode(compression_context(), lake_compression_level,
+									  (const uint8_t *) data, len,
+									  (uint8_t *) VARDATA(out));
+
 	SET_VARSIZE(out, VARHDRSZ + n);
 	return out;
+}
+
+/*
+ * Encode a payload chunk into the backend's one encode buffer, kept for
+ * the life of the backend at the size of the largest chunk so far (at most
+ * lake_chunk_bound(LAKE_CHUNK_BYTES)): no megabyte allocated per chunk. The
+ * result is valid until the next call.
+ */
+bytea *
+store_encode_chunk(const char *data, size_t len)
+{
+	static bytea *buffer = NULL;
+	static size_t capacity = 0;
+	size_t		need = VARHDRSZ + lake_chunk_bound(len);
+	size_t		n;
+
+	if (need > capacity)
+	{
+		if (buffer != NULL)
+			pfree(buffer);
+		buffer = MemoryContextAlloc(TopMemoryContext, need);
+		capacity = need;
+	}
+	n = lake_chunk_encode(compression_context(), lake_compression_level,
+						  (const uint8_t *) data, len, (uint8_t *) VARDATA(buffer));
+	SET_VARSIZE(buffer, VARHDRSZ + n);
+	return buffer;
 }
 
 /*

@@ -49,6 +49,8 @@ extern bool store_fetch(const char *table, const char *index, Snapshot snapshot,
 
 /* Encode bytes as a stored chunk (codec.h) at lake.compression_level. */
 extern bytea *store_encode(const char *data, size_t len);
+/* The same into the backend's reused buffer: valid until the next call. */
+extern bytea *store_encode_chunk(const char *data, size_t len);
 
 /* SPI helpers for the table families' statements. */
 extern void store_run(SPIPlanPtr plan, Datum *values, int expected);

@@ -171,7 +171,7 @@ store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
 {
 	Relation	rel = store_open("chunk", RowExclusiveLock);
 
-	(void) store_insert_chunk(rel, blob, chunk_no, digest, data, len);
+	store_insert_chunk(rel, blob, chunk_no, digest, data, len);
 	table_close(rel, RowExclusiveLock);
 }
 
@@ -186,8 +186,7 @@ store_stage_summary(int64 blob, StageSummary *sum)
 				 "SELECT pg_catalog.count(*), "
 				 "       COALESCE(pg_catalog.max(c.chunk_no), -1)::pg_catalog.int8, "
 				 "       COALESCE(pg_catalog.max(c.bytes), 0)::pg_catalog.int8, "
-				 "       COALESCE(pg_catalog.sum(c.bytes), 0)::pg_catalog.int8, "
-				 "       COALESCE(pg_catalog.sum(pg_catalog.octet_length(c.data)), 0)::pg_catalog.int8 "
+				 "       COALESCE(pg_catalog.sum(c.bytes), 0)::pg_catalog.int8 "
 				 "FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_SELECT);
@@ -195,7 +194,6 @@ store_stage_summary(int64 blob, StageSummary *sum)
 	sum->last_chunk_no = DatumGetInt64(store_colv(0, 2));
 	sum->largest_chunk = DatumGetInt64(store_colv(0, 3));
 	sum->bytes = DatumGetInt64(store_colv(0, 4));
-	sum->stored_bytes = DatumGetInt64(store_colv(0, 5));
 }
 
 /* The first chunk number missing below the last one uploaded. */
@@ -278,7 +276,7 @@ store_adopt_stage(const StageRow *stage, int64 version, const uint8 *digest,
 				  const StageSummary *sum)
 {
 	store_add_version(stage->dataset_id, version, stage->tenant, stage->operation_id,
-					  digest, sum->bytes, sum->stored_bytes, (int32) sum->nchunks,
+					  digest, sum->bytes, (int32) sum->nchunks,
 					  stage->id);
 	store_drop_stage(stage->id, false);
 }

@@ -24,7 +24,6 @@ typedef struct StageSummary
 	int64		last_chunk_no;	/* -1 when there are none */
 	int64		largest_chunk;
 	int64		bytes;
-	int64		stored_bytes;
 } StageSummary;
 
 /*

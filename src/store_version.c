@@ -2,8 +2,8 @@
  * store_version.c — datasets, versions and their chunks.
  *
  *   lake_data.dataset  (id, name, created_at)
- *   lake_data.version  (dataset_id, nchunks, version, bytes, stored_bytes,
- *                       blob, committed_at, tenant, operation_id, digest, data)
+ *   lake_data.version  (dataset_id, nchunks, version, bytes, blob,
+ *                       committed_at, tenant, operation_id, digest, data)
  *   lake_data.chunk    (blob, chunk_no, bytes, digest, data)
  *
  * A payload of one chunk lives in its version row (data), so the common
@@ -163,18 +163,17 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
  * ---------------------------------------------------------------------- */
 
 /* Columns of lake_data.version, as created by the install script. */
-#define VERSION_NATTS 11
+#define VERSION_NATTS 10
 #define VA_DATASET 1
 #define VA_NCHUNKS 2
 #define VA_VERSION 3
 #define VA_BYTES 4
-#define VA_STORED 5
-#define VA_BLOB 6
-#define VA_COMMITTED 7
-#define VA_TENANT 8
-#define VA_OPERATION 9
-#define VA_DIGEST 10
-#define VA_DATA 11
+#define VA_BLOB 5
+#define VA_COMMITTED 6
+#define VA_TENANT 7
+#define VA_OPERATION 8
+#define VA_DIGEST 9
+#define VA_DATA 10
 
 /* Columns of lake_data.chunk, as created by the install script. */
 #define CHUNK_NATTS 5
@@ -190,7 +189,7 @@ head_from_row(Datum *values, bool *nulls, VersionHead *head)
 	head->bytes = DatumGetInt64(values[VA_BYTES - 1]);
 	store_copy_digest(values[VA_DIGEST - 1], head->digest);
 	head->nchunks = DatumGetInt32(values[VA_NCHUNKS - 1]);
-	head->blob = nulls[VA_BLOB - 1] ? 0 : DatumGetInt64(values[VA_BLOB - 1]);
+	head->blob = DatumGetInt64(values[VA_BLOB - 1]);
 	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
 		DatumGetByteaPP(values[VA_DATA - 1]);
 }
@@ -247,12 +246,11 @@ store_recheck_operation(const char *tenant, const char *operation_id,
  * Versions
  * ---------------------------------------------------------------------- */
 
-int64
+void
 store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const uint8 *digest,
 			 const char *data, size_t len)
 {
-	bytea	   *enc = store_encode(data, len);
-	int64		stored = VARSIZE(enc) - VARHDRSZ;
+	bytea	   *enc = store_encode_chunk(data, len);
 	Datum		values[CHUNK_NATTS] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
 		Int32GetDatum((int32) len), (Datum) 0, PointerGetDatum(enc)};
 	bool		nulls[CHUNK_NATTS] = {false, false, false, digest == NULL, false};
@@ -260,14 +258,12 @@ store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const uint8 *digest
 	if (digest != NULL)
 		values[3] = store_digest_datum(digest);
 	store_insert(rel, values, nulls);
-	pfree(enc);
-	return stored;
 }
 
 static void
 insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant,
 			   const char *operation_id, const uint8 *digest, int64 bytes,
-			   int64 stored, int32 nchunks, int64 blob, bytea *inline_chunk)
+			   int32 nchunks, int64 blob, bytea *inline_chunk)
 {
 	Datum		values[VERSION_NATTS];
 	bool		nulls[VERSION_NATTS];
@@ -277,9 +273,7 @@ insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant
 	values[VA_NCHUNKS - 1] = Int32GetDatum(nchunks);
 	values[VA_VERSION - 1] = Int64GetDatum(version);
 	values[VA_BYTES - 1] = Int64GetDatum(bytes);
-	values[VA_STORED - 1] = Int64GetDatum(stored);
 	values[VA_BLOB - 1] = Int64GetDatum(blob);
-	nulls[VA_BLOB - 1] = blob == 0;
 
 	/*
 	 * committed_at is the clock at insert, taken under the dataset lock, so
@@ -301,8 +295,6 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 					const char *payload, int64 len)
 {
 	int32		nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
-	bytea	   *first = store_encode(payload, Min(len, LAKE_CHUNK_BYTES));
-	int64		stored = VARSIZE(first) - VARHDRSZ;
 	int64		blob = 0;
 	Relation	rel;
 
@@ -315,28 +307,28 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 		{
 			int64		off = (int64) i * LAKE_CHUNK_BYTES;
 
-			stored += store_insert_chunk(chunks, blob, i, NULL, payload + off,
+			store_insert_chunk(chunks, blob, i, NULL, payload + off,
 								   Min(len - off, LAKE_CHUNK_BYTES));
 		}
 		table_close(chunks, RowExclusiveLock);
 	}
+	/* Chunk 0 last: the encode buffer then holds it for the version row. */
 	rel = store_open("version", RowExclusiveLock);
 	insert_version(rel, dataset_id, version, tenant, operation_id, digest, len,
-				   stored, nchunks, blob, first);
+				   nchunks, blob, store_encode_chunk(payload, Min(len, LAKE_CHUNK_BYTES)));
 	table_close(rel, RowExclusiveLock);
-	pfree(first);
 }
 
 /* A version row with its chunks elsewhere (a committed stage's). */
 void
 store_add_version(int32 dataset_id, int64 version, const char *tenant,
 				  const char *operation_id, const uint8 *digest, int64 bytes,
-				  int64 stored, int32 nchunks, int64 blob)
+				  int32 nchunks, int64 blob)
 {
 	Relation	rel = store_open("version", RowExclusiveLock);
 
 	insert_version(rel, dataset_id, version, tenant, operation_id, digest, bytes,
-				   stored, nchunks, blob, NULL);
+				   nchunks, blob, NULL);
 	table_close(rel, RowExclusiveLock);
 }
 
@@ -381,8 +373,8 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
 
 /*
  * Decode and verify one stored chunk and hand it to 'visit'. Returns NULL,
- * or why the chunk is unreadable. Even a raw chunk is copied out: its
- * checksum must hold before anyone sees its bytes.
+ * or why the chunk is unreadable. A raw chunk's checksum is verified
+ * before anyone sees its bytes, which are then visited in place.
  */
 static const char *
 visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
@@ -391,13 +383,22 @@ visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
 	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
 	size_t		size;
+	const uint8_t *view;
 	LakeCodecStatus st = lake_chunk_decoded_size(in, inlen, &size);
 	char	   *out;
 
 	if (st == LAKE_CODEC_OK && size > room)
 		st = LAKE_CODEC_TOO_BIG;
+	if (st == LAKE_CODEC_OK)
+		st = lake_chunk_view(in, inlen, &view, decoded);
 	if (st != LAKE_CODEC_OK)
 		return lake_codec_status_text(st);
+	if (view != NULL)
+	{
+		/* Raw and verified: visited where it lies, no copy. */
+		visit((const char *) view, *decoded, arg);
+		return NULL;
+	}
 	out = palloc(Max(size, 1));
 	st = lake_chunk_decode(in, inlen, (uint8_t *) out, size, decoded);
 	if (st != LAKE_CODEC_OK)
@@ -563,7 +564,10 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 
 #define VERSION_COLUMNS \
 	"SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes, " \
-	"       v.stored_bytes, v.committed_at FROM lake_data.version v " \
+	"       COALESCE(pg_catalog.octet_length(v.data), 0) OPERATOR(pg_catalog.+) COALESCE(( " \
+	"         SELECT pg_catalog.sum(pg_catalog.octet_length(c.data)) FROM lake_data.chunk c " \
+	"         WHERE c.blob OPERATOR(pg_catalog.=) v.blob AND v.blob OPERATOR(pg_catalog.<>) 0), 0), " \
+	"       v.committed_at FROM lake_data.version v " \
 	"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 " \
 	"  AND v.version OPERATOR(pg_catalog.>) $2 "
 

@@ -49,7 +49,7 @@ extern void store_write_version(int32 dataset_id, int64 version,
 								const uint8 *digest, const char *payload, int64 len);
 extern void store_add_version(int32 dataset_id, int64 version, const char *tenant,
 							  const char *operation_id, const uint8 *digest,
-							  int64 bytes, int64 stored, int32 nchunks, int64 blob);
+							  int64 bytes, int32 nchunks, int64 blob);
 extern bool store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 								  char **operation_id);
 extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);
@@ -68,7 +68,7 @@ extern void store_list_versions(int32 dataset_id, int64 after_version,
 								Oid only_role, ReturnSetInfo *rsinfo);
 
 /* chunks (of versions and of open stages) */
-extern int64 store_insert_chunk(Relation rel, int64 blob, int32 chunk_no,
+extern void store_insert_chunk(Relation rel, int64 blob, int32 chunk_no,
 								const uint8 *digest, const char *data, size_t len);
 extern const char *store_visit_chunks(int64 blob, int32 first, int64 count,
 									  int64 total, ChunkVisitor visit, void *arg);

@@ -48,6 +48,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Exactly the declared room: a write past it is a heap overflow. */
 	out = malloc(declared > 0 ? declared : 1);
 	dst = lake_chunk_decode(data, size, out, declared, &got);
+
+	/* The in-place view of a raw chunk agrees with its decode. */
+	{
+		const uint8_t *view;
+		size_t		viewlen = 0;
+		LakeCodecStatus vst = lake_chunk_view(data, size, &view, &viewlen);
+
+		if (st == LAKE_CODEC_OK && data[0] == LAKE_CODEC_RAW)
+		{
+			FUZZ_CHECK(vst == dst);
+			if (vst == LAKE_CODEC_OK)
+				FUZZ_CHECK(view != NULL && viewlen == got &&
+						   memcmp(view, out, got) == 0);
+		}
+		else
+			FUZZ_CHECK(view == NULL);
+	}
 	if (st != LAKE_CODEC_OK)
 		FUZZ_CHECK(dst == st);
 	if (dst != LAKE_CODEC_OK)
