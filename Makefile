@@ -14,7 +14,7 @@ OBJS        = src/lake.o src/guc.o src/args.o src/admission.o src/codec.o \
               src/landing.o src/cycle.o src/seal.o src/logread.o \
               src/recovery.o src/checkpoint.o src/worker.o
 DATA        = sql/lake--$(EXTVERSION).sql
-SHLIB_LINK  = -lzstd
+SHLIB_LINK  = -lzstd -lcrypto
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS   = -Wall -Werror
 EXTRA_CLEAN = results output_iso tmp_check log regression.diffs regression.out

@@ -2,7 +2,7 @@
  * codec.c — encode and decode stored chunks (format in codec.h).
  *
  * Pure C on top of zstd and PostgreSQL's CRC-32C: no palloc, no ereport,
- * no global state, so the decoder can run under a fuzzer exactly as the
+ * no global state (zstd contexts are the caller's to keep), so the decoder can run under a fuzzer exactly as the
  * server runs it.
  */
 #include "c.h"
@@ -133,8 +133,8 @@ lake_chunk_decoded_size(const uint8_t *in, size_t len, size_t *size)
 }
 
 LakeCodecStatus
-lake_chunk_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap,
-				  size_t *outlen)
+lake_chunk_decode(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out,
+				  size_t cap, size_t *outlen)
 {
 	size_t		size;
 	size_t		got = 0;
@@ -157,8 +157,11 @@ lake_chunk_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap,
 	}
 	else
 	{
-		got = ZSTD_decompress(out, size, in + LAKE_CHUNK_HEADER,
-							  len - LAKE_CHUNK_HEADER);
+		got = dctx != NULL ?
+			ZSTD_decompressDCtx(dctx, out, size, in + LAKE_CHUNK_HEADER,
+								len - LAKE_CHUNK_HEADER) :
+			ZSTD_decompress(out, size, in + LAKE_CHUNK_HEADER,
+							len - LAKE_CHUNK_HEADER);
 		if (ZSTD_isError(got))
 			return LAKE_CODEC_BAD_FRAME;
 		if (got != size)

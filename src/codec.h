@@ -66,10 +66,13 @@ extern LakeCodecStatus lake_chunk_decoded_size(const uint8_t *in, size_t len,
 
 /*
  * Decode a stored chunk into 'out', which has room for 'cap' bytes, and
- * verify its checksum; '*outlen' receives the decoded length. On any
+ * verify its checksum, with a reusable zstd context (NULL: a fresh one,
+ * which costs an allocation of a few hundred kB per call); '*outlen' receives the decoded length. On any
  * status but LAKE_CODEC_OK the bytes in 'out' mean nothing.
  */
-extern LakeCodecStatus lake_chunk_decode(const uint8_t *in, size_t len,
+struct ZSTD_DCtx_s;
+extern LakeCodecStatus lake_chunk_decode(struct ZSTD_DCtx_s *dctx,
+										 const uint8_t *in, size_t len,
 										 uint8_t *out, size_t cap, size_t *outlen);
 
 /*

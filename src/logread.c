@@ -54,7 +54,7 @@ log_unwrap(Datum data, uint8_t **raw, size_t *len)
 	if (cst == LAKE_CODEC_OK)
 	{
 		*raw = palloc(Max(size, 1));
-		cst = lake_chunk_decode(in, inlen, *raw, size, len);
+		cst = lake_chunk_decode(store_decompression_context(), in, inlen, *raw, size, len);
 	}
 	return cst == LAKE_CODEC_OK ? NULL : lake_codec_status_text(cst);
 }

@@ -570,6 +570,20 @@ compression_context(void)
 	return cctx;
 }
 
+/* The backend's zstd decompression context, for every decode. */
+ZSTD_DCtx *
+store_decompression_context(void)
+{
+	static ZSTD_DCtx *dctx = NULL;
+
+	if (dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Could not create a zstd decompression context.")));
+	return dctx;
+}
+
 /* Encode (compress or not, codec.h) into a freshly palloc'd bytea. */
 bytea *
 store_encode(const char *data, size_t len)
