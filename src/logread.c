@@ -10,6 +10,9 @@
  */
 #include "lake.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access.h"
 #include "args.h"
 #include "catalog/pg_type.h"
@@ -21,6 +24,9 @@
 #include "miscadmin.h"
 #include "store_owner.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -298,6 +304,52 @@ log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
 }
 
 /*
+ * Visit the landings of every cycle above 'after_cycle', in cycle order,
+ * straight from lake_data.cycle's primary key under the active snapshot:
+ * no executor, no cursor, one cycle in memory at a time. The log read and
+ * recovery's replay both go through here.
+ */
+void
+log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
+				LogDamageHandler damaged, void *arg)
+{
+	Relation	rel = store_open("cycle", AccessShareLock);
+	Relation	idx = store_open("cycle_pkey", AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetActiveSnapshot());
+	AttrNumber	att_cycle = get_attnum(RelationGetRelid(rel), "cycle");
+	AttrNumber	att_epoch = get_attnum(RelationGetRelid(rel), "epoch");
+	AttrNumber	att_data = get_attnum(RelationGetRelid(rel), "data");
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
+											  ALLOCSET_DEFAULT_SIZES);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key, att_cycle, BTGreaterStrategyNumber, F_INT8GT,
+				Int64GetDatum(after_cycle));
+	scan = systable_beginscan_ordered(rel, idx, snapshot, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		bool		isnull;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		where->cycle = DatumGetInt64(heap_getattr(tup, att_cycle, RelationGetDescr(rel), &isnull));
+		where->epoch = DatumGetInt32(heap_getattr(tup, att_epoch, RelationGetDescr(rel), &isnull));
+		old = MemoryContextSwitchTo(cxt);
+		visit_record(where->cycle, heap_getattr(tup, att_data, RelationGetDescr(rel), &isnull),
+					 visit, arg, damaged);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(cxt);
+	}
+	systable_endscan_ordered(scan);
+	UnregisterSnapshot(snapshot);
+	MemoryContextDelete(cxt);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+}
+
+/*
  * Visit the landings of one owner above 'after_position', in position
  * order, reading only the cycles lake_data.cycle_owner lists for it.
  */
@@ -350,16 +402,14 @@ lake_trajectory(PG_FUNCTION_ARGS)
 Datum
 lake_log(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan;
 	Emit		e = {0};
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
+	int64		after_cycle;
 	HASHCTL		ctl;
 	OwnerRow   *rows;
 	uint64		n;
 
 	lake_require_preload();
-	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
+	after_cycle = arg_after(fcinfo, 0, "after_cycle");
 	InitMaterializedSRF(fcinfo, 0);
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
@@ -381,11 +431,7 @@ lake_log(PG_FUNCTION_ARGS)
 
 		strlcpy(on->name, rows[i].name, NAMEDATALEN);
 	}
-	log_visit_cycles(store_plan(&plan,
-								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle c "
-								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
-								1, types),
-					 values, &e.at, emit_landing, NULL, &e);
+	log_scan_cycles(after_cycle, &e.at, emit_landing, NULL, &e);
 	store_finish();
 	return (Datum) 0;
 }

@@ -351,16 +351,8 @@ load_snapshot(Replay *rp)
 static void
 replay_log(Replay *rp, int64 after_cycle)
 {
-	static SPIPlanPtr plan;
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(after_cycle)};
-
 	rp->at.cycle = after_cycle;
-	log_visit_cycles(store_plan(&plan,
-								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle c "
-								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
-								1, types),
-					 values, &rp->at, apply_landing, skip_damaged_cycle, rp);
+	log_scan_cycles(after_cycle, &rp->at, apply_landing, skip_damaged_cycle, rp);
 }
 
 /* Mark durable quarantines in shared memory, record the new ones. */
