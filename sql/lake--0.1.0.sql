@@ -77,7 +77,10 @@ CREATE SEQUENCE lake_data.blob_seq;
 -- lake_data.chunk too). The row is kept narrow, for the WAL of every small
 -- append: no column that can be derived (the stored size is the sum of the
 -- stored chunks' lengths, lake.versions computes it), and no NULL in the
--- common row (blob is 0, not NULL: no null bitmap).
+-- common row (blob is 0, not NULL: no null bitmap). Tenants and operation
+-- ids are opaque keys compared byte for byte (COLLATE "C": the same
+-- equality as any deterministic collation, without strcoll on every index
+-- comparison).
 CREATE TABLE lake_data.version (
     dataset_id    int NOT NULL,
     nchunks       int NOT NULL,
@@ -85,8 +88,8 @@ CREATE TABLE lake_data.version (
     bytes         bigint NOT NULL,
     blob          bigint NOT NULL,
     committed_at  timestamptz NOT NULL,
-    tenant        text NOT NULL,
-    operation_id  text NOT NULL,
+    tenant        text COLLATE "C" NOT NULL,
+    operation_id  text COLLATE "C" NOT NULL,
     digest        bytea NOT NULL,
     data          bytea,
     CONSTRAINT version_pkey PRIMARY KEY (dataset_id, version),
@@ -115,8 +118,8 @@ ALTER TABLE lake_data.chunk ALTER COLUMN data SET STORAGE EXTERNAL;
 CREATE TABLE lake_data.stage (
     id            bigint PRIMARY KEY,
     dataset_id    int NOT NULL,
-    tenant        text NOT NULL,
-    operation_id  text NOT NULL,
+    tenant        text COLLATE "C" NOT NULL,
+    operation_id  text COLLATE "C" NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
     touched_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
     opened_by     oid NOT NULL,         -- role that began it (lake.role_max_open_stages)

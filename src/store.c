@@ -466,6 +466,14 @@ store_key_text(ScanKeyData *key, AttrNumber att, const char *value)
 						   DEFAULT_COLLATION_OID, F_TEXTEQ, CStringGetTextDatum(value));
 }
 
+/* An opaque key (a tenant, an operation id): a COLLATE "C" column's. */
+void
+store_key_id(ScanKeyData *key, AttrNumber att, const char *value)
+{
+	ScanKeyEntryInitialize(key, 0, att, BTEqualStrategyNumber, InvalidOid,
+						   C_COLLATION_OID, F_TEXTEQ, CStringGetTextDatum(value));
+}
+
 /*
  * The first row of 'rel' through 'idx' matching the keys, scanning forward
  * or (for "the highest") backward; its columns are copied into

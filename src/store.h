@@ -36,6 +36,7 @@ extern SPIPlanPtr store_plan_once(SPIPlanPtr *cache, const char *sql, int nargs,
 extern void store_key_int4(ScanKeyData *key, AttrNumber att, int32 value);
 extern void store_key_int8(ScanKeyData *key, AttrNumber att, int64 value);
 extern void store_key_text(ScanKeyData *key, AttrNumber att, const char *value);
+extern void store_key_id(ScanKeyData *key, AttrNumber att, const char *value);
 extern uint64 store_generation(void);
 extern Oid	store_relid(const char *name);
 extern Relation store_open(const char *name, LOCKMODE mode);

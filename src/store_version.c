@@ -204,8 +204,8 @@ find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 	bool		nulls[VERSION_NATTS];
 
 	store_key_int4(&key[0], VA_DATASET, dataset_id);
-	store_key_text(&key[1], VA_TENANT, tenant);
-	store_key_text(&key[2], VA_OPERATION, operation_id);
+	store_key_id(&key[1], VA_TENANT, tenant);
+	store_key_id(&key[2], VA_OPERATION, operation_id);
 	out->dataset_id = dataset_id;
 	out->found = store_fetch("version", "version_operation", snapshot, key, 3,
 							 ForwardScanDirection, values, nulls);
