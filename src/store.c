@@ -1,22 +1,21 @@
 /*
- * store.c — the tables behind datasets, versions, stages and tenants.
+ * store.c — table access shared by every lake_data table family
+ * (store_version.c, store_stage.c, store_grant.c, store_owner.c, and the
+ * cycle tables of the durable path):
  *
- *   lake_data.dataset      (id, name, created_at)
- *   lake_data.version      (dataset_id, version, tenant, operation_id, digest,
- *                      bytes, stored_bytes, nchunks, blob, committed_at, data)
- *   lake_data.chunk        (blob, chunk_no, bytes, digest, data)
- *   lake_data.stage        (id, dataset_id, tenant, operation_id, created_at,
- *                      touched_at)
- *   lake_data.tenant_grant (tenant, role)
+ *   - the identity table work runs as (the extension's owner), entered and
+ *     left with store_connect() / store_finish();
+ *   - relations opened directly, their OIDs cached per backend and dropped
+ *     on invalidation; rows inserted through the table AM with their index
+ *     entries (store_insert) and point lookups through an index
+ *     (store_fetch);
+ *   - SPI plans kept per backend for the statements that stay SQL;
+ *   - bounded object locks, and the per-backend zstd contexts and encode
+ *     buffer.
  *
- * A payload of one chunk lives in its version row (data), so the common
- * small append writes one heap row. Larger payloads keep their chunks in
- * lake_data.chunk under a blob id; a stage's id is the blob its chunks are
- * uploaded to, so committing a stage hands them to the version as they are.
- *
- * Every query is prepared once per backend, names its tables with their
- * schema and uses pg_catalog operators, so no search_path can change what
- * it means; caller input only ever travels as parameters.
+ * Every SQL statement is prepared once per backend, names its tables with
+ * their schema and uses pg_catalog operators, so no search_path can change
+ * what it means; caller input only ever travels as parameters.
  */
 #include "lake.h"
 
@@ -35,7 +34,6 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
-#include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "digest.h"
 #include "executor/executor.h"
@@ -51,7 +49,6 @@
 #include "utils/syscache.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
