@@ -72,18 +72,24 @@ CREATE TABLE lake_data.dataset (
 CREATE SEQUENCE lake_data.blob_seq;
 
 -- One row per version. A payload of one chunk is stored inline (data) with
--- no blob; larger payloads and staged ones keep their chunks in lake_data.chunk
--- under blob (chunk 0 inline when data is set, else from lake_data.chunk too).
+-- blob 0 (none); larger payloads and staged ones keep their chunks in
+-- lake_data.chunk under blob (chunk 0 inline when data is set, else from
+-- lake_data.chunk too). The row is kept narrow, for the WAL of every small
+-- append: no column that can be derived (the stored size is the sum of the
+-- stored chunks' lengths, lake.versions computes it), and no NULL in the
+-- common row (blob is 0, not NULL: no null bitmap). Tenants and operation
+-- ids are opaque keys compared byte for byte (COLLATE "C": the same
+-- equality as any deterministic collation, without strcoll on every index
+-- comparison).
 CREATE TABLE lake_data.version (
     dataset_id    int NOT NULL,
     nchunks       int NOT NULL,
     version       bigint NOT NULL,
     bytes         bigint NOT NULL,
-    stored_bytes  bigint NOT NULL,
-    blob          bigint,
+    blob          bigint NOT NULL,
     committed_at  timestamptz NOT NULL,
-    tenant        text NOT NULL,
-    operation_id  text NOT NULL,
+    tenant        text COLLATE "C" NOT NULL,
+    operation_id  text COLLATE "C" NOT NULL,
     digest        bytea NOT NULL,
     data          bytea,
     CONSTRAINT version_pkey PRIMARY KEY (dataset_id, version),
@@ -91,7 +97,8 @@ CREATE TABLE lake_data.version (
 );
 -- A commit of a stage that was already committed and retired finds its
 -- version here.
-CREATE UNIQUE INDEX version_blob ON lake_data.version (blob) WHERE blob IS NOT NULL;
+CREATE UNIQUE INDEX version_blob ON lake_data.version (blob)
+    WHERE blob OPERATOR(pg_catalog.<>) 0;
 
 -- Stored chunks (codec.h): of versions, and of open stages.
 CREATE TABLE lake_data.chunk (
@@ -111,8 +118,8 @@ ALTER TABLE lake_data.chunk ALTER COLUMN data SET STORAGE EXTERNAL;
 CREATE TABLE lake_data.stage (
     id            bigint PRIMARY KEY,
     dataset_id    int NOT NULL,
-    tenant        text NOT NULL,
-    operation_id  text NOT NULL,
+    tenant        text COLLATE "C" NOT NULL,
+    operation_id  text COLLATE "C" NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
     touched_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
     opened_by     oid NOT NULL,         -- role that began it (lake.role_max_open_stages)
@@ -130,13 +137,19 @@ CREATE TABLE lake_data.tenant_grant (
 
 -- Sessions cache which tenants their roles hold (access.c): any change
 -- here, through lake.grant_tenant or by hand, tells every session to forget.
-CREATE FUNCTION lake.tenant_grant_changed() RETURNS trigger
-    AS 'MODULE_PATHNAME', 'lake_tenant_grant_changed'
+CREATE FUNCTION lake.data_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'lake_data_changed'
     LANGUAGE C SET search_path = pg_catalog, pg_temp;
 CREATE TRIGGER tenant_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON lake_data.tenant_grant
-    FOR EACH STATEMENT EXECUTE FUNCTION lake.tenant_grant_changed();
-REVOKE ALL ON FUNCTION lake.tenant_grant_changed() FROM PUBLIC;
+    FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
+REVOKE ALL ON FUNCTION lake.data_changed() FROM PUBLIC;
+
+-- Sessions cache dataset ids by name (store.c): a dataset renamed or
+-- removed by hand tells every session to forget them.
+CREATE TRIGGER dataset_changed AFTER UPDATE OR DELETE OR TRUNCATE
+    ON lake_data.dataset
+    FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
 
 -- Lifecycles: named sets of phases with legal edges.
 CREATE TABLE lake_data.lifecycle (

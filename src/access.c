@@ -20,9 +20,8 @@
 #include "access.h"
 #include "args.h"
 #include "catalog/namespace.h"
-#include "commands/trigger.h"
 #include "miscadmin.h"
-#include "store.h"
+#include "store_grant.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -33,7 +32,6 @@
 
 PG_FUNCTION_INFO_V1(lake_grant_tenant);
 PG_FUNCTION_INFO_V1(lake_revoke_tenant);
-PG_FUNCTION_INFO_V1(lake_tenant_grant_changed);
 
 /* A cap on the cache; past it, it starts over. */
 #define HELD_MAX_ENTRIES 1024
@@ -205,19 +203,4 @@ lake_revoke_tenant(PG_FUNCTION_ARGS)
 {
 	change_grant(fcinfo, false);
 	PG_RETURN_VOID();
-}
-
-/*
- * Statement trigger on lake_data.tenant_grant: every backend drops its
- * cached answers (at once here, elsewhere once this transaction commits).
- */
-Datum
-lake_tenant_grant_changed(PG_FUNCTION_ARGS)
-{
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "lake_tenant_grant_changed: not called as a trigger");
-	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
-	return PointerGetDatum(NULL);
 }

@@ -16,7 +16,7 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "operation.h"
-#include "store.h"
+#include "store_version.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(lake_create_dataset);

@@ -7,9 +7,19 @@
 #include "lake.h"
 
 #include "args.h"
-#include "admission.h"
-#include "worker.h"
 #include "utils/builtins.h"
+
+/*
+ * What every entry point runs first, set by _PG_init (lake.c) only when
+ * the library is preloaded: args.c sits below the engines it reports on.
+ */
+static LakeEntryCheck entry_check = NULL;
+
+void
+lake_set_entry_check(LakeEntryCheck check)
+{
+	entry_check = check;
+}
 
 /*
  * Refuse (55000) when the library was not preloaded: no shared state.
@@ -18,12 +28,11 @@
 void
 lake_require_preload(void)
 {
-	if (!admission_shmem_ready())
+	if (entry_check == NULL || !entry_check())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("lake must be loaded via shared_preload_libraries"),
 				 errhint("Add lake to shared_preload_libraries in postgresql.conf and restart the server.")));
-	worker_wake_if_waiting();
 }
 
 static void

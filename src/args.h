@@ -7,6 +7,12 @@
 
 #include "fmgr.h"
 
+/*
+ * The check every entry point makes first: false when lake's shared state
+ * is not there. It may also do what every entry point must (wake the worker).
+ */
+typedef bool (*LakeEntryCheck) (void);
+extern void lake_set_entry_check(LakeEntryCheck check);
 extern void lake_require_preload(void);
 extern char *lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what);
 extern char *lake_arg_short_name(FunctionCallInfo fcinfo, int argno, const char *what);

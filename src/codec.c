@@ -2,7 +2,7 @@
  * codec.c — encode and decode stored chunks (format in codec.h).
  *
  * Pure C on top of zstd and PostgreSQL's CRC-32C: no palloc, no ereport,
- * no global state, so the decoder can run under a fuzzer exactly as the
+ * no global state (zstd contexts are the caller's to keep), so the decoder can run under a fuzzer exactly as the
  * server runs it.
  */
 #include "c.h"
@@ -52,6 +52,40 @@ lake_chunk_bound(size_t len)
 	return LAKE_CHUNK_HEADER + ZSTD_compressBound(len);
 }
 
+/*
+ * Whether a chunk is worth compressing, judged on samples: LAKE_PROBE_SLICES
+ * slices of LAKE_PROBE_SLICE bytes spread over it, each compressed on its
+ * own at the fastest level. Incompressible data (already compressed, or
+ * encrypted) then costs one small compression instead of a whole one that
+ * is thrown away. A chunk whose samples do not shrink by a sixteenth is
+ * stored raw; that is a valid encoding whatever the rest of the chunk holds.
+ */
+#define LAKE_PROBE_SLICE 4096
+#define LAKE_PROBE_SLICES 4
+
+static bool
+worth_compressing(ZSTD_CCtx *cctx, const uint8_t *in, size_t len)
+{
+	uint8_t		scratch[ZSTD_COMPRESSBOUND(LAKE_PROBE_SLICE)];
+	size_t		sampled = 0;
+	size_t		packed = 0;
+
+	if (len < LAKE_PROBE_SLICE * LAKE_PROBE_SLICES * 4)
+		return true;			/* small: just compress it */
+	for (int i = 0; i < LAKE_PROBE_SLICES; i++)
+	{
+		size_t		at = (len - LAKE_PROBE_SLICE) / (LAKE_PROBE_SLICES - 1) * i;
+		size_t		z = ZSTD_compressCCtx(cctx, scratch, sizeof(scratch),
+										  in + at, LAKE_PROBE_SLICE, 1);
+
+		if (ZSTD_isError(z))
+			return true;
+		sampled += LAKE_PROBE_SLICE;
+		packed += z;
+	}
+	return packed < sampled - sampled / 16;
+}
+
 size_t
 lake_chunk_encode(ZSTD_CCtx *cctx, int level, const uint8_t *in, size_t len,
 				  uint8_t *out)
@@ -59,9 +93,11 @@ lake_chunk_encode(ZSTD_CCtx *cctx, int level, const uint8_t *in, size_t len,
 	uint8_t    *body = out + LAKE_CHUNK_HEADER;
 	size_t		zlen = 0;
 
-	if (len > 0)
+	if (len > 0 && worth_compressing(cctx, in, len))
 		zlen = ZSTD_compressCCtx(cctx, body, ZSTD_compressBound(len),
 								 in, len, level);
+	else
+		zlen = len;				/* stored raw below */
 	if (len > 0 && !ZSTD_isError(zlen) && zlen < len)
 	{
 		put_header(out, LAKE_CODEC_ZSTD, checksum(body, zlen, in, len));
@@ -97,8 +133,8 @@ lake_chunk_decoded_size(const uint8_t *in, size_t len, size_t *size)
 }
 
 LakeCodecStatus
-lake_chunk_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap,
-				  size_t *outlen)
+lake_chunk_decode(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out,
+				  size_t cap, size_t *outlen)
 {
 	size_t		size;
 	size_t		got = 0;
@@ -110,14 +146,22 @@ lake_chunk_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap,
 		return LAKE_CODEC_TOO_BIG;
 	if (in[0] == LAKE_CODEC_RAW)
 	{
-		if (size > 0)
-			memcpy(out, in + LAKE_CHUNK_HEADER, size);
-		got = size;
+		const uint8_t *view;
+
+		st = lake_chunk_view(in, len, &view, &got);
+		if (st == LAKE_CODEC_OK && got > 0)
+			memcpy(out, view, got);
+		if (st == LAKE_CODEC_OK)
+			*outlen = got;
+		return st;
 	}
 	else
 	{
-		got = ZSTD_decompress(out, size, in + LAKE_CHUNK_HEADER,
-							  len - LAKE_CHUNK_HEADER);
+		got = dctx != NULL ?
+			ZSTD_decompressDCtx(dctx, out, size, in + LAKE_CHUNK_HEADER,
+								len - LAKE_CHUNK_HEADER) :
+			ZSTD_decompress(out, size, in + LAKE_CHUNK_HEADER,
+							len - LAKE_CHUNK_HEADER);
 		if (ZSTD_isError(got))
 			return LAKE_CODEC_BAD_FRAME;
 		if (got != size)
@@ -127,6 +171,23 @@ lake_chunk_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap,
 				 in[0] == LAKE_CODEC_ZSTD ? out : NULL, got) != get_checksum(in))
 		return LAKE_CODEC_BAD_CHECKSUM;
 	*outlen = got;
+	return LAKE_CODEC_OK;
+}
+
+LakeCodecStatus
+lake_chunk_view(const uint8_t *in, size_t len, const uint8_t **view,
+				size_t *viewlen)
+{
+	size_t		size;
+	LakeCodecStatus st = lake_chunk_decoded_size(in, len, &size);
+
+	*view = NULL;
+	if (st != LAKE_CODEC_OK || in[0] != LAKE_CODEC_RAW)
+		return st;
+	if (checksum(in + LAKE_CHUNK_HEADER, size, NULL, 0) != get_checksum(in))
+		return LAKE_CODEC_BAD_CHECKSUM;
+	*view = in + LAKE_CHUNK_HEADER;
+	*viewlen = size;
 	return LAKE_CODEC_OK;
 }
 

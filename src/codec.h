@@ -10,7 +10,8 @@
  * encoding, and every stored bit (a flipped bit that zstd would ignore is
  * still damage).
  * The encoder stores raw whenever compression would not make the chunk
- * smaller, so incompressible data grows by exactly five bytes per chunk.
+ * smaller, or when samples of a large chunk do not compress (codec.c), so
+ * incompressible data grows by exactly five bytes per chunk.
  * Every decode verifies the checksum over the bytes it hands out: damage
  * anywhere in a stored record is refused, never read as other bytes. The
  * checksum-less tags of earlier builds ('r', 'z') are refused as unknown:
@@ -65,11 +66,22 @@ extern LakeCodecStatus lake_chunk_decoded_size(const uint8_t *in, size_t len,
 
 /*
  * Decode a stored chunk into 'out', which has room for 'cap' bytes, and
- * verify its checksum; '*outlen' receives the decoded length. On any
+ * verify its checksum, with a reusable zstd context (NULL: a fresh one,
+ * which costs an allocation of a few hundred kB per call); '*outlen' receives the decoded length. On any
  * status but LAKE_CODEC_OK the bytes in 'out' mean nothing.
  */
-extern LakeCodecStatus lake_chunk_decode(const uint8_t *in, size_t len,
+struct ZSTD_DCtx_s;
+extern LakeCodecStatus lake_chunk_decode(struct ZSTD_DCtx_s *dctx,
+										 const uint8_t *in, size_t len,
 										 uint8_t *out, size_t cap, size_t *outlen);
+
+/*
+ * A raw chunk's bytes where they lie, once its checksum is verified:
+ * *view points into 'in'. For a zstd chunk, *view is NULL (decode it);
+ * any other status means the chunk is damaged.
+ */
+extern LakeCodecStatus lake_chunk_view(const uint8_t *in, size_t len,
+									   const uint8_t **view, size_t *viewlen);
 
 extern const char *lake_codec_status_text(LakeCodecStatus status);
 

@@ -5,6 +5,7 @@
 #include "lake.h"
 
 #include "admission.h"
+#include "args.h"
 #include "cycle.h"
 #include "fmgr.h"
 #include "guc.h"
@@ -46,6 +47,16 @@ lake_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* Every SQL entry point: shared state attached; a waiting worker woken. */
+static bool
+lake_entry_check(void)
+{
+	if (!admission_shmem_ready())
+		return false;
+	worker_wake_if_waiting();
+	return true;
+}
+
 void
 _PG_init(void)
 {
@@ -67,4 +78,5 @@ _PG_init(void)
 	shmem_startup_hook = lake_shmem_startup;
 
 	worker_register();
+	lake_set_entry_check(lake_entry_check);
 }

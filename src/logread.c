@@ -10,6 +10,9 @@
  */
 #include "lake.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access.h"
 #include "args.h"
 #include "catalog/pg_type.h"
@@ -19,8 +22,11 @@
 #include "lifecycle.h"
 #include "logread.h"
 #include "miscadmin.h"
-#include "store.h"
+#include "store_owner.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -54,7 +60,7 @@ log_unwrap(Datum data, uint8_t **raw, size_t *len)
 	if (cst == LAKE_CODEC_OK)
 	{
 		*raw = palloc(Max(size, 1));
-		cst = lake_chunk_decode(in, inlen, *raw, size, len);
+		cst = lake_chunk_decode(store_decompression_context(), in, inlen, *raw, size, len);
 	}
 	return cst == LAKE_CODEC_OK ? NULL : lake_codec_status_text(cst);
 }
@@ -298,6 +304,52 @@ log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
 }
 
 /*
+ * Visit the landings of every cycle above 'after_cycle', in cycle order,
+ * straight from lake_data.cycle's primary key under the active snapshot:
+ * no executor, no cursor, one cycle in memory at a time. The log read and
+ * recovery's replay both go through here.
+ */
+void
+log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
+				LogDamageHandler damaged, void *arg)
+{
+	Relation	rel = store_open("cycle", AccessShareLock);
+	Relation	idx = store_open("cycle_pkey", AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetActiveSnapshot());
+	AttrNumber	att_cycle = get_attnum(RelationGetRelid(rel), "cycle");
+	AttrNumber	att_epoch = get_attnum(RelationGetRelid(rel), "epoch");
+	AttrNumber	att_data = get_attnum(RelationGetRelid(rel), "data");
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
+											  ALLOCSET_DEFAULT_SIZES);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key, att_cycle, BTGreaterStrategyNumber, F_INT8GT,
+				Int64GetDatum(after_cycle));
+	scan = systable_beginscan_ordered(rel, idx, snapshot, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		bool		isnull;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		where->cycle = DatumGetInt64(heap_getattr(tup, att_cycle, RelationGetDescr(rel), &isnull));
+		where->epoch = DatumGetInt32(heap_getattr(tup, att_epoch, RelationGetDescr(rel), &isnull));
+		old = MemoryContextSwitchTo(cxt);
+		visit_record(where->cycle, heap_getattr(tup, att_data, RelationGetDescr(rel), &isnull),
+					 visit, arg, damaged);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(cxt);
+	}
+	systable_endscan_ordered(scan);
+	UnregisterSnapshot(snapshot);
+	MemoryContextDelete(cxt);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+}
+
+/*
  * Visit the landings of one owner above 'after_position', in position
  * order, reading only the cycles lake_data.cycle_owner lists for it.
  */
@@ -326,12 +378,9 @@ PG_FUNCTION_INFO_V1(lake_cycles);
 Datum
 lake_trajectory(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan_owner;
 	char	   *owner;
 	Emit		e = {0};
-	Oid			ntypes[1] = {TEXTOID};
-	Datum		nvalues[1];
-	bool		isnull;
+	char	   *tenant;
 
 	lake_require_preload();
 	owner = lake_arg_short_name(fcinfo, 0, "owner");
@@ -340,20 +389,11 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	store_connect();
-	nvalues[0] = CStringGetTextDatum(owner);
-	if (SPI_execute_plan(store_plan(&plan_owner,
-								  "SELECT o.id, o.tenant FROM lake_data.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
-								  1, ntypes),
-						 nvalues, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "lake: owner lookup failed");
-	if (SPI_processed == 0)
+	if (!store_owner_lookup(owner, &e.owner_id, &tenant))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("owner \"%s\" does not exist", owner)));
-	e.owner_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	access_require_owner(TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 2, &isnull)),
-						 owner);
+	access_require_owner(tenant, owner);
 	log_visit_owner(e.owner_id, e.after_position, &e.at, emit_landing, NULL, &e);
 	store_finish();
 	return (Datum) 0;
@@ -362,18 +402,14 @@ lake_trajectory(PG_FUNCTION_ARGS)
 Datum
 lake_log(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan_names;
-	static SPIPlanPtr plan_granted_names;
-	static SPIPlanPtr plan;
 	Emit		e = {0};
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
-	Oid			role_type[1] = {OIDOID};
-	Datum		role[1];
+	int64		after_cycle;
 	HASHCTL		ctl;
+	OwnerRow   *rows;
+	uint64		n;
 
 	lake_require_preload();
-	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
+	after_cycle = arg_after(fcinfo, 0, "after_cycle");
 	InitMaterializedSRF(fcinfo, 0);
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
@@ -388,34 +424,14 @@ lake_log(PG_FUNCTION_ARGS)
 	 */
 	store_connect();
 	e.all = access_all_tenants();
-	role[0] = ObjectIdGetDatum(store_caller());
-	if (SPI_execute_plan(e.all ?
-						 store_plan(&plan_names, "SELECT o.id, o.name FROM lake_data.owner o", 0, NULL) :
-						 store_plan(&plan_granted_names,
-									"SELECT o.id, o.name FROM lake_data.owner o "
-									"WHERE EXISTS (SELECT 1 FROM lake_data.tenant_grant g "
-									"  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
-									"  WHERE g.tenant OPERATOR(pg_catalog.=) o.tenant "
-									"    AND pg_catalog.pg_has_role($1, g.role, 'USAGE'))",
-									1, role_type),
-						 e.all ? NULL : role, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "lake: owner names lookup failed");
-	for (uint64 i = 0; i < SPI_processed; i++)
+	rows = store_owner_rows(e.all ? InvalidOid : store_caller(), false, &n);
+	for (uint64 i = 0; i < n; i++)
 	{
-		bool		isnull;
-		int32		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		OwnerName  *on = hash_search(e.names, &id, HASH_ENTER, NULL);
+		OwnerName  *on = hash_search(e.names, &rows[i].id, HASH_ENTER, NULL);
 
-		strlcpy(on->name, TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i],
-															 SPI_tuptable->tupdesc, 2, &isnull)),
-				NAMEDATALEN);
+		strlcpy(on->name, rows[i].name, NAMEDATALEN);
 	}
-	SPI_freetuptable(SPI_tuptable);
-	log_visit_cycles(store_plan(&plan,
-								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle c "
-								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
-								1, types),
-					 values, &e.at, emit_landing, NULL, &e);
+	log_scan_cycles(after_cycle, &e.at, emit_landing, NULL, &e);
 	store_finish();
 	return (Datum) 0;
 }

@@ -41,6 +41,9 @@ typedef void (*LogDamageHandler) (int64 cycle, const char *why, void *arg);
 extern void log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
 							 LakeLandingVisitor visit, LogDamageHandler damaged,
 							 void *arg);
+extern void log_scan_cycles(int64 after_cycle, LogCycle *where,
+							LakeLandingVisitor visit, LogDamageHandler damaged,
+							void *arg);
 extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 							LakeLandingVisitor visit, LogDamageHandler damaged,
 							void *arg);

@@ -33,7 +33,7 @@ operation_replay(const OperationLookup *op, const uint8 *digest,
 				 errdetail("The stored digest differs from this payload's digest."),
 				 errhint("Use a new operation id for new content.")));
 	/* The version answers for its bytes as a read does (SPEC §5). */
-	store_check_lineage(dataset, op->dataset_id, op->version);
+	store_check_lineage(dataset, op);
 	return op->version;
 }
 

@@ -6,7 +6,7 @@
 #ifndef LAKE_OPERATION_H
 #define LAKE_OPERATION_H
 
-#include "store.h"
+#include "store_version.h"
 
 /*
  * Given an unlocked lookup of the operation (op->dataset_id set), decide:

@@ -25,7 +25,7 @@
 #include "owner.h"
 #include "storage/lmgr.h"
 #include "storage/shmem.h"
-#include "store.h"
+#include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -125,8 +125,6 @@ Datum
 lake_create_owner(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr plan_lifecycle;
-	static SPIPlanPtr plan_count;
-	static SPIPlanPtr plan_insert;
 	char	   *name;
 	char	   *lifecycle;
 	char	   *tenant;
@@ -163,13 +161,7 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	 * snapshot, not the statement's (or, in REPEATABLE READ, the
 	 * transaction's): otherwise queued creators all pass the limit.
 	 */
-	LockRelationOid(get_relname_relid("owner", get_namespace_oid(LAKE_DATA_SCHEMA, false)),
-					ShareRowExclusiveLock);
-	if (SPI_execute_snapshot(store_plan(&plan_count, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
-							 NULL, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							 true, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "lake: owner count failed");
-	registered = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	registered = store_owner_lock_and_count();
 	if (registered >= lake_max_owners)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
@@ -177,15 +169,7 @@ lake_create_owner(PG_FUNCTION_ARGS)
 						name, lake_max_owners),
 				 errhint("Raise lake.max_owners and restart the server.")));
 
-	values[0] = CStringGetTextDatum(name);
-	values[2] = CStringGetTextDatum(tenant);
-	if (SPI_execute_plan(store_plan(&plan_insert,
-								  "INSERT INTO lake_data.owner (name, lifecycle, tenant) VALUES ($1, $2, $3) "
-								  "ON CONFLICT (name) DO NOTHING",
-								  3, types),
-						 values, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "lake: could not register the owner");
-	if (SPI_processed == 0)
+	if (!store_owner_insert(name, DatumGetInt32(values[1]), tenant))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("owner \"%s\" already exists", name)));

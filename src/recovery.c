@@ -34,7 +34,7 @@
 #include "miscadmin.h"
 #include "recovery.h"
 #include "seal.h"
-#include "store.h"
+#include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -84,24 +84,6 @@ advance(OwnerState *o, const LakeLanding *l, int to)
 		o->projected_phase = o->phase;
 		o->projected_lap = o->lap;
 	}
-}
-
-/* Record a quarantine durably (the caller sets it in shared memory). */
-static void
-persist_quarantine(int32 owner_id, int64 position, const char *why)
-{
-	static SPIPlanPtr plan;
-	Oid			types[3] = {INT4OID, INT8OID, TEXTOID};
-	Datum		values[3] = {Int32GetDatum(owner_id), Int64GetDatum(position),
-	why ? CStringGetTextDatum(why) : (Datum) 0};
-	char		nulls[3] = {' ', why ? ' ' : 'n', why ? ' ' : 'n'};
-
-	if (SPI_execute_plan(store_plan(&plan,
-									"UPDATE lake_data.owner SET quarantine_position = $2, quarantine_reason = $3 "
-									"WHERE id OPERATOR(pg_catalog.=) $1",
-									3, types),
-						 values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "lake: could not record the quarantine of owner %d", owner_id);
 }
 
 /* ----------------------------------------------------------------------
@@ -233,9 +215,8 @@ skip_damaged_cycle(int64 cycle, const char *why, void *arg)
 static void
 load_owners(Replay *rp)
 {
-	static SPIPlanPtr plan;
 	HASHCTL		ctl;
-	SPITupleTable *tt;
+	OwnerRow   *rows;
 	uint64		n;
 
 	ctl.keysize = sizeof(int32);
@@ -244,29 +225,19 @@ load_owners(Replay *rp)
 	rp->byid = hash_create("lake recovery owners", 1024, &ctl,
 						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
-	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT o.id, o.name, o.lifecycle, o.quarantine_position, o.quarantine_reason, o.tenant "
-									"FROM lake_data.owner o ORDER BY o.id",
-									0, NULL),
-						 NULL, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "lake: could not read the owner registry");
-	/* owner_lifecycle may query too: keep this result aside. */
-	tt = SPI_tuptable;
-	n = SPI_processed;
+	rows = store_owner_rows(InvalidOid, false, &n);
 	for (uint64 i = 0; i < n; i++)
 	{
-		bool		isnull;
-		int32		id = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
-		char	   *name = TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-		int32		lc = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
-		char	   *tenant = TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 6, &isnull));
-		Datum		limit = SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull);
+		int32		id = rows[i].id;
+		char	   *name = rows[i].name;
+		int32		lc = rows[i].lifecycle;
+		char	   *tenant = rows[i].tenant;
 		ById	   *b = hash_search(rp->byid, &id, HASH_ENTER, NULL);
 		bool		full;
 
-		b->limited = !isnull;
-		b->limit = isnull ? 0 : DatumGetInt64(limit);
-		b->reason = isnull ? NULL : TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 5, &isnull));
+		b->limited = rows[i].quarantined;
+		b->limit = rows[i].quarantine_position;
+		b->reason = rows[i].quarantine_reason;
 		b->newly = false;
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 		b->owner = owner_enter(name, id, lc, tenant, &full);
@@ -280,7 +251,6 @@ load_owners(Replay *rp)
 		(void) owner_lifecycle(rp, b);
 		rp->fig.owners++;
 	}
-	SPI_freetuptable(tt);
 }
 
 static int
@@ -381,16 +351,8 @@ load_snapshot(Replay *rp)
 static void
 replay_log(Replay *rp, int64 after_cycle)
 {
-	static SPIPlanPtr plan;
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(after_cycle)};
-
 	rp->at.cycle = after_cycle;
-	log_visit_cycles(store_plan(&plan,
-								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle c "
-								"WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
-								1, types),
-					 values, &rp->at, apply_landing, skip_damaged_cycle, rp);
+	log_scan_cycles(after_cycle, &rp->at, apply_landing, skip_damaged_cycle, rp);
 }
 
 /* Mark durable quarantines in shared memory, record the new ones. */
@@ -406,7 +368,7 @@ settle_quarantines(Replay *rp)
 		OwnerState *o = b->owner;
 
 		if (b->newly)
-			persist_quarantine(o->id, o->quarantine_position, o->reason);
+			store_owner_set_quarantine(o->id, o->quarantine_position, o->reason);
 		else if (b->reason != NULL)
 		{
 			LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
@@ -540,10 +502,9 @@ open_owner(const char *name, OwnerReplay *r)
 Datum
 lake_recover(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan;
 	ReturnSetInfo *rsinfo;
 	char	   *only = NULL;
-	SPITupleTable *tt = NULL;
+	OwnerRow   *rows = NULL;
 	uint64		n = 1;
 
 	lake_require_preload();
@@ -559,11 +520,7 @@ lake_recover(PG_FUNCTION_ARGS)
 	seal_lock();
 	if (only == NULL)
 	{
-		if (SPI_execute_plan(store_plan(&plan, "SELECT o.name FROM lake_data.owner o ORDER BY o.name", 0, NULL),
-							 NULL, NULL, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "lake: could not read the owner registry");
-		tt = SPI_tuptable;
-		n = SPI_processed;
+		rows = store_owner_rows(InvalidOid, true, &n);
 	}
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -573,12 +530,8 @@ lake_recover(PG_FUNCTION_ARGS)
 		char	   *name = only;
 
 		CHECK_FOR_INTERRUPTS();
-		if (tt != NULL)
-		{
-			bool		isnull;
-
-			name = TextDatumGetCString(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
-		}
+		if (rows != NULL)
+			name = rows[i].name;
 		open_owner(name, &r);
 		if (!r.owner->quarantined)
 		{
@@ -589,7 +542,7 @@ lake_recover(PG_FUNCTION_ARGS)
 				LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 				owner_quarantine(r.owner, r.owner->position, r.why);
 				LWLockRelease(cycle_lock());
-				persist_quarantine(r.owner->id, r.owner->position, r.why);
+				store_owner_set_quarantine(r.owner->id, r.owner->position, r.why);
 			}
 		}
 		values[0] = CStringGetTextDatum(name);
@@ -632,7 +585,7 @@ lake_release_owner(PG_FUNCTION_ARGS)
 				 errmsg("owner \"%s\" still cannot be recovered", name),
 				 errdetail("%s (applied prefix: position " INT64_FORMAT ").", r.why, r.owner->position),
 				 errhint("Fix the cause (the lifecycle, or the damaged data) and release it again.")));
-	persist_quarantine(r.owner->id, 0, NULL);
+	store_owner_set_quarantine(r.owner->id, 0, NULL);
 	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 	r.owner->quarantined = false;
 	r.owner->reason[0] = '\0';

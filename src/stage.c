@@ -25,7 +25,7 @@
 #include "guc.h"
 #include "miscadmin.h"
 #include "operation.h"
-#include "store.h"
+#include "store_stage.h"
 
 PG_FUNCTION_INFO_V1(lake_begin_append);
 PG_FUNCTION_INFO_V1(lake_append_chunk);

@@ -32,7 +32,7 @@
 #include "postmaster/interrupt.h"
 #include "recovery.h"
 #include "seal.h"
-#include "store.h"
+#include "store_stage.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"

@@ -21,6 +21,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static ZSTD_CCtx *cctx;
+	static ZSTD_DCtx *dctx;		/* kept across inputs, as a backend keeps it */
 	size_t		declared = 0;
 	size_t		got = 0;
 	size_t		again = 0;
@@ -33,6 +34,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (cctx == NULL)
 		cctx = ZSTD_createCCtx();
+	if (dctx == NULL)
+		dctx = ZSTD_createDCtx();
 
 	st = lake_chunk_decoded_size(data, size, &declared);
 	if (st == LAKE_CODEC_OK && declared > LAKE_CHUNK_BYTES)
@@ -40,14 +43,31 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* The room a reader gives is what its version declares. */
 		uint8_t		small[16];
 
-		FUZZ_CHECK(lake_chunk_decode(data, size, small, sizeof(small), &got) ==
+		FUZZ_CHECK(lake_chunk_decode(NULL, data, size, small, sizeof(small), &got) ==
 				   LAKE_CODEC_TOO_BIG);
 		return 0;
 	}
 
 	/* Exactly the declared room: a write past it is a heap overflow. */
 	out = malloc(declared > 0 ? declared : 1);
-	dst = lake_chunk_decode(data, size, out, declared, &got);
+	dst = lake_chunk_decode(dctx, data, size, out, declared, &got);
+
+	/* The in-place view of a raw chunk agrees with its decode. */
+	{
+		const uint8_t *view;
+		size_t		viewlen = 0;
+		LakeCodecStatus vst = lake_chunk_view(data, size, &view, &viewlen);
+
+		if (st == LAKE_CODEC_OK && data[0] == LAKE_CODEC_RAW)
+		{
+			FUZZ_CHECK(vst == dst);
+			if (vst == LAKE_CODEC_OK)
+				FUZZ_CHECK(view != NULL && viewlen == got &&
+						   memcmp(view, out, got) == 0);
+		}
+		else
+			FUZZ_CHECK(view == NULL);
+	}
 	if (st != LAKE_CODEC_OK)
 		FUZZ_CHECK(dst == st);
 	if (dst != LAKE_CODEC_OK)
@@ -68,21 +88,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memcpy(bad, data, size);
 		bad[bit / 8] ^= (uint8_t) (1 << (bit % 8));
-		FUZZ_CHECK(lake_chunk_decode(bad, size, scratch, declared, &again) != LAKE_CODEC_OK);
+		FUZZ_CHECK(lake_chunk_decode(NULL, bad, size, scratch, declared, &again) != LAKE_CODEC_OK);
 		free(scratch);
 		free(bad);
 	}
 
 	/* One byte less room than declared is refused, never truncated. */
 	if (declared > 0)
-		FUZZ_CHECK(lake_chunk_decode(data, size, out, declared - 1, &again) ==
+		FUZZ_CHECK(lake_chunk_decode(NULL, data, size, out, declared - 1, &again) ==
 				   LAKE_CODEC_TOO_BIG);
 
 	enc = malloc(lake_chunk_bound(got));
 	enclen = lake_chunk_encode(cctx, 1, out, got, enc);
 	FUZZ_CHECK(enclen <= got + LAKE_CHUNK_HEADER);
 	back = malloc(got > 0 ? got : 1);
-	FUZZ_CHECK(lake_chunk_decode(enc, enclen, back, got, &again) == LAKE_CODEC_OK);
+	FUZZ_CHECK(lake_chunk_decode(NULL, enc, enclen, back, got, &again) == LAKE_CODEC_OK);
 	FUZZ_CHECK(again == got && memcmp(back, out, got) == 0);
 
 	free(back);

@@ -1,0 +1,52 @@
+/*
+ * store_grant.c — which roles may act on which tenants.
+ *
+ *   lake_data.tenant_grant  (tenant, role)
+ *
+ * Read with the latest snapshot, so an answer can be cached (access.c).
+ */
+#include "lake.h"
+
+#include "catalog/pg_type.h"
+#include "store_grant.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+
+bool
+store_tenant_granted(const char *tenant, Oid role)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {TEXTOID, OIDOID};
+	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
+
+	store_run_snapshot(store_plan(&plan,
+				 "SELECT 1 FROM lake_data.tenant_grant g "
+				 "JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
+				 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 "
+				 "  AND pg_catalog.pg_has_role($2, g.role, 'USAGE') LIMIT 1",
+				 2, types),
+		values, GetLatestSnapshot(), SPI_OK_SELECT);
+	return SPI_processed > 0;
+}
+
+void
+store_set_tenant_grant(const char *tenant, Oid role, bool grant)
+{
+	static SPIPlanPtr plan_grant;
+	static SPIPlanPtr plan_revoke;
+	Oid			types[2] = {TEXTOID, OIDOID};
+	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
+
+	if (grant)
+		store_run(store_plan(&plan_grant,
+					 "INSERT INTO lake_data.tenant_grant (tenant, role) VALUES ($1, $2) "
+					 "ON CONFLICT DO NOTHING",
+					 2, types),
+			values, SPI_OK_INSERT);
+	else
+		store_run(store_plan(&plan_revoke,
+					 "DELETE FROM lake_data.tenant_grant g "
+					 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
+					 2, types),
+			values, SPI_OK_DELETE);
+}

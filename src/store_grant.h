@@ -1,0 +1,13 @@
+/*
+ * store_grant.h — tenant grants (store_grant.c): read with the latest
+ * snapshot, so an answer can be cached (access.c).
+ */
+#ifndef LAKE_STORE_GRANT_H
+#define LAKE_STORE_GRANT_H
+
+#include "store.h"
+
+extern bool store_tenant_granted(const char *tenant, Oid role);
+extern void store_set_tenant_grant(const char *tenant, Oid role, bool grant);
+
+#endif							/* LAKE_STORE_GRANT_H */

@@ -1,0 +1,177 @@
+/*
+ * store_owner.c — the durable owner registry.
+ *
+ *   lake_data.owner  (id, name, lifecycle, tenant, created_at,
+ *                     quarantine_position, quarantine_reason)
+ *
+ * Live owner state is in shared memory (owner.h); this table is what
+ * recovery rebuilds it from. Reading the whole registry (recovery, the
+ * log's names) goes through its indexes directly; the rest (a creation, a
+ * quarantine, the granted owners) is rare and stays SPI.
+ */
+#include "lake.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "store_owner.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+int64
+store_owner_lock_and_count(void)
+{
+	static SPIPlanPtr plan;
+
+	LockRelationOid(store_relid("owner"), ShareRowExclusiveLock);
+	store_run_snapshot(store_plan(&plan, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
+					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
+	return DatumGetInt64(store_colv(0, 1));
+}
+
+bool
+store_owner_insert(const char *name, int32 lifecycle, const char *tenant)
+{
+	static SPIPlanPtr plan;
+	Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
+	Datum		values[3] = {CStringGetTextDatum(name), Int32GetDatum(lifecycle),
+	CStringGetTextDatum(tenant)};
+
+	store_run(store_plan(&plan,
+						 "INSERT INTO lake_data.owner (name, lifecycle, tenant) VALUES ($1, $2, $3) "
+						 "ON CONFLICT (name) DO NOTHING",
+						 3, types),
+			  values, SPI_OK_INSERT);
+	return SPI_processed > 0;
+}
+
+bool
+store_owner_lookup(const char *name, int32 *id, char **tenant)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+
+	store_run(store_plan(&plan,
+						 "SELECT o.id, o.tenant FROM lake_data.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
+						 1, types),
+			  values, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	*id = DatumGetInt32(store_colv(0, 1));
+	*tenant = store_col_text(0, 2);
+	return true;
+}
+
+/*
+ * Every owner, read straight through an index of lake_data.owner (by id
+ * or by name) and copied out: a recovery reads the whole registry, so no
+ * executor and no SPI row handling per owner.
+ */
+static OwnerRow *
+owner_rows_direct(bool by_name, uint64 *n)
+{
+	Relation	rel = store_open("owner", AccessShareLock);
+	Relation	idx = store_open(by_name ? "owner_name_key" : "owner_pkey", AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			relid = RelationGetRelid(rel);
+	AttrNumber	att[6] = {get_attnum(relid, "id"), get_attnum(relid, "name"),
+		get_attnum(relid, "lifecycle"), get_attnum(relid, "tenant"),
+	get_attnum(relid, "quarantine_position"), get_attnum(relid, "quarantine_reason")};
+	uint64		cap = 64;
+	OwnerRow   *rows = palloc(sizeof(OwnerRow) * cap);
+	/* The caller's active snapshot: recovery reads the log with it too. */
+	SysScanDesc scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
+	HeapTuple	tup;
+
+	*n = 0;
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		OwnerRow   *r;
+		bool		isnull;
+		Datum		position;
+
+		CHECK_FOR_INTERRUPTS();
+		if (*n == cap)
+		{
+			cap *= 2;
+			rows = repalloc_huge(rows, sizeof(OwnerRow) * cap);
+		}
+		r = &rows[(*n)++];
+		r->id = DatumGetInt32(heap_getattr(tup, att[0], desc, &isnull));
+		r->name = TextDatumGetCString(heap_getattr(tup, att[1], desc, &isnull));
+		r->lifecycle = DatumGetInt32(heap_getattr(tup, att[2], desc, &isnull));
+		r->tenant = TextDatumGetCString(heap_getattr(tup, att[3], desc, &isnull));
+		position = heap_getattr(tup, att[4], desc, &isnull);
+		r->quarantined = !isnull;
+		r->quarantine_position = isnull ? 0 : DatumGetInt64(position);
+		r->quarantine_reason = isnull ? NULL :
+			TextDatumGetCString(heap_getattr(tup, att[5], desc, &isnull));
+	}
+	systable_endscan_ordered(scan);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return rows;
+}
+
+OwnerRow *
+store_owner_rows(Oid only_role, bool by_name, uint64 *n)
+{
+	static SPIPlanPtr plan_granted;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(only_role)};
+	OwnerRow   *rows;
+
+	if (!OidIsValid(only_role))
+		return owner_rows_direct(by_name, n);
+	store_run(store_plan(&plan_granted,
+						 "SELECT o.id, o.name, o.lifecycle, o.tenant, o.quarantine_position, "
+						 "       o.quarantine_reason FROM lake_data.owner o "
+						 "WHERE EXISTS (SELECT 1 FROM lake_data.tenant_grant g "
+						 "  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
+						 "  WHERE g.tenant OPERATOR(pg_catalog.=) o.tenant "
+						 "    AND pg_catalog.pg_has_role($1, g.role, 'USAGE')) "
+						 "ORDER BY o.id",
+						 1, types),
+			  values, SPI_OK_SELECT);
+
+	*n = SPI_processed;
+	rows = SPI_palloc(sizeof(OwnerRow) * Max(*n, 1));
+	for (uint64 i = 0; i < *n; i++)
+	{
+		bool		isnull;
+		Datum		position = store_col(i, 5, &isnull);
+
+		rows[i].id = DatumGetInt32(store_colv(i, 1));
+		rows[i].name = store_col_text(i, 2);
+		rows[i].lifecycle = DatumGetInt32(store_colv(i, 3));
+		rows[i].tenant = store_col_text(i, 4);
+		rows[i].quarantined = !isnull;
+		rows[i].quarantine_position = isnull ? 0 : DatumGetInt64(position);
+		rows[i].quarantine_reason = isnull ? NULL : store_col_text(i, 6);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return rows;
+}
+
+void
+store_owner_set_quarantine(int32 owner_id, int64 position, const char *why)
+{
+	static SPIPlanPtr plan;
+	Oid			types[3] = {INT4OID, INT8OID, TEXTOID};
+	Datum		values[3] = {Int32GetDatum(owner_id), Int64GetDatum(position),
+	why ? CStringGetTextDatum(why) : (Datum) 0};
+	char		nulls[3] = {' ', why ? ' ' : 'n', why ? ' ' : 'n'};
+
+	if (SPI_execute_plan(store_plan(&plan,
+									"UPDATE lake_data.owner SET quarantine_position = $2, quarantine_reason = $3 "
+									"WHERE id OPERATOR(pg_catalog.=) $1",
+									3, types),
+						 values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "lake: could not record the quarantine of owner %d", owner_id);
+}

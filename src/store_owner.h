@@ -1,0 +1,41 @@
+/*
+ * store_owner.h — the durable owner registry, lake_data.owner
+ * (store_owner.c): every SQL query of it in one place (cycle.c's own two
+ * remain there for now).
+ */
+#ifndef LAKE_STORE_OWNER_H
+#define LAKE_STORE_OWNER_H
+
+#include "store.h"
+
+/* One registered owner, as recovery reads the registry. */
+typedef struct OwnerRow
+{
+	int32		id;
+	char	   *name;
+	int32		lifecycle;
+	char	   *tenant;
+	bool		quarantined;	/* durably: position and reason below */
+	int64		quarantine_position;
+	char	   *quarantine_reason;
+} OwnerRow;
+
+/*
+ * Lock the registry against other creators (to commit) and count its
+ * owners with the latest snapshot: every creation committed while this one
+ * waited is counted.
+ */
+extern int64 store_owner_lock_and_count(void);
+/* Register an owner; false if the name is taken. */
+extern bool store_owner_insert(const char *name, int32 lifecycle, const char *tenant);
+/* An owner's id and tenant by name; false if there is none. */
+extern bool store_owner_lookup(const char *name, int32 *id, char **tenant);
+/*
+ * Every owner (only_role valid: those whose tenant the role holds), in id
+ * order ('by_name': in name order), copied out of SPI: *n rows.
+ */
+extern OwnerRow *store_owner_rows(Oid only_role, bool by_name, uint64 *n);
+/* Record a quarantine (why NULL: clear it). */
+extern void store_owner_set_quarantine(int32 owner_id, int64 position, const char *why);
+
+#endif							/* LAKE_STORE_OWNER_H */

@@ -1,0 +1,282 @@
+/*
+ * store_stage.c — open staged appends.
+ *
+ *   lake_data.stage  (id, dataset_id, tenant, operation_id, created_at,
+ *                     touched_at, opened_by)
+ *
+ * A stage's id is the blob its chunks (store_version.h) are uploaded to;
+ * committing it adds a version row that names the blob and retires the
+ * stage row.
+ */
+#include "lake.h"
+
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "guc.h"
+#include "miscadmin.h"
+#include "store_stage.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+/* Open a stage for the operation, or return the one already open. */
+/* The open stage of (dataset, tenant, operation) in values[0..2], or 0. */
+static int64
+find_stage(Datum *values, Oid *types)
+{
+	static SPIPlanPtr plan;
+
+	store_run(store_plan(&plan,
+				 "SELECT s.id FROM lake_data.stage s "
+				 "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 "
+				 "  AND s.tenant OPERATOR(pg_catalog.=) $2 "
+				 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
+				 3, types),
+		values, SPI_OK_SELECT);
+	return SPI_processed == 1 ? DatumGetInt64(store_colv(0, 1)) : 0;
+}
+
+int64
+store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id,
+				  Oid role, int max_open, int64 *open)
+{
+	static SPIPlanPtr plan_insert;
+	static SPIPlanPtr plan_count;
+	int64		id;
+	Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[4] = {Int32GetDatum(dataset_id), CStringGetTextDatum(tenant),
+	CStringGetTextDatum(operation_id), ObjectIdGetDatum(role)};
+
+	/*
+	 * A capped role's begins serialize on a lock on (lake_data.stage, role)
+	 * held to commit, so the count below and the insert are one step; the
+	 * count comes from the table, so it survives restarts. An operation
+	 * already open is returned without counting.
+	 */
+	if (max_open > 0)
+	{
+		if (!store_lock_object(store_relid("stage"), role, lake_admission_queue_wait_ms))
+			return -1;
+		if ((id = find_stage(values, types)) != 0)
+			return id;
+		store_run(store_plan(&plan_count,
+					 "SELECT pg_catalog.count(*) FROM lake_data.stage s "
+					 "WHERE s.opened_by OPERATOR(pg_catalog.=) $1",
+					 1, &types[3]),
+			&values[3], SPI_OK_SELECT);
+		*open = DatumGetInt64(store_colv(0, 1));
+		if (*open >= max_open)
+			return 0;
+	}
+
+	/*
+	 * ON CONFLICT waits for a concurrent begin of the same operation; if
+	 * that stage is then committed or aborted before we can read it, try
+	 * again.
+	 */
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		store_run(store_plan(&plan_insert,
+					 "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id, opened_by) "
+					 "VALUES (pg_catalog.nextval('lake_data.blob_seq'::pg_catalog.regclass), $1, $2, $3, $4) "
+					 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
+					 4, types),
+			values, SPI_OK_INSERT_RETURNING);
+		if (SPI_processed == 1)
+			return DatumGetInt64(store_colv(0, 1));
+		if ((id = find_stage(values, types)) != 0)
+			return id;
+	}
+}
+
+/* Lock an open stage (and mark it active); false if it is not open. */
+bool
+store_lock_stage(int64 stage, StageRow *row)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(stage)};
+
+	store_run(store_plan(&plan,
+				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.now() "
+				 "FROM lake_data.dataset d "
+				 "WHERE s.id OPERATOR(pg_catalog.=) $1 AND d.id OPERATOR(pg_catalog.=) s.dataset_id "
+				 "RETURNING s.dataset_id, d.name, s.tenant, s.operation_id",
+				 1, types),
+		values, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed == 0)
+		return false;
+	row->id = stage;
+	row->dataset_id = DatumGetInt32(store_colv(0, 1));
+	row->dataset = store_col_text(0, 2);
+	row->tenant = store_col_text(0, 3);
+	row->operation_id = store_col_text(0, 4);
+	return true;
+}
+
+/* The version a retired stage was committed as, if any. */
+bool
+store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
+{
+	if (!store_version_of_blob(stage, op, &row->tenant, &row->operation_id))
+		return false;
+	row->id = stage;
+	row->dataset_id = op->dataset_id;
+	row->dataset = store_dataset_name(row->dataset_id);
+	return true;
+}
+
+bool
+store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(chunk_no)};
+
+	store_run(store_plan(&plan,
+				 "SELECT c.digest FROM lake_data.chunk c "
+				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.=) $2",
+				 2, types),
+		values, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	store_copy_digest(store_colv(0, 1), digest);
+	return true;
+}
+
+int64
+store_stage_bytes(int64 blob, int32 except_chunk_no)
+{
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(except_chunk_no)};
+
+	store_run(store_plan(&plan,
+				 "SELECT pg_catalog.sum(c.bytes)::pg_catalog.int8 FROM lake_data.chunk c "
+				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.<>) $2",
+				 2, types),
+		values, SPI_OK_SELECT);
+	{
+		bool		isnull;
+		Datum		d = store_col(0, 1, &isnull);
+
+		return isnull ? 0 : DatumGetInt64(d);
+	}
+}
+
+void
+store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
+				const char *data, size_t len)
+{
+	Relation	rel = store_open("chunk", RowExclusiveLock);
+
+	store_insert_chunk(rel, blob, chunk_no, digest, data, len);
+	table_close(rel, RowExclusiveLock);
+}
+
+void
+store_stage_summary(int64 blob, StageSummary *sum)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(blob)};
+
+	store_run(store_plan(&plan,
+				 "SELECT pg_catalog.count(*), "
+				 "       COALESCE(pg_catalog.max(c.chunk_no), -1)::pg_catalog.int8, "
+				 "       COALESCE(pg_catalog.max(c.bytes), 0)::pg_catalog.int8, "
+				 "       COALESCE(pg_catalog.sum(c.bytes), 0)::pg_catalog.int8 "
+				 "FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_SELECT);
+	sum->nchunks = DatumGetInt64(store_colv(0, 1));
+	sum->last_chunk_no = DatumGetInt64(store_colv(0, 2));
+	sum->largest_chunk = DatumGetInt64(store_colv(0, 3));
+	sum->bytes = DatumGetInt64(store_colv(0, 4));
+}
+
+/* The first chunk number missing below the last one uploaded. */
+int64
+store_first_missing_chunk(int64 blob)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(blob)};
+
+	store_run(store_plan(&plan,
+				 "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM lake_data.chunk z "
+				 "   WHERE z.blob OPERATOR(pg_catalog.=) $1 AND z.chunk_no OPERATOR(pg_catalog.=) 0) "
+				 "THEN 0::pg_catalog.int8 ELSE "
+				 " (SELECT pg_catalog.min(c.chunk_no::pg_catalog.int8 OPERATOR(pg_catalog.+) 1) "
+				 "  FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1 AND NOT EXISTS "
+				 "  (SELECT 1 FROM lake_data.chunk n WHERE n.blob OPERATOR(pg_catalog.=) $1 "
+				 "     AND n.chunk_no OPERATOR(pg_catalog.=) (c.chunk_no::pg_catalog.int8 OPERATOR(pg_catalog.+) 1))) "
+				 "END",
+				 1, types),
+		values, SPI_OK_SELECT);
+	return DatumGetInt64(store_colv(0, 1));
+}
+
+void
+store_drop_stage(int64 stage, bool with_chunks)
+{
+	static SPIPlanPtr plan_stage;
+	static SPIPlanPtr plan_chunks;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(stage)};
+
+	store_run(store_plan(&plan_stage,
+				 "DELETE FROM lake_data.stage s WHERE s.id OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_DELETE);
+	if (with_chunks)
+		store_run(store_plan(&plan_chunks,
+					 "DELETE FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
+					 1, types),
+			values, SPI_OK_DELETE);
+}
+
+/*
+ * Remove stages idle since before 'idle_before', with their chunks. A stage
+ * being committed or written to right now is locked and skipped.
+ */
+void
+store_expire_stages(TimestampTz idle_before, int64 *stages, int64 *chunks,
+					int64 *open)
+{
+	static SPIPlanPtr plan;
+	static SPIPlanPtr plan_open;
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {TimestampTzGetDatum(idle_before)};
+
+	store_run(store_plan(&plan,
+				 "WITH gone AS ("
+				 "  DELETE FROM lake_data.stage s WHERE s.id IN ("
+				 "    SELECT x.id FROM lake_data.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
+				 "    FOR UPDATE SKIP LOCKED) RETURNING s.id), "
+				 "chunks AS ("
+				 "  DELETE FROM lake_data.chunk c USING gone "
+				 "  WHERE c.blob OPERATOR(pg_catalog.=) gone.id RETURNING 1) "
+				 "SELECT (SELECT pg_catalog.count(*) FROM gone), "
+				 "       (SELECT pg_catalog.count(*) FROM chunks)",
+				 1, types),
+		values, SPI_OK_SELECT);
+	*stages = DatumGetInt64(store_colv(0, 1));
+	*chunks = DatumGetInt64(store_colv(0, 2));
+	store_run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake_data.stage", 0, NULL),
+		NULL, SPI_OK_SELECT);
+	*open = DatumGetInt64(store_colv(0, 1));
+}
+
+
+/* The stage's chunks become the version's: insert its row, retire the stage. */
+void
+store_adopt_stage(const StageRow *stage, int64 version, const uint8 *digest,
+				  const StageSummary *sum)
+{
+	store_add_version(stage->dataset_id, version, stage->tenant, stage->operation_id,
+					  digest, sum->bytes, (int32) sum->nchunks,
+					  stage->id);
+	store_drop_stage(stage->id, false);
+}

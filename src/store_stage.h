@@ -1,0 +1,54 @@
+/*
+ * store_stage.h — open staged appends (store_stage.c).
+ */
+#ifndef LAKE_STORE_STAGE_H
+#define LAKE_STORE_STAGE_H
+
+#include "store_version.h"
+#include "utils/timestamp.h"
+
+/* An open stage, locked by store_lock_stage. */
+typedef struct StageRow
+{
+	int64		id;
+	int32		dataset_id;
+	char	   *dataset;
+	char	   *tenant;
+	char	   *operation_id;
+} StageRow;
+
+/* Sizes of a stage's uploaded chunks. */
+typedef struct StageSummary
+{
+	int64		nchunks;
+	int64		last_chunk_no;	/* -1 when there are none */
+	int64		largest_chunk;
+	int64		bytes;
+} StageSummary;
+
+/*
+ * Open a stage for the operation, recorded as begun by 'role', or return
+ * the one open. With max_open > 0 a new stage is counted against the
+ * role's open stages: returns 0 (with *open, the count) when it holds
+ * max_open, or -1 when another begin of the role held the count's lock
+ * for lake.admission_queue_wait.
+ */
+extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
+							   const char *operation_id, Oid role,
+							   int max_open, int64 *open);
+extern bool store_lock_stage(int64 stage, StageRow *row);
+extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
+extern bool store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest);
+extern int64 store_stage_bytes(int64 blob, int32 except_chunk_no);
+extern void store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
+							const char *data, size_t len);
+extern void store_stage_summary(int64 blob, StageSummary *sum);
+extern int64 store_first_missing_chunk(int64 blob);
+extern void store_drop_stage(int64 stage, bool with_chunks);
+extern void store_expire_stages(TimestampTz idle_before, int64 *stages,
+								int64 *chunks, int64 *open);
+/* The stage's chunks become the version's: insert its row, retire the stage. */
+extern void store_adopt_stage(const StageRow *stage, int64 version,
+							  const uint8 *digest, const StageSummary *sum);
+
+#endif							/* LAKE_STORE_STAGE_H */

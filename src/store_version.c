@@ -1,0 +1,594 @@
+/*
+ * store_version.c — datasets, versions and their chunks.
+ *
+ *   lake_data.dataset  (id, name, created_at)
+ *   lake_data.version  (dataset_id, nchunks, version, bytes, blob,
+ *                       committed_at, tenant, operation_id, digest, data)
+ *   lake_data.chunk    (blob, chunk_no, bytes, digest, data)
+ *
+ * A payload of one chunk lives in its version row (data), so the common
+ * small append writes one heap row. Larger payloads keep their chunks in
+ * lake_data.chunk under a blob id; a stage's id is the blob its chunks are
+ * uploaded to, so committing a stage hands them to the version as they are.
+ *
+ * The hot paths (an append, a replay, a read) go through the table and
+ * index AMs (store.h); SPI serves the rare and administrative statements.
+ */
+#include "lake.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "codec.h"
+#include "commands/sequence.h"
+#include "digest.h"
+#include "miscadmin.h"
+#include "store_version.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+/* ----------------------------------------------------------------------
+ * Datasets
+ * ---------------------------------------------------------------------- */
+
+void
+store_create_dataset(const char *name)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+
+	store_run(store_plan(&plan,
+				 "INSERT INTO lake_data.dataset AS d (name) VALUES ($1) "
+				 "ON CONFLICT (name) DO NOTHING RETURNING d.id",
+				 1, types),
+		values, SPI_OK_INSERT_RETURNING);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("dataset \"%s\" already exists", name)));
+}
+
+static void
+dataset_missing(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("dataset \"%s\" does not exist", name),
+			 errhint("Create it with lake.create_dataset().")));
+}
+
+/*
+ * Dataset ids by name, cached per backend (a name's id never changes while
+ * its row stands). Dropped at every store_generation() change: a hand edit
+ * of lake_data.dataset (its trigger invalidates the table), the extension
+ * dropped, an abort (it may have created a dataset it looked up).
+ */
+#define DATASETS_MAX 1024
+
+typedef struct DatasetEntry
+{
+	char		name[LAKE_NAME_MAX_BYTES + 1];	/* zero-padded */
+	int32		id;
+} DatasetEntry;
+
+static HTAB *datasets = NULL;
+static uint64 datasets_generation = 0;
+
+static DatasetEntry *
+dataset_entry(const char *name, HASHACTION action)
+{
+	char		key[LAKE_NAME_MAX_BYTES + 1];
+	size_t		len = strlen(name);
+
+	if (len > LAKE_NAME_MAX_BYTES)
+		return NULL;
+	if (datasets == NULL || datasets_generation != store_generation() ||
+		(action == HASH_ENTER && hash_get_num_entries(datasets) >= DATASETS_MAX))
+	{
+		HASHCTL		ctl;
+
+		if (datasets != NULL)
+			hash_destroy(datasets);
+		ctl.keysize = sizeof(key);
+		ctl.entrysize = sizeof(DatasetEntry);
+		ctl.hcxt = TopMemoryContext;
+		datasets = hash_create("lake dataset ids", 64, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		datasets_generation = store_generation();
+	}
+	memset(key, 0, sizeof(key));
+	memcpy(key, name, len);
+	return (DatasetEntry *) hash_search(datasets, key, action, NULL);
+}
+
+int32
+store_dataset_id(const char *name)
+{
+	DatasetEntry *e = dataset_entry(name, HASH_FIND);
+	ScanKeyData key[1];
+	Datum		values[3];
+	bool		nulls[3];
+
+	if (e != NULL)
+		return e->id;
+	store_key_text(&key[0], 2, name);
+	if (!store_fetch("dataset", "dataset_name", InvalidSnapshot, key, 1,
+					 ForwardScanDirection, values, nulls))
+		dataset_missing(name);
+	/* The fetch may have accepted an invalidation: enter under the new generation. */
+	e = dataset_entry(name, HASH_ENTER);
+	if (e != NULL)
+		e->id = DatumGetInt32(values[0]);
+	return DatumGetInt32(values[0]);
+}
+
+/* The name of a dataset that a version row names. */
+char *
+store_dataset_name(int32 dataset_id)
+{
+	ScanKeyData key[1];
+	Datum		values[3];
+	bool		nulls[3];
+
+	store_key_int4(&key[0], 1, dataset_id);
+	if (!store_fetch("dataset", "dataset_pkey", InvalidSnapshot, key, 1,
+					 ForwardScanDirection, values, nulls))
+		elog(ERROR, "lake: dataset %d of a version is missing", dataset_id);
+	return TextDatumGetCString(values[1]);
+}
+
+/*
+ * Appends to one dataset serialize on a lock on the dataset. Held to
+ * commit, it makes version numbers gap-free and commit-ordered: the next
+ * holder sees the previous holder's version with a fresh snapshot. The
+ * wait is bounded by what is left of the caller's admission budget: a
+ * waiter holds an admission slot, so an open transaction of one tenant
+ * must not pin other tenants' slots for as long as it stays open.
+ */
+bool
+store_lock_dataset(int32 dataset_id, long wait_ms)
+{
+	return store_lock_object(store_relid("dataset"), (Oid) dataset_id, wait_ms);
+}
+
+/* ----------------------------------------------------------------------
+ * Operations
+ * ---------------------------------------------------------------------- */
+
+/* Columns of lake_data.version, as created by the install script. */
+#define VERSION_NATTS 10
+#define VA_DATASET 1
+#define VA_NCHUNKS 2
+#define VA_VERSION 3
+#define VA_BYTES 4
+#define VA_BLOB 5
+#define VA_COMMITTED 6
+#define VA_TENANT 7
+#define VA_OPERATION 8
+#define VA_DIGEST 9
+#define VA_DATA 10
+
+/* Columns of lake_data.chunk, as created by the install script. */
+#define CHUNK_NATTS 5
+#define CA_BLOB 1
+#define CA_CHUNK_NO 2
+#define CA_DATA 5
+
+/* A version's header from its row, as store_fetch deformed it. */
+static void
+head_from_row(Datum *values, bool *nulls, VersionHead *head)
+{
+	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
+	head->bytes = DatumGetInt64(values[VA_BYTES - 1]);
+	store_copy_digest(values[VA_DIGEST - 1], head->digest);
+	head->nchunks = DatumGetInt32(values[VA_NCHUNKS - 1]);
+	head->blob = DatumGetInt64(values[VA_BLOB - 1]);
+	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
+		DatumGetByteaPP(values[VA_DATA - 1]);
+}
+
+/* The operation's version under 'snapshot', if it has one. */
+static void
+find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
+			   Snapshot snapshot, OperationLookup *out)
+{
+	ScanKeyData key[3];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
+
+	store_key_int4(&key[0], VA_DATASET, dataset_id);
+	store_key_id(&key[1], VA_TENANT, tenant);
+	store_key_id(&key[2], VA_OPERATION, operation_id);
+	out->dataset_id = dataset_id;
+	out->found = store_fetch("version", "version_operation", snapshot, key, 3,
+							 ForwardScanDirection, values, nulls);
+	if (out->found)
+	{
+		out->version = DatumGetInt64(values[VA_VERSION - 1]);
+		head_from_row(values, nulls, &out->head);
+		memcpy(out->digest, out->head.digest, LAKE_DIGEST_LEN);
+	}
+}
+
+void
+store_lookup_operation(const char *dataset, const char *tenant,
+					   const char *operation_id, OperationLookup *out)
+{
+	find_operation(store_dataset_id(dataset), tenant, operation_id,
+				   InvalidSnapshot, out);
+}
+
+void
+store_recheck_operation(const char *tenant, const char *operation_id,
+						Snapshot snapshot, OperationLookup *out)
+{
+	ScanKeyData key[1];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
+
+	if (snapshot == InvalidSnapshot)
+		snapshot = GetTransactionSnapshot();
+	find_operation(out->dataset_id, tenant, operation_id, snapshot, out);
+	store_key_int4(&key[0], VA_DATASET, out->dataset_id);
+	out->max_version = store_fetch("version", "version_pkey", snapshot, key, 1,
+								   BackwardScanDirection, values, nulls) ?
+		DatumGetInt64(values[VA_VERSION - 1]) : 0;
+}
+
+/* ----------------------------------------------------------------------
+ * Versions
+ * ---------------------------------------------------------------------- */
+
+void
+store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const uint8 *digest,
+			 const char *data, size_t len)
+{
+	bytea	   *enc = store_encode_chunk(data, len);
+	Datum		values[CHUNK_NATTS] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
+		Int32GetDatum((int32) len), (Datum) 0, PointerGetDatum(enc)};
+	bool		nulls[CHUNK_NATTS] = {false, false, false, digest == NULL, false};
+
+	if (digest != NULL)
+		values[3] = store_digest_datum(digest);
+	store_insert(rel, values, nulls);
+}
+
+static void
+insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant,
+			   const char *operation_id, const uint8 *digest, int64 bytes,
+			   int32 nchunks, int64 blob, bytea *inline_chunk)
+{
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
+
+	memset(nulls, false, sizeof(nulls));
+	values[VA_DATASET - 1] = Int32GetDatum(dataset_id);
+	values[VA_NCHUNKS - 1] = Int32GetDatum(nchunks);
+	values[VA_VERSION - 1] = Int64GetDatum(version);
+	values[VA_BYTES - 1] = Int64GetDatum(bytes);
+	values[VA_BLOB - 1] = Int64GetDatum(blob);
+
+	/*
+	 * committed_at is the clock at insert, taken under the dataset lock, so
+	 * it never goes backwards within a dataset (now() would: it is the
+	 * start of a transaction that may have waited for the lock).
+	 */
+	values[VA_COMMITTED - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[VA_TENANT - 1] = CStringGetTextDatum(tenant);
+	values[VA_OPERATION - 1] = CStringGetTextDatum(operation_id);
+	values[VA_DIGEST - 1] = store_digest_datum(digest);
+	values[VA_DATA - 1] = PointerGetDatum(inline_chunk);
+	nulls[VA_DATA - 1] = inline_chunk == NULL;
+	store_insert(rel, values, nulls);
+}
+
+void
+store_write_version(int32 dataset_id, int64 version, const char *tenant,
+					const char *operation_id, const uint8 *digest,
+					const char *payload, int64 len)
+{
+	int32		nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
+	int64		blob = 0;
+	Relation	rel;
+
+	if (nchunks > 1)
+	{
+		Relation	chunks = store_open("chunk", RowExclusiveLock);
+
+		blob = nextval_internal(store_relid("blob_seq"), false);
+		for (int32 i = 1; i < nchunks; i++)
+		{
+			int64		off = (int64) i * LAKE_CHUNK_BYTES;
+
+			store_insert_chunk(chunks, blob, i, NULL, payload + off,
+								   Min(len - off, LAKE_CHUNK_BYTES));
+		}
+		table_close(chunks, RowExclusiveLock);
+	}
+	/* Chunk 0 last: the encode buffer then holds it for the version row. */
+	rel = store_open("version", RowExclusiveLock);
+	insert_version(rel, dataset_id, version, tenant, operation_id, digest, len,
+				   nchunks, blob, store_encode_chunk(payload, Min(len, LAKE_CHUNK_BYTES)));
+	table_close(rel, RowExclusiveLock);
+}
+
+/* A version row with its chunks elsewhere (a committed stage's). */
+void
+store_add_version(int32 dataset_id, int64 version, const char *tenant,
+				  const char *operation_id, const uint8 *digest, int64 bytes,
+				  int32 nchunks, int64 blob)
+{
+	Relation	rel = store_open("version", RowExclusiveLock);
+
+	insert_version(rel, dataset_id, version, tenant, operation_id, digest, bytes,
+				   nchunks, blob, NULL);
+	table_close(rel, RowExclusiveLock);
+}
+
+/* The version whose chunks are blob's, with its tenant and operation id. */
+bool
+store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
+					  char **operation_id)
+{
+	ScanKeyData key[1];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
+
+	store_key_int8(&key[0], VA_BLOB, blob);
+	if (!store_fetch("version", "version_blob", InvalidSnapshot, key, 1,
+					 ForwardScanDirection, values, nulls))
+		return false;
+	op->dataset_id = DatumGetInt32(values[VA_DATASET - 1]);
+	op->found = true;
+	op->version = DatumGetInt64(values[VA_VERSION - 1]);
+	head_from_row(values, nulls, &op->head);
+	memcpy(op->digest, op->head.digest, LAKE_DIGEST_LEN);
+	*tenant = op->head.tenant;
+	*operation_id = TextDatumGetCString(values[VA_OPERATION - 1]);
+	return true;
+}
+
+bool
+store_version_head(int32 dataset_id, int64 version, VersionHead *head)
+{
+	ScanKeyData key[2];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
+
+	store_key_int4(&key[0], VA_DATASET, dataset_id);
+	store_key_int8(&key[1], VA_VERSION, version);
+	if (!store_fetch("version", "version_pkey", InvalidSnapshot, key, 2,
+					 ForwardScanDirection, values, nulls))
+		return false;
+	head_from_row(values, nulls, head);
+	return true;
+}
+
+/*
+ * Decode and verify one stored chunk and hand it to 'visit'. Returns NULL,
+ * or why the chunk is unreadable. A raw chunk's checksum is verified
+ * before anyone sees its bytes, which are then visited in place.
+ */
+static const char *
+visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
+			 size_t *decoded)
+{
+	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
+	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
+	size_t		size;
+	const uint8_t *view;
+	LakeCodecStatus st = lake_chunk_decoded_size(in, inlen, &size);
+	char	   *out;
+
+	if (st == LAKE_CODEC_OK && size > room)
+		st = LAKE_CODEC_TOO_BIG;
+	if (st == LAKE_CODEC_OK)
+		st = lake_chunk_view(in, inlen, &view, decoded);
+	if (st != LAKE_CODEC_OK)
+		return lake_codec_status_text(st);
+	if (view != NULL)
+	{
+		/* Raw and verified: visited where it lies, no copy. */
+		visit((const char *) view, *decoded, arg);
+		return NULL;
+	}
+	out = palloc(Max(size, 1));
+	st = lake_chunk_decode(store_decompression_context(), in, inlen, (uint8_t *) out, size, decoded);
+	if (st != LAKE_CODEC_OK)
+		return lake_codec_status_text(st);
+	visit(out, *decoded, arg);
+	pfree(out);
+	return NULL;
+}
+
+/*
+ * Stream the chunks [first, first+count) of a blob, in order, one at a time
+ * through the chunk index: memory stays at one chunk whatever the
+ * payload's size. 'total' bounds the decoded bytes. Returns NULL, or why
+ * the chunks do not make up the payload (a chunk missing, extra,
+ * undecodable or oversized). The snapshot is a fresh one, as the version's
+ * header was read with.
+ */
+const char *
+store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
+				   ChunkVisitor visit, void *arg)
+{
+	Relation	rel = store_open("chunk", AccessShareLock);
+	Relation	idx = store_open("chunk_pkey", AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	MemoryContext chunkcxt = AllocSetContextCreate(CurrentMemoryContext,
+												   "lake chunk",
+												   ALLOCSET_DEFAULT_SIZES);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	int64		seen = 0;
+	int64		filled = 0;
+	const char *why = NULL;
+
+	store_key_int8(&key[0], CA_BLOB, blob);
+	ScanKeyInit(&key[1], CA_CHUNK_NO, BTGreaterEqualStrategyNumber, F_INT4GE,
+				Int32GetDatum(first));
+	scan = systable_beginscan_ordered(rel, idx, snapshot, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		Datum		values[CHUNK_NATTS];
+		bool		nulls[CHUNK_NATTS];
+		int32		chunk_no;
+		MemoryContext old;
+		size_t		decoded = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+		chunk_no = DatumGetInt32(values[CA_CHUNK_NO - 1]);
+		if (chunk_no != first + seen)
+		{
+			why = psprintf("chunk " INT64_FORMAT " is missing", first + seen);
+			break;
+		}
+		if (seen == count)
+		{
+			why = psprintf("chunk %d is beyond the " INT64_FORMAT " the version declares",
+						   chunk_no, count);
+			break;
+		}
+		old = MemoryContextSwitchTo(chunkcxt);
+		why = visit_stored(DatumGetByteaPP(values[CA_DATA - 1]), (size_t) (total - filled),
+						   visit, arg, &decoded);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(chunkcxt);
+		if (why != NULL)
+			break;
+		filled += decoded;
+		seen++;
+	}
+	systable_endscan_ordered(scan);
+	UnregisterSnapshot(snapshot);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	MemoryContextDelete(chunkcxt);
+	if (why == NULL && seen != count)
+		why = psprintf("chunk " INT64_FORMAT " is missing", first + seen);
+	if (why == NULL && filled != total)
+		why = psprintf("chunks hold " INT64_FORMAT " of " INT64_FORMAT " bytes",
+					   filled, total);
+	return why;
+}
+
+/* A version's chunks on their way to a visitor, through its digest. */
+typedef struct VerifyVisit
+{
+	LakeDigest *digest;			/* NULL: one piece, digested at once */
+	uint8		got[LAKE_DIGEST_LEN];
+	ChunkVisitor visit;			/* NULL: only verify */
+	void	   *arg;
+} VerifyVisit;
+
+static void
+verify_visit(const char *data, size_t len, void *arg)
+{
+	VerifyVisit *v = (VerifyVisit *) arg;
+
+	if (v->digest == NULL)
+		lake_sha256(data, len, v->got);
+	else
+		lake_digest_update(v->digest, data, len);
+	if (v->visit != NULL)
+		v->visit(data, len, v->arg);
+}
+
+static const char *
+visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
+{
+	size_t		first_len = 0;
+	const char *why;
+
+	if (head->inline_chunk == NULL)
+		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, visit, arg);
+
+	why = visit_stored(head->inline_chunk, (size_t) head->bytes, visit, arg, &first_len);
+	if (why != NULL)
+		return why;
+	if (head->nchunks == 1)
+		return first_len == (size_t) head->bytes ? NULL :
+			psprintf("chunks hold %zu of " INT64_FORMAT " bytes", first_len, head->bytes);
+	return store_visit_chunks(head->blob, 1, head->nchunks - 1,
+							  head->bytes - (int64) first_len, visit, arg);
+}
+
+const char *
+store_visit_version(const VersionHead *head, ChunkVisitor visit, void *arg)
+{
+	/* A payload in its row alone (every small append) is one piece. */
+	bool		one = head->inline_chunk != NULL && head->nchunks == 1;
+	VerifyVisit v = {one ? NULL : lake_digest_begin(), {0}, visit, arg};
+	const char *why = visit_version_chunks(head, verify_visit, &v);
+
+	if (!one)
+		lake_digest_end(v.digest, v.got);
+	if (why == NULL && memcmp(head->digest, v.got, LAKE_DIGEST_LEN) != 0)
+		why = "the payload does not match its digest";
+	return why;
+}
+
+void
+store_lineage_broken(const char *dataset, int64 version, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LAKE_INCOMPLETE_LINEAGE),
+			 errmsg("version " INT64_FORMAT " of dataset \"%s\" is incomplete", version, dataset),
+			 errdetail("%s", why),
+			 errhint("The stored chunks are missing or damaged; restore them from a backup.")));
+}
+
+void
+store_check_lineage(const char *dataset, const OperationLookup *op)
+{
+	const char *why = store_visit_version(&op->head, NULL, NULL);
+
+	if (why != NULL)
+		store_lineage_broken(dataset, op->version, why);
+}
+
+void
+store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
+					ReturnSetInfo *rsinfo)
+{
+	static SPIPlanPtr plan_all;
+	static SPIPlanPtr plan_granted;
+	Oid			types[3] = {INT4OID, INT8OID, OIDOID};
+	Datum		values[3] = {Int32GetDatum(dataset_id), Int64GetDatum(after_version),
+	ObjectIdGetDatum(only_role)};
+	SPIPlanPtr	plan;
+
+#define VERSION_COLUMNS \
+	"SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes, " \
+	"       COALESCE(pg_catalog.octet_length(v.data), 0) OPERATOR(pg_catalog.+) COALESCE(( " \
+	"         SELECT pg_catalog.sum(pg_catalog.octet_length(c.data)) FROM lake_data.chunk c " \
+	"         WHERE c.blob OPERATOR(pg_catalog.=) v.blob AND v.blob OPERATOR(pg_catalog.<>) 0), 0), " \
+	"       v.committed_at FROM lake_data.version v " \
+	"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 " \
+	"  AND v.version OPERATOR(pg_catalog.>) $2 "
+
+	if (OidIsValid(only_role))
+		plan = store_plan(&plan_granted,
+						VERSION_COLUMNS
+						"  AND EXISTS (SELECT 1 FROM lake_data.tenant_grant g "
+						"    JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
+						"    WHERE g.tenant OPERATOR(pg_catalog.=) v.tenant "
+						"      AND pg_catalog.pg_has_role($3, g.role, 'USAGE')) "
+						"ORDER BY v.version",
+						3, types);
+	else
+		plan = store_plan(&plan_all, VERSION_COLUMNS "ORDER BY v.version", 2, types);
+#undef VERSION_COLUMNS
+
+	store_fill(plan, values, rsinfo);
+}

@@ -1,0 +1,76 @@
+/*
+ * store_version.h — datasets, versions and their chunks (store_version.c).
+ */
+#ifndef LAKE_STORE_VERSION_H
+#define LAKE_STORE_VERSION_H
+
+#include "store.h"
+
+/* A version's header row, as store_version_head finds it. */
+typedef struct VersionHead
+{
+	char	   *tenant;
+	int64		bytes;
+	int32		nchunks;
+	int64		blob;			/* 0: no chunks outside the row */
+	uint8		digest[LAKE_DIGEST_LEN];
+	bytea	   *inline_chunk;	/* chunk 0 when stored in the row, else NULL */
+} VersionHead;
+
+/* What the version history says about one operation. */
+typedef struct OperationLookup
+{
+	int32		dataset_id;
+	bool		found;			/* the operation has a version */
+	int64		version;
+	uint8		digest[LAKE_DIGEST_LEN];
+	VersionHead head;			/* when found: the version's header */
+	int64		max_version;	/* store_recheck_operation only */
+} OperationLookup;
+
+/* Receives each decoded chunk of a payload, in order. */
+typedef void (*ChunkVisitor) (const char *data, size_t len, void *arg);
+
+/* datasets */
+extern void store_create_dataset(const char *name);
+extern int32 store_dataset_id(const char *name);
+extern char *store_dataset_name(int32 dataset_id);
+extern bool store_lock_dataset(int32 dataset_id, long wait_ms);
+
+/* operations */
+extern void store_lookup_operation(const char *dataset, const char *tenant,
+								   const char *operation_id, OperationLookup *out);
+extern void store_recheck_operation(const char *tenant, const char *operation_id,
+									Snapshot snapshot, OperationLookup *out);
+
+/* versions */
+extern void store_write_version(int32 dataset_id, int64 version,
+								const char *tenant, const char *operation_id,
+								const uint8 *digest, const char *payload, int64 len);
+extern void store_add_version(int32 dataset_id, int64 version, const char *tenant,
+							  const char *operation_id, const uint8 *digest,
+							  int64 bytes, int32 nchunks, int64 blob);
+extern bool store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
+								  char **operation_id);
+extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);
+/*
+ * Hand a version's decoded payload to 'visit' (NULL: none) and verify it
+ * against the version's digest: NULL, or why its lineage is broken.
+ */
+extern const char *store_visit_version(const VersionHead *head, ChunkVisitor visit,
+									   void *arg);
+/* LK005: the version's chunks are missing or damaged. */
+extern void store_lineage_broken(const char *dataset, int64 version,
+								 const char *why) pg_attribute_noreturn();
+/* Verify a found operation's lineage as a read does; LK005 if it is broken. */
+extern void store_check_lineage(const char *dataset, const OperationLookup *op);
+extern void store_list_versions(int32 dataset_id, int64 after_version,
+								Oid only_role, ReturnSetInfo *rsinfo);
+
+/* chunks (of versions and of open stages) */
+extern void store_insert_chunk(Relation rel, int64 blob, int32 chunk_no,
+								const uint8 *digest, const char *data, size_t len);
+extern const char *store_visit_chunks(int64 blob, int32 first, int64 count,
+									  int64 total, ChunkVisitor visit, void *arg);
+
+#endif							/* LAKE_STORE_VERSION_H */

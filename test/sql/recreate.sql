@@ -1,0 +1,57 @@
+-- A session caches lake's relation OIDs, the schema owner and dataset ids
+-- (store.c). None may outlive what it names: not a dropped and recreated
+-- extension, not a dataset renamed by hand, not a dataset created in a
+-- transaction that rolled back.
+SELECT lake.create_dataset('again');
+SELECT lake.append('again', 'tenant_a', 'op-1', '\x01'::bytea);
+SELECT lake.read('again', 1);
+
+-- Dropped and recreated in this very session: new tables, new OIDs.
+DROP EXTENSION lake CASCADE;
+CREATE EXTENSION lake;
+-- 'again' gets another id than before.
+SELECT lake.create_dataset('second');
+SELECT lake.create_dataset('again');
+SELECT lake.append('second', 'tenant_a', 'op-1', '\x02'::bytea);
+SELECT lake.append('again', 'tenant_a', 'op-1', '\x03'::bytea);
+SELECT lake.append('again', 'tenant_a', 'op-1', '\x03'::bytea) AS replay;
+SELECT lake.read('again', 1), lake.read('second', 1);
+SELECT lake.read_operation('again', 'tenant_a', 'op-1');
+SELECT version, tenant, operation_id, bytes FROM lake.versions('again', 0);
+
+-- Staged appends and their chunks too.
+SELECT lake.begin_append('again', 'tenant_a', 'staged') AS stage \gset
+SELECT lake.append_chunk(:stage, 0, '\x0405'::bytea);
+SELECT lake.commit_append(:stage);
+SELECT lake.read('again', 2);
+
+-- A dataset renamed by hand is no longer found under its old name.
+UPDATE lake_data.dataset SET name = 'renamed' WHERE name = 'second';
+SELECT t.err($$SELECT lake.append('second', 'tenant_a', 'op-2', '\x06'::bytea)$$);
+SELECT lake.append('renamed', 'tenant_a', 'op-2', '\x06'::bytea);
+
+-- A dataset created (and appended to) in a transaction that rolled back
+-- does not exist afterwards; created again, it starts at version 1.
+BEGIN;
+SELECT lake.create_dataset('fleeting');
+SELECT lake.append('fleeting', 'tenant_a', 'op-1', '\x07'::bytea);
+ROLLBACK;
+SELECT t.err($$SELECT lake.append('fleeting', 'tenant_a', 'op-1', '\x07'::bytea)$$);
+SELECT lake.create_dataset('fleeting');
+SELECT lake.append('fleeting', 'tenant_a', 'op-1', '\x08'::bytea);
+SELECT lake.read('fleeting', 1);
+
+-- The same within a subtransaction that rolls back.
+BEGIN;
+SAVEPOINT s;
+SELECT lake.create_dataset('brief');
+SELECT lake.append('brief', 'tenant_a', 'op-1', '\x09'::bytea);
+ROLLBACK TO SAVEPOINT s;
+SELECT t.err($$SELECT lake.append('brief', 'tenant_a', 'op-1', '\x09'::bytea)$$);
+COMMIT;
+
+-- Many appends in one statement: each sees the versions the earlier ones
+-- wrote (no reuse of a version number within a command).
+SELECT count(lake.append('again', 'tenant_a', 'many-' || i, '\x0a'::bytea))
+  FROM generate_series(1, 50) AS i;
+SELECT max(version) FROM lake.versions('again', 0);
