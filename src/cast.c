@@ -22,7 +22,7 @@
 #include "logread.h"
 #include "miscadmin.h"
 #include "seal.h"
-#include "store.h"
+#include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/pg_lsn.h"
@@ -147,19 +147,9 @@ lake_cast(PG_FUNCTION_ARGS)
 static const char *
 registered_tenant(int32 owner_id)
 {
-	static SPIPlanPtr plan;
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(owner_id)};
-	bool		isnull;
+	char	   *tenant = store_owner_tenant(owner_id);
 
-	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT o.tenant FROM lake_data.owner o "
-									"WHERE o.id OPERATOR(pg_catalog.=) $1", 1, types),
-						 values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "lake: owner lookup failed");
-	if (SPI_processed == 0)
-		return "";
-	return TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return tenant ? tenant : "";
 }
 
 /*

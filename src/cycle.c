@@ -38,7 +38,7 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
-#include "store.h"
+#include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -403,7 +403,6 @@ OwnerState *
 cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 				  char **why)
 {
-	static SPIPlanPtr plan;
 	OwnerState *o;
 	int32		id = 0;
 	int32		lc = 0;
@@ -427,24 +426,14 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 	store_connect();
 	if (o == NULL)
 	{
-		Oid			types[1] = {TEXTOID};
-		Datum		values[1] = {CStringGetTextDatum(name)};
-		bool		isnull;
+		char	   *stored;
 
-		if (SPI_execute_plan(store_plan(&plan,
-										"SELECT o.id, o.lifecycle, o.tenant FROM lake_data.owner o "
-										"WHERE o.name OPERATOR(pg_catalog.=) $1", 1, types),
-							 values, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "lake: owner lookup failed");
-		if (SPI_processed == 0)
+		if (!store_owner_lookup(name, &id, &lc, &stored))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("owner \"%s\" does not exist", name),
 					 errhint("Create it with lake.create_owner().")));
-		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		lc = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-		strlcpy(tenant, TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)),
-				NAMEDATALEN);
+		strlcpy(tenant, stored, NAMEDATALEN);
 	}
 	if (as_tenant)
 		access_require_owner(tenant, name);

@@ -381,6 +381,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	char	   *owner;
 	Emit		e = {0};
 	char	   *tenant;
+	int32		lifecycle;
 
 	lake_require_preload();
 	owner = lake_arg_short_name(fcinfo, 0, "owner");
@@ -389,7 +390,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	store_connect();
-	if (!store_owner_lookup(owner, &e.owner_id, &tenant))
+	if (!store_owner_lookup(owner, &e.owner_id, &lifecycle, &tenant))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("owner \"%s\" does not exist", owner)));

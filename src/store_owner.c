@@ -51,21 +51,37 @@ store_owner_insert(const char *name, int32 lifecycle, const char *tenant)
 }
 
 bool
-store_owner_lookup(const char *name, int32 *id, char **tenant)
+store_owner_lookup(const char *name, int32 *id, int32 *lifecycle, char **tenant)
 {
 	static SPIPlanPtr plan;
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
 	store_run(store_plan(&plan,
-						 "SELECT o.id, o.tenant FROM lake_data.owner o WHERE o.name OPERATOR(pg_catalog.=) $1",
+						 "SELECT o.id, o.lifecycle, o.tenant FROM lake_data.owner o "
+						 "WHERE o.name OPERATOR(pg_catalog.=) $1",
 						 1, types),
 			  values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	*id = DatumGetInt32(store_colv(0, 1));
-	*tenant = store_col_text(0, 2);
+	*lifecycle = DatumGetInt32(store_colv(0, 2));
+	*tenant = store_col_text(0, 3);
 	return true;
+}
+
+char *
+store_owner_tenant(int32 owner_id)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(owner_id)};
+
+	store_run(store_plan(&plan,
+						 "SELECT o.tenant FROM lake_data.owner o WHERE o.id OPERATOR(pg_catalog.=) $1",
+						 1, types),
+			  values, SPI_OK_SELECT);
+	return SPI_processed == 0 ? NULL : store_col_text(0, 1);
 }
 
 /*

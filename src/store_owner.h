@@ -1,7 +1,6 @@
 /*
  * store_owner.h — the durable owner registry, lake_data.owner
- * (store_owner.c): every SQL query of it in one place (cycle.c's own two
- * remain there for now).
+ * (store_owner.c): every SQL query of it in one place.
  */
 #ifndef LAKE_STORE_OWNER_H
 #define LAKE_STORE_OWNER_H
@@ -28,8 +27,11 @@ typedef struct OwnerRow
 extern int64 store_owner_lock_and_count(void);
 /* Register an owner; false if the name is taken. */
 extern bool store_owner_insert(const char *name, int32 lifecycle, const char *tenant);
-/* An owner's id and tenant by name; false if there is none. */
-extern bool store_owner_lookup(const char *name, int32 *id, char **tenant);
+/* An owner's id, lifecycle and tenant by name; false if there is none. */
+extern bool store_owner_lookup(const char *name, int32 *id, int32 *lifecycle,
+							   char **tenant);
+/* The tenant of the owner with this id; NULL if there is none. */
+extern char *store_owner_tenant(int32 owner_id);
 /*
  * Every owner (only_role valid: those whose tenant the role holds), in id
  * order ('by_name': in name order), copied out of SPI: *n rows.

@@ -80,7 +80,11 @@ $node->restart(mode => 'immediate');
 check_tenants('after an immediate restart (log replay)');
 
 $node->safe_psql('postgres', 'SELECT lake.checkpoint()');
+my $epoch = $node->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
 $node->restart(mode => 'fast');
+# The worker's recovery ends by opening a new epoch; its figures count then.
+ok($node->poll_query_until('postgres', "SELECT epoch > $epoch FROM lake.stats()"),
+	'the worker recovered after the restart');
 is($node->safe_psql('postgres', 'SELECT recovery_snapshot > 0 FROM lake.stats()'),
 	't', 'recovery started from the snapshot');
 check_tenants('after a checkpoint and a restart (snapshot)');
