@@ -17,6 +17,7 @@
 #include "store_stage.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /* Open a stage for the operation, or return the one already open. */
@@ -50,8 +51,10 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	/*
 	 * A capped role's begins serialize on a lock on (lake_data.stage, role)
 	 * held to commit, so the count below and the insert are one step; the
-	 * count comes from the table, so it survives restarts. An operation
-	 * already open is returned without counting.
+	 * count comes from the table, so it survives restarts. It reads with the
+	 * latest snapshot: a REPEATABLE READ transaction's own snapshot would
+	 * miss the stages committed while it waited. An operation already open
+	 * is returned without counting.
 	 */
 	if (max_open > 0)
 	{
@@ -59,11 +62,11 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 			return -1;
 		if ((id = find_stage(values, types)) != 0)
 			return id;
-		store_run(store_plan(&plan_count,
-					 "SELECT pg_catalog.count(*) FROM lake_data.stage s "
-					 "WHERE s.opened_by OPERATOR(pg_catalog.=) $1",
-					 1, &types[3]),
-			&values[3], SPI_OK_SELECT);
+		store_run_snapshot(store_plan(&plan_count,
+									  "SELECT pg_catalog.count(*) FROM lake_data.stage s "
+									  "WHERE s.opened_by OPERATOR(pg_catalog.=) $1",
+									  1, &types[3]),
+						   &values[3], GetLatestSnapshot(), SPI_OK_SELECT);
 		*open = DatumGetInt64(store_colv(0, 1));
 		if (*open >= max_open)
 			return 0;
