@@ -83,5 +83,6 @@ bench:
 	bench/staged.sh
 	bench/cycles.sh
 	bench/recovery.sh
-	cat bench/results-staged.md bench/results-cycles.md bench/results-recovery.md \
+	bench/router.sh
+	cat bench/results-staged.md bench/results-cycles.md bench/results-recovery.md bench/results-router.md \
 	  $(wildcard bench/results-fuzz.md) >> bench/RESULTS.md
