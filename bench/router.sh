@@ -14,7 +14,7 @@
 # Assumes lake and lake_router are built and installed (`make && make
 # install` as root) and PL/Proxy is installed (postgresql-15-plproxy). Run
 # as root. Knobs (environment):
-#   ROUTER_ROUNDS   rounds of every pair                        (2)
+#   ROUTER_ROUNDS   rounds of every pair                        (3)
 #   ROUTER_SECONDS  seconds per pgbench run                     (8)
 #   ROUTER_CLIENTS  pgbench clients                             (16)
 #   ROUTER_PERF     1: profile a routed run even if targets met (0)
@@ -25,7 +25,7 @@ set -euo pipefail
 START_EPOCH=$(date +%s)
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
-ROUNDS=${ROUTER_ROUNDS:-2}
+ROUNDS=${ROUTER_ROUNDS:-3}
 T=${ROUTER_SECONDS:-8}
 C=${ROUTER_CLIENTS:-16}
 FORCE_PERF=${ROUTER_PERF:-0}
@@ -69,28 +69,38 @@ for db in r1 r4; do
 done
 q router "CREATE SERVER lake FOREIGN DATA WRAPPER plproxy OPTIONS (p0 '$(connstr single)')" r1 >/dev/null
 q router "CREATE SERVER lake FOREIGN DATA WRAPPER plproxy OPTIONS (p0 '$(connstr p0)', p1 '$(connstr p1)', p2 '$(connstr p2)', p3 '$(connstr p3)')" r4 >/dev/null
+# One dataset and one owner per client, the names chosen so that each of
+# p0..p3 holds as many (client k uses the k-th of each list).
+pick() { # prefix -> a {...} array literal of C names, spread evenly over 4 partitions
+    q router "SELECT '{' || string_agg(n, ',' ORDER BY rk, p) || '}' FROM (
+                SELECT n, p, row_number() OVER (PARTITION BY p ORDER BY i) rk
+                  FROM (SELECT i, '$1' || i n, hashtext('$1' || i) & 3 p FROM generate_series(1, 400) i) s) t
+              WHERE rk <= ($C + 3) / 4" r4
+}
+DSS=$(pick ds); OWNERS=$(pick c)
 for db in r1 r4; do
     q router "CREATE USER MAPPING FOR PUBLIC SERVER lake" "$db" >/dev/null
     [ "$(q router "SELECT bool_and(ok) FROM lake_router.check()" "$db")" = t ] || die "lake_router.check() failed in $db"
     # Datasets, owners and the replayed operations, through the router.
-    q router "SELECT count(lake.create_dataset('ds' || i)), count(lake.create_owner('c' || i)),
-                     count(lake.append('ds' || i, 't', 'replay', decode(repeat(md5('replay'), 16), 'hex')))
-              FROM generate_series(1, $C) i" "$db" >/dev/null
+    q router "SELECT count(lake.create_dataset(d)), count(lake.append(d, 't', 'replay', decode(repeat(md5('replay'), 16), 'hex')))
+              FROM unnest('$DSS'::text[]) d" "$db" >/dev/null
+    q router "SELECT count(lake.create_owner(o)) FROM unnest('$OWNERS'::text[]) o" "$db" >/dev/null
 done
-SPREAD=$(q router "SELECT string_agg(n::text, '/' ORDER BY p) FROM (SELECT hashtext('ds' || i) & 3 p, count(*) n FROM generate_series(1, $C) i GROUP BY 1) s" r4)
+SPREAD=$(q router "SELECT string_agg(n::text, '/' ORDER BY p) FROM (SELECT hashtext(d) & 3 p, count(*) n FROM unnest('$DSS'::text[]) d GROUP BY 1) s" r4)
 
 # The workloads: 256-byte payloads, each client its own dataset / owner.
-cat >"$OUT/append.sql" <<'EOF'
-\set n :n + 1
-SELECT lake.append('ds' || :client_id % 16 + 1, 't', 'r' || :run || '-' || :client_id || '-' || :n, decode(repeat(md5(:n || '-' || :client_id), 8), 'hex'));
-EOF
-cat >"$OUT/cast.sql" <<'EOF'
-\set n :n + 1
-SELECT lake.cast_durable('c' || :client_id % 16 + 1, NULL, NULL, decode(repeat(md5(:n || '-' || :client_id), 8), 'hex'));
-EOF
-cat >"$OUT/replay.sql" <<'EOF'
-SELECT lake.append('ds' || :client_id % 16 + 1, 't', 'replay', decode(repeat(md5('replay'), 16), 'hex'));
-EOF
+{
+    printf '\\set n :n + 1\n\\set k :client_id %% %s + 1\n' "$C"
+    printf "SELECT lake.append(('%s'::text[])[:k], 't', 'r' || :run || '-' || :client_id || '-' || :n, decode(repeat(md5(:n || '-' || :client_id), 8), 'hex'));\n" "$DSS"
+} >"$OUT/append.sql"
+{
+    printf '\\set n :n + 1\n\\set k :client_id %% %s + 1\n' "$C"
+    printf "SELECT lake.cast_durable(('%s'::text[])[:k], NULL, NULL, decode(repeat(md5(:n || '-' || :client_id), 8), 'hex'));\n" "$OWNERS"
+} >"$OUT/cast.sql"
+{
+    printf '\\set k :client_id %% %s + 1\n' "$C"
+    printf "SELECT lake.append(('%s'::text[])[:k], 't', 'replay', decode(repeat(md5('replay'), 16), 'hex'));\n" "$DSS"
+} >"$OUT/replay.sql"
 
 RUNS=$OUT/runs.tsv
 printf 'round\tworkload\ttarget\ttps\n' >"$RUNS"
@@ -140,19 +150,33 @@ R_A=$(ratio "$A_R" "$A_D"); R_C=$(ratio "$C_R" "$C_D"); R_P=$(ratio "$P_R" "$P_D
 # ---------------------------------------------------------- where the time goes
 PERF_TXT=""
 if [ "$PERF_OK" = 1 ] && { [ "$FORCE_PERF" = 1 ] || awk -v a="$R_A" -v c="$R_C" -v p="$R_P" 'BEGIN { exit !(a < 0.6 || c < 0.6 || p < 0.6) }'; }; then
+    # A routed replay run (the cheapest call: the hop's share is largest),
+    # the whole machine sampled; CPU split by whose process it was.
     say "profiling a routed replay run (perf, whole machine)"
     RUN_NO=$((RUN_NO + 1))
-    "$BINDIR/pgbench" -n -M prepared -c "$C" -j 2 -T $((T + 2)) -p "${CPORT[router]}" -D run="$RUN_NO" -D n=0 \
+    "$BINDIR/pgbench" -n -M prepared -c "$C" -j 2 -T $((T + 3)) -p "${CPORT[router]}" -D run="$RUN_NO" -D n=0 \
         -f "$OUT/replay.sql" r1 >"$OUT/perf-pgbench.log" 2>&1 &
-    BG_PIDS+=($!)
-    sleep 1
+    BENCH_PID=$!
+    sleep 2
+    RPIDS=$(q router "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE datname = 'r1' AND backend_type = 'client backend'")
+    PPIDS=$(q single "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
     perf record -a -g -F 499 -o "$OUT/perf.data" -- sleep "$T" >/dev/null 2>&1 || true
-    wait
-    # CPU by process: the router's backends vs the partition's vs pgbench.
-    perf report -i "$OUT/perf.data" --no-children --sort pid --stdio 2>/dev/null >"$OUT/perf-pid.txt" || true
-    ROUTER_PIDS=$(q router "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE datname = 'r1'" postgres || true)
-    perf report -i "$OUT/perf.data" --no-children --sort comm,dso --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -25 >"$OUT/perf-comm.txt" || true
-    PERF_TXT=$OUT/perf-comm.txt
+    wait "$BENCH_PID" || true
+    perf report -i "$OUT/perf.data" --no-children -g none --sort pid --stdio 2>/dev/null >"$OUT/perf-pid.txt" || true
+    share() { # comma-separated pids -> % of all samples
+        awk -v list=",$1," '/^ +[0-9.]+%/ { split($2, a, ":"); if (index(list, "," a[1] ",")) s += $1 } END { printf "%.1f", s }' "$OUT/perf-pid.txt"
+    }
+    PGB=$(awk '/^ +[0-9.]+%/ && $2 ~ /:pgbench$/ { s += $1 } END { printf "%.1f", s }' "$OUT/perf-pid.txt")
+    SH_R=$(share "$RPIDS"); SH_P=$(share "$PPIDS")
+    for who in router:"$RPIDS" partition:"$PPIDS"; do
+        perf report -i "$OUT/perf.data" --no-children -g none --pid "${who#*:}" --sort dso,sym --stdio 2>/dev/null |
+            grep -E '^ +[0-9.]+%' >"$OUT/perf-${who%%:*}-all.txt" || true
+        head -15 "$OUT/perf-${who%%:*}-all.txt" >"$OUT/perf-${who%%:*}.txt"
+        # By object: the symbols' shares summed.
+        awk '{ s[$2] += $1 } END { for (d in s) printf "%8.2f%%  %s\n", s[d], d }' "$OUT/perf-${who%%:*}-all.txt" |
+            sort -rn | head -6 >"$OUT/perf-${who%%:*}-dso.txt"
+    done
+    PERF_TXT=$OUT/perf-router.txt
 fi
 
 ELAPSED=$(( $(date +%s) - START_EPOCH ))
@@ -161,10 +185,10 @@ cat <<EOF
 ## lake behind a PL/Proxy router (\`bench/router.sh\`)
 
 Generated by \`bench/router.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'); the whole run took **${ELAPSED} s**.
-Code: commit \`$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\`; measured \`lake.so\` md5 \`$INSTALLED_MD5\`; PL/Proxy $(q router "SELECT extversion FROM pg_extension WHERE extname = 'plproxy'" r1).
+Code: commit \`$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "${LAKE_COMMIT:-unknown}")\`; measured \`lake.so\` md5 \`$INSTALLED_MD5\`; PL/Proxy $(q router "SELECT extversion FROM pg_extension WHERE extname = 'plproxy'" r1).
 $(q single "SELECT version()"); $(nproc) CPUs; the machine is shared and noisy (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)): **only the ratios within this run mean anything.**
 
-Six throwaway clusters on this machine, the same settings (\`shared_buffers = 256MB\`, \`autovacuum = off\`, \`fsync\` and \`synchronous_commit\` on, lake at its defaults): **single** (a lake of one partition), **p0…p3** (\`lake.partitions = 4\`), and a **router** (\`plproxy\`, \`lake_router\`) with database \`r1\` routing to single and \`r4\` routing to p0…p3 (SQL/MED server \`lake\`, unix sockets, one PL/Proxy connection per router backend and partition). pgbench, $C clients, \`-j 2 -M prepared -T $T\`, $ROUNDS rounds, direct and routed runs alternating (median of the rounds; per-round ratios in brackets). Each client appends to its own dataset (\`ds1\`…\`ds$C\`, spread over p0…p3 as $SPREAD) and casts to its own owner; 256-byte payloads.
+Six throwaway clusters on this machine, the same settings (\`shared_buffers = 256MB\`, \`autovacuum = off\`, \`fsync\` and \`synchronous_commit\` on, lake at its defaults): **single** (a lake of one partition), **p0…p3** (\`lake.partitions = 4\`), and a **router** (\`plproxy\`, \`lake_router\`) with database \`r1\` routing to single and \`r4\` routing to p0…p3 (SQL/MED server \`lake\`, unix sockets, one PL/Proxy connection per router backend and partition). pgbench, $C clients, \`-j 2 -M prepared -T $T\`, $ROUNDS rounds, direct and routed runs alternating (median of the rounds; per-round ratios in brackets). Each client appends to its own dataset and casts to its own owner, the names chosen so that p0…p3 hold $SPREAD of the $C datasets (and as many owners); 256-byte payloads.
 
 | # | measurement | through the router | baseline | ratio | target | met? |
 |---|---|---|---|---|---|---|
@@ -177,13 +201,20 @@ Reproduce: \`flock /tmp/lake-bench.lock bench/router.sh\` as root (part of \`mak
 
 EOF
 if [ -n "$PERF_TXT" ] && [ -s "$PERF_TXT" ]; then
-    echo "Where the CPU went during a routed replay run (\`perf record -a -g\`, $T s; by command and object, top 25):"
-    echo
-    echo '```'
-    cat "$PERF_TXT"
-    echo '```'
+    echo "Where the time goes: a routed replay run profiled (\`perf record -a -g -F 499\`, $T s, the whole machine). Share of all CPU samples: the router's backends **${SH_R}%**, the partition's backends (PL/Proxy's connections) **${SH_P}%**, pgbench **${PGB}%**; the rest is other processes on this shared machine. By object and top symbols (share of all samples):"
+    for who in router partition; do
+        echo
+        echo "$who backends:"
+        echo
+        echo '```'
+        cat "$OUT/perf-$who-dso.txt"
+        echo '...'
+        cat "$OUT/perf-$who.txt"
+        echo '```'
+    done
     echo
 fi
+[ -f "$HERE/ANALYSIS-router.md" ] && cat "$HERE/ANALYSIS-router.md"
 } >"$RESULTS"
 say "wrote $RESULTS"
 cat "$RESULTS"
