@@ -30,6 +30,16 @@ include $(PGXS)
 # After the include, so that PGXS's "all" stays the default goal.
 $(OBJS): $(wildcard src/*.h)
 
+# The router extension (router/, SPEC §7) is built, installed and cleaned
+# with lake; its TAP test is test/t/014_router.pl.
+.PHONY: router-all router-install router-clean router-uninstall
+all: router-all
+install: router-install
+clean: router-clean
+uninstall: router-uninstall
+router-all router-install router-clean router-uninstall: router-%:
+	$(MAKE) -C router PG_CONFIG=$(PG_CONFIG) $*
+
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast lifecycle recovery admission guc worker \
@@ -75,5 +85,6 @@ bench:
 	bench/staged.sh
 	bench/cycles.sh
 	bench/recovery.sh
-	cat bench/results-staged.md bench/results-cycles.md bench/results-recovery.md \
+	bench/router.sh
+	cat bench/results-staged.md bench/results-cycles.md bench/results-recovery.md bench/results-router.md \
 	  $(wildcard bench/results-fuzz.md) >> bench/RESULTS.md

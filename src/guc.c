@@ -5,7 +5,8 @@
  * GUC machinery itself, so a bad value is refused with PostgreSQL's own
  * message before the server serves. The one cross-parameter rule,
  * max_buffered_bytes >= max_stream_bytes, is checked here at start and by
- * the worker at each reload (see admission_publish_limits).
+ * the worker at each reload (see admission_publish_limits); partition <
+ * partitions (both fixed at start) is checked here too.
  */
 #include "lake.h"
 
@@ -32,6 +33,8 @@ int			lake_role_max_appends = 0;
 int			lake_role_max_open_stages = 0;
 int			lake_role_max_stage_chunks = 0;
 int			lake_role_max_pending_cast_bytes = 0;
+int			lake_partitions = 1;
+int			lake_partition = 0;
 
 /*
  * Lake's integer parameters are PostgreSQL "real" parameters underneath.
@@ -74,6 +77,8 @@ INT_PARAM(lake_role_max_appends)
 INT_PARAM(lake_role_max_open_stages)
 INT_PARAM(lake_role_max_stage_chunks)
 INT_PARAM(lake_role_max_pending_cast_bytes)
+INT_PARAM(lake_partitions)
+INT_PARAM(lake_partition)
 
 static bool
 check_whole(double *newval, void **extra, GucSource source)
@@ -81,6 +86,20 @@ check_whole(double *newval, void **extra, GucSource source)
 	if (*newval == rint(*newval))
 		return true;
 	GUC_check_errdetail("The value must be a whole number of the parameter's base unit; fractions are refused, not rounded.");
+	return false;
+}
+
+/* PL/Proxy maps a hash to a partition by masking: a power of two. */
+static bool
+check_power_of_two(double *newval, void **extra, GucSource source)
+{
+	int64		n = (int64) *newval;
+
+	if (!check_whole(newval, extra, source))
+		return false;
+	if ((n & (n - 1)) == 0)
+		return true;
+	GUC_check_errdetail("The number of partitions must be a power of two (1, 2, 4, 8, ...), as PL/Proxy requires.");
 	return false;
 }
 
@@ -93,22 +112,23 @@ check_whole(double *newval, void **extra, GucSource source)
  */
 static void
 define_int(const char *name, const char *desc, const char *detail,
-		   double *value, GucRealAssignHook assign, GucShowHook show,
-		   int boot, int min, int max, GucContext context, int flags)
+		   double *value, GucRealCheckHook check, GucRealAssignHook assign,
+		   GucShowHook show, int boot, int min, int max, GucContext context,
+		   int flags)
 {
 	const char *raw = GetConfigOption(name, true, false);
 	char	   *configured = raw ? pstrdup(raw) : NULL;
 
 	DefineCustomRealVariable(name, desc, detail, value, boot, min, max, context,
-							 flags, check_whole, assign, show);
+							 flags, check, assign, show);
 	if (configured != NULL && process_shared_preload_libraries_in_progress)
 		(void) set_config_option(name, configured, PGC_POSTMASTER, PGC_S_FILE,
 								 GUC_ACTION_SET, true, ERROR, false);
 }
 
 #define DEFINE_INT(name, desc, detail, var, boot, min, max, context, flags) \
-	define_int(name, desc, detail, &var##_value, var##_assign, var##_show, \
-			   boot, min, max, context, flags)
+	define_int(name, desc, detail, &var##_value, check_whole, var##_assign, \
+			   var##_show, boot, min, max, context, flags)
 
 bool
 lake_guc_byte_pair_valid(void)
@@ -252,6 +272,26 @@ lake_guc_init(void)
 			   PGC_SUSET,
 			   GUC_UNIT_BYTE);
 
+	/*
+	 * A partition of a PL/Proxy cluster (SPEC §7): the server hands out
+	 * stage ids and writer epochs in its own residue class modulo the
+	 * number of partitions, so a router finds the partition of a stage id
+	 * or a receipt from the handle alone. Fixed for the life of the data.
+	 */
+	define_int("lake.partitions",
+			   "Number of partitions of the PL/Proxy cluster this server belongs to.",
+			   "A power of two; 1 when the server stands alone.",
+			   &lake_partitions_value, check_power_of_two, lake_partitions_assign,
+			   lake_partitions_show, 1, 1, 1024, PGC_POSTMASTER, 0);
+
+	DEFINE_INT("lake.partition",
+			   "This server's partition number in its PL/Proxy cluster.",
+			   "From 0 to lake.partitions - 1.",
+			   lake_partition,
+			   0, 0, 1023,
+			   PGC_POSTMASTER,
+			   0);
+
 	MarkGUCPrefixReserved("lake");
 
 	if (!lake_guc_byte_pair_valid())
@@ -260,4 +300,16 @@ lake_guc_init(void)
 				 errmsg("lake.max_buffered_bytes (%d) must be at least lake.max_stream_bytes (%d)",
 						lake_max_buffered_bytes, lake_max_stream_bytes),
 				 errhint("Raise lake.max_buffered_bytes or lower lake.max_stream_bytes.")));
+	if (lake_partition >= lake_partitions)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lake.partition (%d) must be below lake.partitions (%d)",
+						lake_partition, lake_partitions),
+				 errhint("Number the partitions of a cluster from 0.")));
+}
+
+int64
+lake_partition_handle(int64 n)
+{
+	return n * lake_partitions + lake_partition;
 }

@@ -24,8 +24,13 @@ extern int	lake_role_max_appends;
 extern int	lake_role_max_open_stages;
 extern int	lake_role_max_stage_chunks;
 extern int	lake_role_max_pending_cast_bytes;
+extern int	lake_partitions;
+extern int	lake_partition;
 
 extern void lake_guc_init(void);
 extern bool lake_guc_byte_pair_valid(void);
+
+/* The n-th handle (stage id) of this partition: n * partitions + partition. */
+extern int64 lake_partition_handle(int64 n);
 
 #endif							/* LAKE_GUC_H */

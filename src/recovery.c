@@ -388,6 +388,8 @@ recovery_run(RecoveryResult *out)
 	bool		isnull;
 	int32		epoch;
 	int64		snapshot;
+	Oid			partition_types[2] = {INT4OID, INT4OID};
+	Datum		partition_values[2] = {Int32GetDatum(lake_partition), Int32GetDatum(lake_partitions)};
 
 	memset(&rp, 0, sizeof(rp));
 
@@ -403,11 +405,14 @@ recovery_run(RecoveryResult *out)
 	cycle_begin_recovery();
 	lifecycle_cache_reset();
 	PushActiveSnapshot(GetTransactionSnapshot());
+	/* The next epoch in this partition's residue class (SPEC §7). */
 	if (SPI_execute_plan(store_plan(&plan_epoch,
 									"UPDATE lake_data.writer SET epoch = epoch OPERATOR(pg_catalog.+) 1 "
+									"OPERATOR(pg_catalog.+) pg_catalog.mod($1 OPERATOR(pg_catalog.+) $2 "
+									"OPERATOR(pg_catalog.-) pg_catalog.mod(epoch OPERATOR(pg_catalog.+) 1, $2), $2) "
 									"RETURNING epoch",
-									0, NULL),
-						 NULL, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
+									2, partition_types),
+						 partition_values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
 		elog(ERROR, "lake: could not advance the writer epoch");
 	epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 

@@ -34,6 +34,7 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
+#include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "digest.h"
 #include "executor/executor.h"
@@ -371,6 +372,17 @@ Oid
 store_relid(const char *name)
 {
 	return lake_relid(name);
+}
+
+/*
+ * A new blob id (a stage's id, kept by the version it becomes), in this
+ * partition's residue class: a router sends a stage id to its partition by
+ * the id alone.
+ */
+int64
+store_next_blob(void)
+{
+	return lake_partition_handle(nextval_internal(lake_relid("blob_seq"), false));
 }
 
 /*

@@ -39,6 +39,8 @@ extern void store_key_text(ScanKeyData *key, AttrNumber att, const char *value);
 extern void store_key_id(ScanKeyData *key, AttrNumber att, const char *value);
 extern uint64 store_generation(void);
 extern Oid	store_relid(const char *name);
+/* A new blob (and stage) id, in this partition's residue class. */
+extern int64 store_next_blob(void);
 extern Relation store_open(const char *name, LOCKMODE mode);
 extern void store_insert(Relation rel, Datum *values, bool *nulls);
 extern bool store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,

@@ -44,9 +44,9 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	static SPIPlanPtr plan_insert;
 	static SPIPlanPtr plan_count;
 	int64		id;
-	Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, OIDOID};
-	Datum		values[4] = {Int32GetDatum(dataset_id), CStringGetTextDatum(tenant),
-	CStringGetTextDatum(operation_id), ObjectIdGetDatum(role)};
+	Oid			types[5] = {INT4OID, TEXTOID, TEXTOID, OIDOID, INT8OID};
+	Datum		values[5] = {Int32GetDatum(dataset_id), CStringGetTextDatum(tenant),
+	CStringGetTextDatum(operation_id), ObjectIdGetDatum(role), (Datum) 0};
 
 	/*
 	 * A capped role's begins serialize on a lock on (lake_data.stage, role)
@@ -80,11 +80,12 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
+		values[4] = Int64GetDatum(store_next_blob());
 		store_run(store_plan(&plan_insert,
 					 "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id, opened_by) "
-					 "VALUES (pg_catalog.nextval('lake_data.blob_seq'::pg_catalog.regclass), $1, $2, $3, $4) "
+					 "VALUES ($5, $1, $2, $3, $4) "
 					 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
-					 4, types),
+					 5, types),
 			values, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 			return DatumGetInt64(store_colv(0, 1));

@@ -21,7 +21,6 @@
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
-#include "commands/sequence.h"
 #include "digest.h"
 #include "miscadmin.h"
 #include "store_version.h"
@@ -302,7 +301,7 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 	{
 		Relation	chunks = store_open("chunk", RowExclusiveLock);
 
-		blob = nextval_internal(store_relid("blob_seq"), false);
+		blob = store_next_blob();
 		for (int32 i = 1; i < nchunks; i++)
 		{
 			int64		off = (int64) i * LAKE_CHUNK_BYTES;

@@ -55,6 +55,24 @@ ALTER SYSTEM SET lake.stage_ttl = '1500ms';
 \echo :SQLSTATE
 ALTER SYSTEM SET lake.max_stream_bytes = '1.5B';
 \echo :SQLSTATE
+-- A partition of a PL/Proxy cluster (SPEC §7): lake.partitions is a power
+-- of two from 1 to 1024, lake.partition from 0 to 1023; both fixed at start.
+ALTER SYSTEM SET lake.partitions = 3;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.partitions = 0;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.partitions = 2048;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.partitions = 2.5;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.partition = -1;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.partition = 1024;
+\echo :SQLSTATE
+ALTER SYSTEM SET lake.partition = 'first';
+\echo :SQLSTATE
+SELECT t.err($$SET lake.partitions = 4$$);
+SELECT t.err($$SET lake.partition = 1$$);
 -- Nothing was written to postgresql.auto.conf.
 SELECT count(*) AS lake_auto_settings FROM pg_file_settings
 WHERE name LIKE 'lake.%' AND sourcefile LIKE '%postgresql.auto.conf';

@@ -1,0 +1,400 @@
+-- lake_router 0.1.0: lake's SQL interface (SPEC §3-§5) in a router database,
+-- every function a PL/Proxy function that runs on the partition owning its
+-- key (SPEC §7). The partitions are ordinary lake servers, each started with
+-- lake.partitions = N and its own lake.partition = 0 .. N-1; the cluster is
+-- the SQL/MED server "lake":
+--
+--   CREATE SERVER lake FOREIGN DATA WRAPPER plproxy
+--       OPTIONS (p0 'host=... dbname=...', p1 '...', ...);   -- N = power of two
+--   CREATE USER MAPPING FOR PUBLIC SERVER lake;
+--   GRANT USAGE ON FOREIGN SERVER lake TO ...;
+--
+-- Routing (PL/Proxy takes partition = hash & (N - 1)):
+--   - dataset functions by hashtext(dataset), owner functions by
+--     hashtext(owner);
+--   - a stage id is n * N + partition (lake.partitions, lake.partition), and
+--     a receipt's epoch is congruent to its partition: both route by
+--     themselves, the caller passes no key again;
+--   - grant_tenant, revoke_tenant, define_lifecycle, seal and checkpoint run
+--     on every partition and may be retried after one partition failed;
+--   - log, cycles, stats and admission run on every partition and add a last
+--     column, partition, saying where each row came from.
+-- Every call is its own transaction on its partition. Errors raised there
+-- reach the caller with their SQLSTATE (LKxxx included); PL/Proxy prefixes
+-- the message with the function and the partition's database.
+\echo Use "CREATE EXTENSION lake_router" to load this file. \quit
+
+-- The routing helpers live in a schema of their own; PL/Proxy evaluates them
+-- as the caller, so every role may use them (they only compute numbers).
+CREATE SCHEMA lake_router;
+GRANT USAGE ON SCHEMA lake_router TO PUBLIC;
+
+-- As in lake: the administrative functions are open to members of lake_admin
+-- (the partitions decide; the role must exist there too).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'lake_admin') THEN
+        CREATE ROLE lake_admin NOLOGIN;
+    END IF;
+END
+$$;
+GRANT USAGE ON SCHEMA lake TO lake_admin;
+
+CREATE TYPE lake.receipt AS (epoch int, seq bigint);
+CREATE TYPE lake.coordinate AS (cycle bigint, position bigint, lsn pg_lsn);
+
+-- ----------------------------------------------------------------------
+-- Routing
+-- ----------------------------------------------------------------------
+
+-- A dataset or owner name. NULL goes to partition 0, which refuses it as
+-- lake does (22004), instead of PL/Proxy's "hash function returned NULL".
+CREATE FUNCTION lake_router.key_partition(key text) RETURNS int4
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN COALESCE(pg_catalog.hashtext(key), 0);
+
+-- A stage id: its low bits are its partition.
+CREATE FUNCTION lake_router.stage_partition(stage bigint) RETURNS int8
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN COALESCE(stage, 0);
+
+-- A receipt: its epoch is congruent to its partition.
+CREATE FUNCTION lake_router.receipt_partition(receipt lake.receipt) RETURNS int4
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN COALESCE((receipt).epoch, 0);
+
+-- The partitions of the cluster, from the SQL/MED server's p<N> options.
+CREATE FUNCTION lake_router.partitions() RETURNS int4
+    LANGUAGE sql STABLE
+    RETURN (SELECT pg_catalog.count(*)::int4
+              FROM pg_catalog.pg_foreign_server s,
+                   pg_catalog.unnest(s.srvoptions) o
+             WHERE s.srvname OPERATOR(pg_catalog.=) 'lake'
+               AND o OPERATOR(pg_catalog.~) '^p[0-9]+=');
+
+-- recover(owner): the owner's partition, or every partition for NULL.
+CREATE FUNCTION lake_router.owner_partitions(owner text) RETURNS SETOF int4
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+        SELECT CASE WHEN owner IS NULL THEN p ELSE pg_catalog.hashtext(owner) END
+          FROM pg_catalog.generate_series(0,
+                   CASE WHEN owner IS NULL THEN lake_router.partitions() OPERATOR(pg_catalog.-) 1 ELSE 0 END) p;
+    END;
+
+-- ----------------------------------------------------------------------
+-- Datasets, by hashtext(dataset)
+-- ----------------------------------------------------------------------
+
+CREATE FUNCTION lake.create_dataset(name text) RETURNS void
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(name);
+    $$;
+
+CREATE FUNCTION lake.append(dataset text, tenant text, operation_id text,
+                            payload bytea, digest bytea DEFAULT NULL) RETURNS bigint
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(dataset);
+    $$;
+
+CREATE FUNCTION lake.read(dataset text, version bigint) RETURNS bytea
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(dataset);
+    $$;
+
+CREATE FUNCTION lake.read_operation(dataset text, tenant text, operation_id text) RETURNS bytea
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(dataset);
+    $$;
+
+CREATE FUNCTION lake.versions(dataset text, after_version bigint DEFAULT 0)
+    RETURNS TABLE(version bigint, tenant text, operation_id text, digest bytea,
+                  bytes bigint, stored_bytes bigint, committed_at timestamptz)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(dataset);
+    $$;
+
+CREATE FUNCTION lake.begin_append(dataset text, tenant text, operation_id text) RETURNS bigint
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(dataset);
+    $$;
+
+-- ----------------------------------------------------------------------
+-- Stages, by the stage id's partition
+-- ----------------------------------------------------------------------
+
+CREATE FUNCTION lake.append_chunk(stage bigint, chunk_no int, data bytea) RETURNS void
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.stage_partition(stage);
+    $$;
+
+CREATE FUNCTION lake.commit_append(stage bigint, digest bytea DEFAULT NULL) RETURNS bigint
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.stage_partition(stage);
+    $$;
+
+CREATE FUNCTION lake.abort_append(stage bigint) RETURNS void
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.stage_partition(stage);
+    $$;
+
+-- ----------------------------------------------------------------------
+-- Owners, by hashtext(owner); receipts by their epoch
+-- ----------------------------------------------------------------------
+
+CREATE FUNCTION lake.create_owner(owner text, lifecycle text DEFAULT 'kanban',
+                                  tenant text DEFAULT 'default') RETURNS void
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(owner);
+    $$;
+
+CREATE FUNCTION lake.cast(owner text, from_phase text, to_phase text,
+                          payload bytea DEFAULT NULL, expected_lap bigint DEFAULT NULL,
+                          operation_id text DEFAULT NULL) RETURNS lake.receipt
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(owner);
+    $$;
+
+CREATE FUNCTION lake.await_durable(receipt lake.receipt, timeout_ms int DEFAULT NULL)
+    RETURNS lake.coordinate
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.receipt_partition(receipt);
+    $$;
+
+CREATE FUNCTION lake.cast_durable(owner text, from_phase text, to_phase text,
+                                  payload bytea DEFAULT NULL, expected_lap bigint DEFAULT NULL,
+                                  operation_id text DEFAULT NULL) RETURNS lake.coordinate
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(owner);
+    $$;
+
+CREATE FUNCTION lake.owner_state(owner text)
+    RETURNS TABLE(phase text, lap bigint, "position" bigint, pending int,
+                  quarantined boolean, reason text)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(owner);
+    $$;
+
+CREATE FUNCTION lake.trajectory(owner text, after_position bigint DEFAULT 0)
+    RETURNS TABLE("position" bigint, cycle bigint, epoch int, seq bigint,
+                  from_phase text, to_phase text, lap bigint, payload bytea,
+                  operation_id text)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(owner);
+    $$;
+
+CREATE FUNCTION lake.release_owner(owner text) RETURNS void
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(owner);
+    $$;
+
+-- recover(owner) on the owner's partition; recover() on every partition.
+CREATE FUNCTION lake.recover(owner text DEFAULT NULL)
+    RETURNS TABLE(owner text, applied int, "position" bigint, quarantined boolean)
+    LANGUAGE plproxy CALLED ON NULL INPUT AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.owner_partitions(owner);
+    $$;
+
+-- ----------------------------------------------------------------------
+-- Cluster-wide: on every partition, safe to retry
+-- ----------------------------------------------------------------------
+-- PL/Proxy runs on all partitions only set-returning functions: the
+-- interface's function calls one of these and keeps lake's result type.
+-- Partitions that succeeded keep what they did when another fails (each
+-- call commits there), so a retry completes the others.
+
+CREATE FUNCTION lake_router.grant_tenant(role regrole, tenant text) RETURNS SETOF void
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        TARGET lake.grant_tenant;
+    $$;
+
+CREATE FUNCTION lake_router.revoke_tenant(role regrole, tenant text) RETURNS SETOF void
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        TARGET lake.revoke_tenant;
+    $$;
+
+-- Granting a grant held, or revoking one not held, changes nothing: both
+-- are idempotent on each partition.
+CREATE FUNCTION lake.grant_tenant(role regrole, tenant text) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT pg_catalog.count(*) FROM lake_router.grant_tenant(role, tenant);
+    END;
+
+CREATE FUNCTION lake.revoke_tenant(role regrole, tenant text) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT pg_catalog.count(*) FROM lake_router.revoke_tenant(role, tenant);
+    END;
+
+CREATE FUNCTION lake_router.define_lifecycle(nr int4, name text, initial_phase text, edges text[])
+    RETURNS void
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON nr;
+        SELECT lake.define_lifecycle(name, initial_phase, edges);
+    $$;
+
+-- Defined on every partition that lacks it; 42710 only when every partition
+-- already has it (as lake refuses a second definition). A retry after a
+-- partition failed completes the others: retry with the same definition
+-- (lifecycles are meant to stay as defined; a partition that has one keeps
+-- it).
+CREATE FUNCTION lake.define_lifecycle(name text, initial_phase text, edges text[]) RETURNS void
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    n int4 := lake_router.partitions();
+    existing int4 := 0;
+BEGIN
+    FOR nr IN 0 .. n - 1 LOOP
+        BEGIN
+            PERFORM lake_router.define_lifecycle(nr, name, initial_phase, edges);
+        EXCEPTION WHEN duplicate_object THEN
+            existing := existing + 1;
+        END;
+    END LOOP;
+    IF existing = n THEN
+        RAISE EXCEPTION 'lifecycle "%" already exists', name
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+END
+$$;
+
+CREATE FUNCTION lake_router.seal() RETURNS SETOF bigint
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        TARGET lake.seal;
+    $$;
+
+CREATE FUNCTION lake_router.checkpoint() RETURNS SETOF bigint
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        TARGET lake.checkpoint;
+    $$;
+
+-- Seals every partition's open cycle; the highest cycle number sealed (each
+-- partition numbers its own), NULL when nothing was pending anywhere.
+CREATE FUNCTION lake.seal() RETURNS bigint
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT pg_catalog.max(c) FROM lake_router.seal() c;
+    END;
+
+-- Snapshots every partition's owners; the highest cycle covered.
+CREATE FUNCTION lake.checkpoint() RETURNS bigint
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT pg_catalog.max(c) FROM lake_router.checkpoint() c;
+    END;
+
+-- ----------------------------------------------------------------------
+-- Readers across partitions: every partition's rows, each with its
+-- partition (the partition's lake.partition).
+-- ----------------------------------------------------------------------
+
+CREATE FUNCTION lake.log(after_cycle bigint DEFAULT 0)
+    RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
+                  from_phase text, to_phase text, lap bigint, payload bytea,
+                  operation_id text, partition int)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        SELECT l.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
+          FROM lake.log(after_cycle) l;
+    $$;
+
+CREATE FUNCTION lake.cycles(after_cycle bigint DEFAULT 0)
+    RETURNS TABLE(cycle bigint, epoch int, sealed_at timestamptz, casts int,
+                  bytes bigint, stored_bytes bigint, lsn pg_lsn, partition int)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        SELECT c.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
+          FROM lake.cycles(after_cycle) c;
+    $$;
+
+CREATE FUNCTION lake.admission()
+    RETURNS TABLE(slots_in_use int, bytes_reserved bigint, max_concurrent int,
+                  max_stream_bytes bigint, max_buffered_bytes bigint,
+                  admitted bigint, waited bigint, rejected bigint, partition int)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        SELECT a.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
+          FROM lake.admission() a;
+    $$;
+
+CREATE FUNCTION lake.stats()
+    RETURNS TABLE(database text, worker_pid int, worker_state text,
+                  worker_started_at timestamptz, worker_starts bigint,
+                  config_reloads bigint, stages_open bigint, stages_expired bigint,
+                  stage_chunks_expired bigint, epoch int, cycles_sealed bigint,
+                  casts_sealed bigint, casts_pending bigint, mean_casts_per_cycle float8,
+                  last_seal_ms float8, sealed_cycle bigint, recovery_owners bigint,
+                  recovery_applied bigint, recovery_quarantined bigint,
+                  recovery_ms float8, recovery_tail bigint, recovery_snapshot bigint,
+                  last_snapshot bigint, partition int)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        SELECT s.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
+          FROM lake.stats() s;
+    $$;
+
+-- ----------------------------------------------------------------------
+-- Checking the cluster
+-- ----------------------------------------------------------------------
+
+CREATE FUNCTION lake_router.partition_settings(nr int4,
+    OUT lake_partition int4, OUT lake_partitions int4, OUT in_recovery boolean)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON nr;
+        SELECT pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS lake_partition,
+               pg_catalog.current_setting('lake.partitions')::pg_catalog.int4 AS lake_partitions,
+               pg_catalog.pg_is_in_recovery() AS in_recovery;
+    $$;
+
+-- One row per partition of server "lake": what the server at p<N> says it
+-- is. ok is false when its lake.partition / lake.partitions do not match
+-- its place, so its stage ids and receipts would route elsewhere, or when
+-- it is a standby.
+CREATE FUNCTION lake_router.check()
+    RETURNS TABLE(partition int4, lake_partition int4, lake_partitions int4,
+                  in_recovery boolean, ok boolean)
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    n int4 := lake_router.partitions();
+BEGIN
+    FOR nr IN 0 .. n - 1 LOOP
+        partition := nr;
+        SELECT s.lake_partition, s.lake_partitions, s.in_recovery
+          INTO lake_partition, lake_partitions, in_recovery
+          FROM lake_router.partition_settings(nr) s;
+        ok := lake_partition = nr AND lake_partitions = n AND NOT in_recovery;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;

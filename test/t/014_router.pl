@@ -1,0 +1,657 @@
+# lake over four partitions behind a PL/Proxy router (SPEC §7, issue 13).
+# One router (plproxy + lake_router) and four lake partitions, the cluster
+# as the SQL/MED server "lake".
+# - Every function through the router gives the result and SQLSTATE of the
+#   same call made directly on the partition owning the key; keys are
+#   spread so that every partition gets some; stage ids and receipts route
+#   by themselves; cluster-wide functions reach every partition and may be
+#   retried; the readers name the partition of each row.
+# - Idempotency: 8 concurrent router sessions append one operation and cast
+#   one operation id: one version, one landing; a staged upload begun and
+#   chunked in one router session is resumed and committed from another.
+# - Tenant isolation: a role with only its grant reaches only its tenant,
+#   on every partition.
+# - Faults: 8 clients append and cast durably (retrying by operation id)
+#   while one partition's postmaster is killed with SIGKILL and restarted:
+#   the other partitions keep serving, the dead one fails with a clear
+#   error and serves again after its restart; every acknowledged version
+#   and coordinate is present exactly once, positions gap-free, and
+#   lake.recover() applies nothing on any partition.
+# - Promotion: a partition with a streaming standby is stopped, the standby
+#   promoted and the router repointed with ALTER SERVER: the acknowledged
+#   data is there and casts resume under a new epoch of that partition.
+# - A partition number outside lake.partitions refuses the server start.
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $N = 4;
+my @part;
+for my $i (0 .. $N - 1)
+{
+	my $node = lake_node(
+		"part$i",
+		# wal_level = replica, as a partition with a standby runs (under
+		# minimal, the identity sequence of lake_data.lifecycle, first used in
+		# CREATE EXTENSION's own transaction, repeats a value after a crash).
+		init => { allows_streaming => 1 },
+		conf => "lake.partitions = $N\nlake.partition = $i\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION lake');
+	push @part, $node;
+}
+
+my $router = PostgreSQL::Test::Cluster->new('router');
+$router->init;
+$router->start;
+
+sub part_connstr
+{
+	my ($node) = @_;
+	return 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
+}
+$router->safe_psql(
+	'postgres', qq{
+CREATE EXTENSION plproxy;
+CREATE EXTENSION lake_router;
+CREATE SERVER lake FOREIGN DATA WRAPPER plproxy OPTIONS (@{[
+	join(', ', map { "p$_ '" . part_connstr($part[$_]) . "'" } 0 .. $N - 1) ]});
+CREATE USER MAPPING FOR PUBLIC SERVER lake;
+});
+for my $p (@part)
+{
+	$p->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
+	  or die 'lake worker not serving';
+}
+is( $router->safe_psql('postgres', 'SELECT partition, lake_partition, lake_partitions, ok FROM lake_router.check()'),
+	join("\n", map { "$_|$_|$N|t" } 0 .. $N - 1),
+	'lake_router.check(): every partition is the one its place in server "lake" names');
+
+# call(node, sql) -> its output, or "ERROR <sqlstate>", and the message.
+sub call
+{
+	my ($node, $sql) = @_;
+	my ($rc, $out, $err) =
+	  $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
+	return ("ERROR $1", $2) if $err =~ /^(?:psql:\S+ )?ERROR:\s+([0-9A-Z]{5}):\s+(.*)$/m;
+	return ($out, '');
+}
+
+# answer(node, sql) -> call's first result alone (for is()).
+sub answer
+{
+	my ($r) = call(@_);
+	return $r;
+}
+
+# The partition owning a dataset or owner name, as the router computes it.
+my %key_part;
+sub key_part
+{
+	my ($key) = @_;
+	return $key_part{$key} //=
+	  $router->safe_psql('postgres', "SELECT lake_router.key_partition('$key') & " . ($N - 1));
+}
+
+# Two names per partition.
+sub spread
+{
+	my ($prefix) = @_;
+	my (%by, @names);
+	for my $line (
+		split /\n/,
+		$router->safe_psql(
+			'postgres',
+			"SELECT n, hashtext(n) & @{[ $N - 1 ]} FROM (SELECT '$prefix' || i AS n FROM generate_series(1, 64) i) s"))
+	{
+		my ($n, $p) = split /\|/, $line;
+		push @{ $by{$p} }, $n if @{ $by{$p} // [] } < 2;
+	}
+	push @names, @{ $by{$_} } for 0 .. $N - 1;
+	return @names;
+}
+
+# ----------------------------------------------------------------------
+# Same result and SQLSTATE through the router as directly
+# ----------------------------------------------------------------------
+my @ds     = spread('ds-');
+my @owners = spread('own-');
+my %touched;    # partition -> calls made there through the router
+
+# same(partition, description, router sql [, direct sql]): the router's
+# answer is the partition's; an error has the same SQLSTATE and the
+# partition's message after PL/Proxy's prefix.
+sub same
+{
+	my ($p, $what, $sql, $direct) = @_;
+	my ($r, $rmsg) = call($router, $sql);
+	my ($d, $dmsg) = call($part[$p], $direct // $sql);
+	$touched{$p}++;
+	is($r, $d, "router = partition $p: $what ($r)");
+	like($rmsg, qr/\Q$dmsg\E$/, "router error carries the partition's message: $what") if $dmsg ne '';
+	return $r;
+}
+
+# Mutations through the router, then the same call directly: a replay (or
+# the same refusal).
+# Every name is created; the calls are compared on one name per partition.
+for my $i (0 .. $#ds)
+{
+	my $d = $ds[$i];
+	my $p = key_part($d);
+	my ($out) = call($router, "SELECT lake.create_dataset('$d')");
+	is($out, '', "create_dataset('$d') through the router");
+	next if $i % 2;
+	same($p, "create_dataset('$d') again", "SELECT lake.create_dataset('$d')");
+	same($p, "append to $d", "SELECT lake.append('$d', 't', 'op-1', convert_to('one $d', 'UTF8'))");
+	same($p, "append replay to $d", "SELECT lake.append('$d', 't', 'op-1', convert_to('one $d', 'UTF8'))");
+	same($p, "append conflict on $d", "SELECT lake.append('$d', 't', 'op-1', convert_to('other', 'UTF8'))");
+	same($p, "append with a wrong digest to $d",
+		"SELECT lake.append('$d', 't', 'op-2', 'x'::bytea, sha256('y'::bytea))");
+	same($p, "append with its digest to $d",
+		"SELECT lake.append('$d', 't', 'op-2', 'x'::bytea, sha256('x'::bytea))");
+	same($p, "read $d 1",          "SELECT convert_from(lake.read('$d', 1), 'UTF8')");
+	same($p, "read $d 99",         "SELECT lake.read('$d', 99)");
+	same($p, "read_operation $d",  "SELECT convert_from(lake.read_operation('$d', 't', 'op-1'), 'UTF8')");
+	same($p, "read_operation $d unknown", "SELECT lake.read_operation('$d', 't', 'nope')");
+	same($p, "versions $d",   "SELECT version, tenant, operation_id, digest, bytes, stored_bytes, committed_at FROM lake.versions('$d')");
+	same($p, "versions $d 1", "SELECT * FROM lake.versions('$d', 1)");
+
+	# A staged upload: the stage id is the partition's, routes by itself.
+	my ($stage) = call($router, "SELECT lake.begin_append('$d', 't', 'staged')");
+	is($stage % $N, $p, "stage $stage of $d is in partition ${p}'s residue class");
+	same($p, "begin_append of an open stage on $d", "SELECT lake.begin_append('$d', 't', 'staged')");
+	same($p, "append_chunk 0 of $stage", "SELECT lake.append_chunk($stage, 0, 'chunk zero')");
+	same($p, "append_chunk 0 of $stage with other bytes", "SELECT lake.append_chunk($stage, 0, 'other')");
+	same($p, "append_chunk -1 of $stage", "SELECT lake.append_chunk($stage, -1, 'x')");
+	call($router, "SELECT lake.append_chunk($stage, 2, 'two')");
+	same($p, "commit_append of $stage with a hole", "SELECT lake.commit_append($stage)");
+	call($router, "SELECT lake.append_chunk($stage, 1, 'one')");
+	same($p, "commit_append of $stage", "SELECT lake.commit_append($stage)");
+	same($p, "commit_append of $stage again", "SELECT lake.commit_append($stage)");
+	my ($gone) = call($router, "SELECT lake.begin_append('$d', 't', 'aborted')");
+	is(answer($router, "SELECT lake.abort_append($gone)"), '', "abort_append($gone) through the router");
+	same($p, "abort_append of aborted stage $gone", "SELECT lake.abort_append($gone)");
+	same($p, "append_chunk to aborted stage $gone", "SELECT lake.append_chunk($gone, 0, 'x')");
+}
+same(0, 'create_dataset(NULL)', 'SELECT lake.create_dataset(NULL)');
+same(key_part(''), "create_dataset('')", "SELECT lake.create_dataset('')");
+same(0, 'append_chunk(NULL, ...)', "SELECT lake.append_chunk(NULL, 0, 'x')");
+same(0, 'commit_append(NULL)',     'SELECT lake.commit_append(NULL)');
+same(key_part('nope'), 'append to an unknown dataset', "SELECT lake.append('nope', 't', 'o', 'x')");
+same(key_part('nope'), 'versions of an unknown dataset', "SELECT * FROM lake.versions('nope')");
+same(1, 'append_chunk to an unknown stage 4001', "SELECT lake.append_chunk(4001, 0, 'x')");
+
+# Lifecycles, on every partition.
+is(answer($router, "SELECT lake.define_lifecycle('toggle', 'Off', '{{Off,On},{On,Off}}')"),
+	'', 'define_lifecycle through the router');
+same($_, "define_lifecycle again (partition $_)",
+	"SELECT lake.define_lifecycle('toggle', 'Off', '{{Off,On},{On,Off}}')")
+  for 0 .. $N - 1;
+same(0, 'define_lifecycle with an unknown initial phase',
+	"SELECT lake.define_lifecycle('bad', 'Nowhere', '{{Off,On}}')");
+
+for my $i (0 .. $#owners)
+{
+	my $o = $owners[$i];
+	my $p = key_part($o);
+	my $lc = $i == 1 ? 'toggle' : 'kanban';
+	is(answer($router, "SELECT lake.create_owner('$o', '$lc', 't')"), '', "create_owner('$o') through the router");
+	next if $i % 2;
+	same($p, "create_owner('$o') again", "SELECT lake.create_owner('$o', '$lc', 't')");
+	my ($rcpt) = same($p, "cast $o with an operation id",
+		"SELECT lake.cast('$o', 'Planning', 'CognitiveWork', 'p1', 0, 'c1')");
+	my ($epoch) = $rcpt =~ /^\((\d+),/;
+	is($epoch % $N, $p, "receipt $rcpt of $o: its epoch is in partition ${p}'s residue class");
+	same($p, "await_durable $rcpt",                "SELECT * FROM lake.await_durable('$rcpt')");
+	same($p, "await_durable $rcpt, timeout",        "SELECT * FROM lake.await_durable('$rcpt', 1000)");
+	same($p, "await_durable of a receipt never issued", "SELECT * FROM lake.await_durable('($epoch,999999)')");
+	same($p, "cast_durable $o", "SELECT * FROM lake.cast_durable('$o', 'CognitiveWork', 'Evaluation', 'p2', 0, 'c2')");
+	same($p, "cast_durable replay on $o",
+		"SELECT * FROM lake.cast_durable('$o', 'CognitiveWork', 'Evaluation', 'p2', 0, 'c2')");
+	same($p, "cast_durable conflict on $o",
+		"SELECT * FROM lake.cast_durable('$o', 'CognitiveWork', 'Evaluation', 'other', 0, 'c2')");
+	same($p, "stale phase on $o (LK002)",   "SELECT lake.cast('$o', 'Planning', 'CognitiveWork')");
+	same($p, "illegal move on $o (LK003)",  "SELECT lake.cast('$o', 'Evaluation', 'Planning')");
+	same($p, "lap mismatch on $o (LK004)",  "SELECT lake.cast('$o', 'Evaluation', 'Commit', NULL, 7)");
+	same($p, "no-step cast on $o", "SELECT (c).position FROM lake.cast_durable('$o', NULL, NULL, 'note', NULL, 'c3') c");
+	same($p, "owner_state $o",    "SELECT * FROM lake.owner_state('$o')");
+	same($p, "trajectory $o",     "SELECT * FROM lake.trajectory('$o')");
+	same($p, "trajectory $o, 2",  "SELECT * FROM lake.trajectory('$o', 2)");
+	same($p, "recover $o",        "SELECT * FROM lake.recover('$o')");
+	same($p, "release_owner $o",  "SELECT lake.release_owner('$o')");
+}
+same(key_part('ghost'), 'cast to an unknown owner', "SELECT lake.cast('ghost', NULL, NULL)");
+same(key_part('ghost'), 'owner_state of an unknown owner', "SELECT * FROM lake.owner_state('ghost')");
+same(0, 'cast(NULL, ...)',            'SELECT lake.cast(NULL, NULL, NULL)');
+same(0, 'await_durable(NULL)',        'SELECT lake.await_durable(NULL)');
+same(0, "await_durable('(0,1)')",     "SELECT lake.await_durable('(0,1)')");
+same(0, 'grant_tenant to an unknown role', "SELECT lake.grant_tenant('nobody', 't')");
+
+is(scalar(grep { ($touched{$_} // 0) > 30 } 0 .. $N - 1), $N, 'every partition answered calls routed to it');
+for my $p (0 .. $N - 1)
+{
+	is( $part[$p]->safe_psql('postgres', 'SELECT count(*) > 0 FROM lake_data.version'),
+		't', "partition $p holds versions");
+}
+
+# Across partitions: recover() runs everywhere; the readers give every
+# partition's rows, each with its partition.
+my $all_recover = join("\n", sort map { split /\n/, $_->safe_psql('postgres', 'SELECT * FROM lake.recover()') } @part);
+is(join("\n", sort split /\n/, $router->safe_psql('postgres', 'SELECT * FROM lake.recover()')),
+	$all_recover, 'recover() through the router: every partition\'s rows');
+for my $reader ('log()', 'log(2)', 'cycles()', 'cycles(1)')
+{
+	for my $p (0 .. $N - 1)
+	{
+		my $direct = $part[$p]->safe_psql('postgres', "SELECT * FROM lake.$reader ORDER BY 1, 2");
+		my $routed = $router->safe_psql('postgres',
+			"SELECT (r).* FROM (SELECT r FROM lake.$reader r WHERE partition = $p) s ORDER BY 1, 2");
+		$routed =~ s/\|$p$//mg;
+		isnt($direct, '', "partition $p has rows for lake.$reader") if $reader !~ /\(\d/;
+		is($routed, $direct, "lake.$reader through the router: partition ${p}'s rows, named $p");
+	}
+}
+is( $router->safe_psql('postgres',
+		'SELECT string_agg(partition || ' . "':'" . ' || epoch, \',\' ORDER BY partition) FROM lake.stats()'),
+	join(',', map { "$_:" . $part[$_]->safe_psql('postgres', 'SELECT epoch FROM lake.stats()') } 0 .. $N - 1),
+	'lake.stats() through the router: one row per partition, with its epoch');
+is( $router->safe_psql('postgres',
+		'SELECT string_agg(partition || ' . "':'" . ' || max_concurrent, \',\' ORDER BY partition) FROM lake.admission()'),
+	join(',', map { "$_:8" } 0 .. $N - 1),
+	'lake.admission() through the router: one row per partition');
+like($router->safe_psql('postgres', 'SELECT lake.checkpoint()'), qr/^\d+$/, 'checkpoint() through the router');
+is( $router->safe_psql('postgres', 'SELECT count(*) FROM lake.stats() WHERE last_snapshot IS NOT NULL'),
+	$N, 'and every partition took a snapshot');
+$router->safe_psql('postgres', 'SELECT lake.seal()');
+pass('seal() through the router');
+
+# ----------------------------------------------------------------------
+# Idempotency through the router
+# ----------------------------------------------------------------------
+{
+	my $d = $ds[5];
+	my $o = $owners[5];
+	my @h;
+	my $contend = "SELECT lake.append('$d', 't', 'contended', convert_to(repeat('same payload ', 1000), 'UTF8'));\n"
+	  . "SELECT (c).position FROM lake.cast_durable('$o', NULL, NULL, 'same cast', NULL, 'contended') c;\n";
+	for my $c (1 .. 8)
+	{
+		my %cl = (out => '', in => $contend);    # IPC::Run consumes its input
+		$cl{h} = IPC::Run::start(
+			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('postgres') ],
+			'<', \$cl{in},
+			'>', \$cl{out}, '2>', \$cl{err});
+		push @h, \%cl;
+	}
+	$_->{h}->finish for @h;
+	my %answers = map { $_->{out} => 1 } @h;
+	is(scalar(keys %answers), 1, '8 concurrent router sessions got one answer') or diag(join("\n--\n", map { $_->{out} . $_->{err} } @h));
+	is(join('', map { $_->{err} } @h), '', 'and no error');
+	my $p = key_part($d);
+	is($part[$p]->safe_psql('postgres', "SELECT count(*) FROM lake.versions('$d') WHERE operation_id = 'contended'"),
+		'1', 'one version of the contended operation');
+	is( $part[ key_part($o) ]->safe_psql('postgres',
+			"SELECT count(*) FROM lake.trajectory('$o') WHERE operation_id = 'contended'"),
+		'1', 'one landing of the contended cast');
+
+	# A staged upload, resumed from a new router session.
+	my $stage = $router->safe_psql('postgres',
+		"SELECT lake.begin_append('$d', 't', 'resumed'); SELECT lake.append_chunk(lake.begin_append('$d', 't', 'resumed'), 0, 'first ')"
+	);
+	$stage =~ s/\n.*//s;
+	is($router->safe_psql('postgres', "SELECT lake.begin_append('$d', 't', 'resumed')"),
+		$stage, 'a new router session gets the open stage back');
+	my $v = $router->safe_psql('postgres',
+		"SELECT lake.append_chunk($stage, 0, 'first '); SELECT lake.append_chunk($stage, 1, 'second'); SELECT lake.commit_append($stage)"
+	);
+	$v =~ s/^\s+//;
+	is($router->safe_psql('postgres', "SELECT lake.commit_append($stage)"), $v, 'a late commit from another session returns the same version');
+	is($router->safe_psql('postgres', "SELECT convert_from(lake.read('$d', $v), 'UTF8')"),
+		'first second', 'the resumed upload reads back whole');
+}
+
+# ----------------------------------------------------------------------
+# Tenant isolation through the router
+# ----------------------------------------------------------------------
+for my $node ($router, @part)
+{
+	$node->safe_psql('postgres', 'CREATE ROLE alice LOGIN; GRANT USAGE ON SCHEMA lake TO alice');
+}
+$router->safe_psql('postgres', 'GRANT USAGE ON FOREIGN SERVER lake TO alice');
+is($router->safe_psql('postgres', "SELECT lake.grant_tenant('alice', 'acme')"), '', 'grant_tenant through the router');
+is($router->safe_psql('postgres', "SELECT lake.grant_tenant('alice', 'acme')"), '', 'and again: idempotent');
+for my $p (0 .. $N - 1)
+{
+	is($part[$p]->safe_psql('postgres', "SELECT count(*) FROM lake_data.tenant_grant WHERE tenant = 'acme'"),
+		'1', "partition $p holds the grant once");
+}
+{
+	my $as_alice = sub {
+		my ($sql) = @_;
+		my ($rc, $out, $err) = $router->psql('postgres', "\\set VERBOSITY verbose\nSET ROLE alice;\n$sql", on_error_stop => 1);
+		return $err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? "ERROR $1" : $out;
+	};
+	my @mine = spread('alice-');
+	for my $i (0 .. $N - 1)
+	{
+		my $d = $ds[ 2 * $i ];
+		my $a = $mine[ 2 * $i ];
+		my $o = $owners[ 2 * $i + 1 ];
+		like($as_alice->("SELECT lake.append('$d', 'acme', 'alice-1', 'mine')"), qr/^\d+$/,
+			"alice appends to tenant acme on partition $i");
+		is($as_alice->("SELECT lake.append('$d', 'globex', 'alice-1', 'theirs')"), 'ERROR 42501',
+			"alice cannot append to tenant globex on partition $i");
+		is($as_alice->("SELECT lake.read('$d', 1)"), 'ERROR 42501', "nor read tenant t's version on partition $i");
+		is($as_alice->("SELECT lake.create_owner('$a', 'kanban', 'acme')"), '',
+			"alice creates an owner of acme on partition $i");
+		is($as_alice->("SELECT lake.create_owner('$mine[2 * $i + 1]', 'kanban', 'globex')"), 'ERROR 42501',
+			"but not of globex on partition $i");
+		like($as_alice->("SELECT (c).position FROM lake.cast_durable('$a', NULL, NULL, 'hi') c"), qr/^\d+$/,
+			"alice casts to her owner on partition $i");
+		is($as_alice->("SELECT * FROM lake.owner_state('$o')"), 'ERROR 42501',
+			"nor read the state of tenant t's owner $o on partition $i");
+		is($as_alice->("SELECT lake.cast('$o', NULL, NULL)"), 'ERROR 42501', "nor cast to it");
+	}
+	is($as_alice->('SELECT count(DISTINCT partition) || \' \' || bool_and(owner LIKE \'alice-%\') FROM lake.log()'),
+		"$N true", "lake.log() through the router shows alice only her tenant's landings, from every partition");
+	is($as_alice->("SELECT lake.grant_tenant('alice', 'globex')"), 'ERROR 42501', 'alice cannot grant herself a tenant');
+	is($router->safe_psql('postgres', "SELECT lake.revoke_tenant('alice', 'acme')"), '', 'revoke_tenant through the router');
+	for my $i (0 .. $N - 1)
+	{
+		is($as_alice->("SELECT lake.append('$ds[2 * $i]', 'acme', 'alice-2', 'mine')"), 'ERROR 42501',
+			"after the revoke alice cannot append to acme on partition $i");
+	}
+}
+
+# ----------------------------------------------------------------------
+# Faults: one partition's postmaster killed under load
+# ----------------------------------------------------------------------
+my $VICTIM = 2;
+my @load_owners;
+for my $c (0 .. 7)
+{
+	push @load_owners, "load-$c-$_" for 0 .. 3;
+}
+$router->safe_psql('postgres', "SELECT count(lake.create_owner(o)) FROM unnest('{@{[ join(',', @load_owners) ]}}'::text[]) o");
+my %owner_part = map { $_ => key_part($_) } @load_owners;
+is(scalar(grep { $_ == $VICTIM } values %owner_part) > 0 && scalar(grep { $_ != $VICTIM } values %owner_part) > 0,
+	1, 'the load\'s owners are on the victim and on other partitions');
+
+# Each client, in the router, appends round after round (round r to
+# dataset ds[r + c], a new operation) and casts durably to one of its four
+# owners per round, walking it through kanban; until a row appears in
+# load_stop. A failed append is retried every round with its operation id;
+# an owner whose cast failed retries that cast at its next turn. After the
+# stop, the client retries what failed until it is acknowledged. It
+# reports "ack" lines, the failures it saw, and "done".
+$router->safe_psql('postgres', 'CREATE TABLE load_stop ()');
+my $client_sql = <<'SQL';
+SELECT set_config('lt.c', :'c', false), set_config('lt.ds', :'ds', false);
+DO $$
+DECLARE
+	c int := current_setting('lt.c')::int;
+	ds text[] := current_setting('lt.ds')::text[];
+	walk text[] := '{Planning,CognitiveWork,Evaluation,Commit,Planning}';
+	step int[] := '{0,0,0,0}';          -- casts acknowledged, per owner
+	owed bool[] := '{f,f,f,f}';         -- its last cast failed: retry it
+	pending int[] := '{}';              -- rounds whose append failed
+	keep int[];
+	r int := 0;
+	stopping bool := false;
+	idle int := 0;
+	progress bool;
+	d text;
+	o text;
+	n int;
+	v bigint;
+	co lake.coordinate;
+BEGIN
+	LOOP
+		progress := false;
+		stopping := stopping OR EXISTS (SELECT FROM load_stop);
+		IF NOT stopping THEN
+			r := r + 1;
+			pending := pending || r;
+		END IF;
+		keep := '{}';
+		FOREACH n IN ARRAY pending LOOP
+			d := ds[1 + (n + c) % 8];
+			BEGIN
+				v := lake.append(d, 't', 'load-' || c || '-' || n, convert_to('payload ' || c || ' ' || n, 'UTF8'));
+				RAISE NOTICE 'ack append % % %', d, 'load-' || c || '-' || n, v;
+				progress := true;
+			EXCEPTION WHEN OTHERS THEN
+				RAISE NOTICE 'fail append % [%] %', d, SQLSTATE, SQLERRM;
+				keep := keep || n;
+			END;
+		END LOOP;
+		pending := keep;
+		FOR k IN 1 .. 4 LOOP
+			-- While running one owner a round; after the stop, the owed ones.
+			CONTINUE WHEN (NOT stopping AND k <> 1 + r % 4) OR (stopping AND NOT owed[k]);
+			o := 'load-' || c || '-' || (k - 1);
+			BEGIN
+				co := lake.cast_durable(o, walk[1 + step[k] % 4], walk[2 + step[k] % 4],
+				                        convert_to('cast ' || o || ' ' || step[k], 'UTF8'), step[k] / 4,
+				                        'load-' || step[k]);
+				RAISE NOTICE 'ack cast % % % %', o, 'load-' || step[k], co.position, co.cycle;
+				step[k] := step[k] + 1;
+				owed[k] := false;
+				progress := true;
+			EXCEPTION WHEN OTHERS THEN
+				RAISE NOTICE 'fail cast % [%] %', o, SQLSTATE, SQLERRM;
+				owed[k] := true;
+			END;
+		END LOOP;
+		EXIT WHEN stopping AND cardinality(pending) = 0 AND NOT (true = ANY (owed));
+		IF progress THEN idle := 0; ELSE idle := idle + 1; PERFORM pg_sleep(0.05); END IF;
+		EXIT WHEN idle > 600;
+	END LOOP;
+	IF idle <= 600 THEN
+		RAISE NOTICE 'done % % %', c, r, step[1] + step[2] + step[3] + step[4];
+	END IF;
+END $$;
+SQL
+my $ds_array = '{' . join(',', @ds) . '}';
+my $load_dir    = PostgreSQL::Test::Utils::tempdir();
+my $client_file = "$load_dir/client.sql";
+open my $fh, '>', $client_file or die "$client_file: $!";
+print $fh $client_sql;
+close $fh;
+my @clients;
+for my $c (0 .. 7)
+{
+	# Output to files: a pipe nobody pumps while the test polls would fill
+	# and stall the client.
+	my %cl = (err => "$load_dir/client$c.err");
+	$cl{h} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-v', "c=$c", '-v', "ds=$ds_array", '-d', $router->connstr('postgres') ],
+		'<', $client_file, '>', "$load_dir/client$c.out", '2>', $cl{err});
+	push @clients, \%cl;
+}
+my $victim = $part[$VICTIM];
+my @others = grep { $_ != $VICTIM } 0 .. $N - 1;
+my $count_sql = "SELECT count(*) FROM lake_data.version WHERE operation_id LIKE 'load-%'";
+ok($victim->poll_query_until('postgres', "SELECT ($count_sql) >= 8", 't'), 'the load reaches the victim partition');
+$victim->kill9;
+my %before = map { $_ => $part[$_]->safe_psql('postgres', $count_sql) } @others;
+# While the victim is down, the others keep acknowledging.
+for my $p (@others)
+{
+	ok($part[$p]->poll_query_until('postgres', "SELECT ($count_sql) > $before{$p} + 8", 't'),
+		"partition $p keeps serving while partition $VICTIM is down");
+}
+# Cluster-wide calls fail while a partition is down, having done their
+# work on the others; a retry once it is back completes them.
+my ($lc_state)    = call($router, "SELECT lake.define_lifecycle('outage', 'A', '{{A,B},{B,A}}')");
+my ($grant_state) = call($router, "SELECT lake.grant_tenant('alice', 'outage')");
+is("$lc_state $grant_state", 'ERROR XX000 ERROR XX000',
+	"define_lifecycle and grant_tenant fail while partition $VICTIM is down");
+# Its orphaned backends leave once they notice; then it starts again, and
+# the calls routed to it succeed.
+# (A failed start leaves the killed postmaster's pid in the node: forget it.)
+ok(defined(wait_until(60, sub { $victim->{_pid} = undef; $victim->start(fail_ok => 1) })),
+	"partition $VICTIM restarts after SIGKILL");
+my $victim_before = $victim->safe_psql('postgres', $count_sql);
+ok($victim->poll_query_until('postgres', "SELECT ($count_sql) > $victim_before + 8", 't'),
+	"calls routed to partition $VICTIM succeed again");
+is(answer($router, "SELECT lake.define_lifecycle('outage', 'A', '{{A,B},{B,A}}')"), '',
+	'define_lifecycle retried once the partition is back: done');
+is(answer($router, "SELECT lake.grant_tenant('alice', 'outage')"), '', 'grant_tenant retried: done');
+is( join(',', map { $_->safe_psql('postgres',
+	"SELECT (SELECT count(*) FROM lake_data.lifecycle WHERE name = 'outage') || ':' || "
+	  . "(SELECT count(*) FROM lake_data.tenant_grant WHERE tenant = 'outage')") } @part),
+	join(',', ('1:1') x $N), 'every partition has the lifecycle and the grant, once');
+is(answer($router, "SELECT lake.define_lifecycle('outage', 'A', '{{A,B},{B,A}}')"), 'ERROR 42710',
+	'and defining it again is refused as lake refuses it');
+$router->safe_psql('postgres', 'INSERT INTO load_stop DEFAULT VALUES');
+$_->{h}->finish for @clients;
+
+my (%acked_version, %acked_coord, @fail);
+my ($done, $rounds, $casts) = (0, 0, 0);
+for my $cl (@clients)
+{
+	for my $line (split /\n/, slurp_file($cl->{err}))
+	{
+		if ($line =~ /NOTICE:\s+ack append (\S+) (\S+) (\d+)/) { $acked_version{"$1|$2"}{$3}++; }
+		elsif ($line =~ /NOTICE:\s+ack cast (\S+) (\S+) (\d+) (\d+)/) { $acked_coord{"$1|$2"}{"$3|$4"}++; }
+		elsif ($line =~ /NOTICE:\s+fail (\w+) (\S+) \[(\w+)\] (.*)/) { push @fail, { key => $2, state => $3, msg => $4 }; }
+		elsif ($line =~ /NOTICE:\s+done \d+ (\d+) (\d+)/) { $done++; $rounds += $1; $casts += $2; }
+	}
+}
+is($done, 8, 'every client finished');
+note("$rounds appends and $casts casts acknowledged, " . scalar(@fail) . ' calls failed');
+is(scalar(keys %acked_version), $rounds, 'every append was acknowledged, once');
+is(scalar(keys %acked_coord),   $casts,  'every cast was acknowledged, once');
+ok(scalar(@fail) > 0, 'calls failed while the victim was down');
+is(join(',', sort { $a <=> $b } keys %{ { map { key_part($_->{key}) => 1 } @fail } }), $VICTIM,
+	'only calls routed to the victim failed');
+ok( !grep({
+			$_->{msg} !~ /^PL\/Proxy function lake\.\w+\(\d\): \[postgres\] .*(connect|closed the connection)/
+			  && $_->{msg} !~ /^lake\.\w+\(\d\): \[postgres\] REMOTE FATAL: terminating connection due to unexpected postmaster exit/
+		} @fail),
+	'each failure says that PL/Proxy could not reach the partition')
+  or diag(join("\n", map { "$_->{state} $_->{msg}" } @fail));
+note('failures: ' . join('; ', map { "$_->{state} $_->{msg}" } @fail[ 0 .. ($#fail < 2 ? $#fail : 2) ]));
+
+# Exactly once: one version per acknowledged operation, at the version it
+# was acknowledged with; versions gap-free.
+my ($dup, $missing, $gaps, $extra) = (0, 0, 0, 0);
+my %have;    # dataset -> op -> version -> count
+for my $d (@ds)
+{
+	my @vs;
+	for my $line (split /\n/, $part[ key_part($d) ]->safe_psql('postgres', "SELECT version, operation_id FROM lake.versions('$d')"))
+	{
+		my ($v, $op) = split /\|/, $line;
+		push @vs, $v;
+		$have{$d}{$op}{$v}++ if $op =~ /^load-/;
+	}
+	$gaps++ unless join(',', @vs) eq join(',', 1 .. scalar(@vs));
+	for my $op (keys %{ $have{$d} })
+	{
+		$dup++ if keys %{ $have{$d}{$op} } != 1;
+		$extra++ unless $acked_version{"$d|$op"};
+	}
+}
+for my $k (keys %acked_version)
+{
+	my ($d, $op) = split /\|/, $k;
+	my ($v) = keys %{ $acked_version{$k} };
+	$missing++ unless keys %{ $acked_version{$k} } == 1 && ($have{$d}{$op}{$v} // 0) == 1;
+}
+is("$dup $missing $gaps $extra", '0 0 0 0', 'versions: none twice, none missing, no gaps, none unacknowledged');
+
+($dup, $missing, $gaps, $extra) = (0, 0, 0, 0);
+my %seen;    # owner -> op -> "position|cycle" in its trajectory
+for my $o (@load_owners)
+{
+	my $p = $owner_part{$o};
+	my @pos;
+	my %by_op;
+	for my $line (split /\n/, $part[$p]->safe_psql('postgres', "SELECT position, cycle, operation_id FROM lake.trajectory('$o')"))
+	{
+		my ($pos, $cycle, $op) = split /\|/, $line;
+		push @pos, $pos;
+		$by_op{$op}{"$pos|$cycle"}++;
+	}
+	$gaps++ unless join(',', @pos) eq join(',', 1 .. scalar(@pos));
+	for my $op (keys %by_op)
+	{
+		$dup++ if keys %{ $by_op{$op} } != 1;
+		$extra++ unless $acked_coord{"$o|$op"};
+		$seen{$o}{$op} = (keys %{ $by_op{$op} })[0];
+	}
+}
+for my $k (keys %acked_coord)
+{
+	my ($o, $op) = split /\|/, $k;
+	my ($pc) = keys %{ $acked_coord{$k} };
+	$missing++ unless keys %{ $acked_coord{$k} } == 1
+	  && $seen{$o}{$op} && $seen{$o}{$op} eq $pc;
+}
+is("$dup $missing $gaps $extra", '0 0 0 0', 'coordinates: none twice, none missing, positions gap-free, none unacknowledged');
+is( $router->safe_psql('postgres', 'SELECT coalesce(sum(applied), 0) FROM lake.recover()'),
+	'0', 'lake.recover() through the router applies nothing on any partition');
+like($router->safe_psql('postgres', "SELECT epoch FROM lake.stats() WHERE partition = $VICTIM"),
+	qr/^\d+$/, 'the victim serves under a new epoch');
+is($router->safe_psql('postgres', "SELECT epoch % $N FROM lake.stats() WHERE partition = $VICTIM"),
+	$VICTIM, 'in its residue class');
+
+# ----------------------------------------------------------------------
+# Promotion: a standby of partition 3, promoted; the router repointed
+# ----------------------------------------------------------------------
+my $PROMOTED = 3;
+my $primary  = $part[$PROMOTED];
+$primary->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('part3_standby');
+$standby->init_from_backup($primary, 'b', has_streaming => 1);
+$standby->start;
+my @p3_owners = grep { $owner_part{$_} == $PROMOTED } @load_owners;
+my $p3_owner  = $p3_owners[0];
+my $coord = $router->safe_psql('postgres',
+	"SELECT (c).position FROM lake.cast_durable('$p3_owner', NULL, NULL, 'before promotion', NULL, 'pre-promotion') c");
+my $traj_sql = 'SELECT o.name, t.position, t.cycle, t.epoch, t.seq, t.payload FROM lake_data.owner o, '
+  . 'LATERAL lake.trajectory(o.name) t ORDER BY 1, 2';
+my $ver_sql = 'SELECT d.name, v.* FROM lake_data.dataset d, LATERAL lake.versions(d.name) v ORDER BY 1, 2';
+my $traj_before = $primary->safe_psql('postgres', $traj_sql);
+my $ver_before  = $primary->safe_psql('postgres', $ver_sql);
+my $epoch_before = $primary->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
+$primary->stop('fast');    # streams what it wrote to the standby first
+$standby->promote;
+ok($standby->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the promoted standby serves');
+my ($state) = call($router, "SELECT lake.cast_durable('$p3_owner', NULL, NULL)");
+like($state, qr/^ERROR/, "before the router is repointed, partition ${PROMOTED}'s calls fail");
+$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$PROMOTED '" . part_connstr($standby) . "')");
+is($router->safe_psql('postgres', "SELECT ok FROM lake_router.check() WHERE partition = $PROMOTED"),
+	't', 'after ALTER SERVER the router reaches the promoted partition');
+is($standby->safe_psql('postgres', $traj_sql), $traj_before, 'every acknowledged landing is there');
+is($standby->safe_psql('postgres', $ver_sql),  $ver_before,  'every acknowledged version is there');
+is( $router->safe_psql('postgres',
+		"SELECT (c).position FROM lake.cast_durable('$p3_owner', NULL, NULL, 'before promotion', NULL, 'pre-promotion') c"),
+	$coord, 'a replay of a cast acknowledged before the promotion returns its coordinate');
+my $next = $router->safe_psql('postgres',
+	"SELECT (c).position FROM lake.cast_durable('$p3_owner', NULL, NULL, 'after promotion', NULL, 'post-promotion') c");
+is($next, $coord + 1, 'casts resume at the next position');
+my $epoch_after = $router->safe_psql('postgres', "SELECT epoch FROM lake.trajectory('$p3_owner') ORDER BY position DESC LIMIT 1");
+ok($epoch_after > $epoch_before && $epoch_after % $N == $PROMOTED,
+	"under a new epoch of partition $PROMOTED ($epoch_before -> $epoch_after)");
+
+# ----------------------------------------------------------------------
+# lake.partition must be below lake.partitions
+# ----------------------------------------------------------------------
+my $p1 = $part[1];
+$p1->stop('fast');
+$p1->append_conf('postgresql.conf', "lake.partition = $N\n");
+ok(!$p1->start(fail_ok => 1), "a server with lake.partition = $N of $N refuses to start");
+like(slurp_file($p1->logfile), qr/lake\.partition \($N\) must be below lake\.partitions \($N\)/,
+	'and says why');
+
+done_testing();
