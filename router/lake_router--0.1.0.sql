@@ -266,6 +266,11 @@ DECLARE
     n int4 := lake_router.partitions();
     existing int4 := 0;
 BEGIN
+    IF n = 0 THEN
+        RAISE EXCEPTION 'foreign server "lake" names no partitions'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Create it with CREATE SERVER lake FOREIGN DATA WRAPPER plproxy OPTIONS (p0 ''...'', ...).';
+    END IF;
     FOR nr IN 0 .. n - 1 LOOP
         BEGIN
             PERFORM lake_router.define_lifecycle(nr, name, initial_phase, edges);
@@ -355,7 +360,7 @@ CREATE FUNCTION lake.stats()
                   last_seal_ms float8, sealed_cycle bigint, recovery_owners bigint,
                   recovery_applied bigint, recovery_quarantined bigint,
                   recovery_ms float8, recovery_tail bigint, recovery_snapshot bigint,
-                  last_snapshot bigint, partition int)
+                  last_snapshot bigint, sessions_waiting bigint, partition int)
     LANGUAGE plproxy AS $$
         CLUSTER 'lake';
         RUN ON ALL;
