@@ -121,18 +121,15 @@ lock_open_stage(int64 stage, StageRow *row)
  * not see) stops too. The stage's row lock makes the count exact.
  */
 static void
-require_chunk_room(int64 stage)
+require_chunk_room(int64 stage, const StageSummary *sum)
 {
-	StageSummary sum;
-
-	store_stage_summary(stage, &sum);
-	if (sum.nchunks >= lake_role_max_stage_chunks)
+	if (sum->nchunks >= lake_role_max_stage_chunks)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("stage " INT64_FORMAT " has reached lake.role_max_stage_chunks (%d) of role \"%s\"",
 						stage, lake_role_max_stage_chunks,
 						GetUserNameFromId(GetOuterUserId(), false)),
-				 errdetail("The stage holds " INT64_FORMAT " chunks.", sum.nchunks),
+				 errdetail("The stage holds " INT64_FORMAT " chunks.", sum->nchunks),
 				 errhint("Commit the stage, or send larger chunks.")));
 }
 
@@ -146,6 +143,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	uint8		digest[LAKE_DIGEST_LEN];
 	uint8		existing[LAKE_DIGEST_LEN];
 	StageRow	row;
+	StageSummary sum;
 	uint32		max_stream;
 
 	lake_require_preload();
@@ -174,16 +172,18 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 		store_finish();
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}
+	/* The chunk is not there yet (the row lock keeps it so): count the rest. */
+	store_stage_summary(stage, &sum);
 	if (lake_role_max_stage_chunks > 0)
-		require_chunk_room(stage);
+		require_chunk_room(stage, &sum);
 	max_stream = admission_max_stream_bytes();
-	if (store_stage_bytes(stage, chunk_no) + len > max_stream)
+	if (sum.bytes + len > max_stream)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stage " INT64_FORMAT " would exceed lake.max_stream_bytes (%u)",
 						stage, max_stream),
 				 errdetail("With chunk %d the stage would hold " INT64_FORMAT " bytes.",
-						   chunk_no, store_stage_bytes(stage, chunk_no) + len)));
+						   chunk_no, sum.bytes + len)));
 	store_put_chunk(stage, chunk_no, digest, VARDATA_ANY(data), len);
 	store_finish();
 	PG_RETURN_VOID();

@@ -20,7 +20,6 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-/* Open a stage for the operation, or return the one already open. */
 /* The open stage of (dataset, tenant, operation) in values[0..2], or 0. */
 static int64
 find_stage(Datum *values, Oid *types)
@@ -147,26 +146,6 @@ store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest)
 		return false;
 	store_copy_digest(store_colv(0, 1), digest);
 	return true;
-}
-
-int64
-store_stage_bytes(int64 blob, int32 except_chunk_no)
-{
-	static SPIPlanPtr plan;
-	Oid			types[2] = {INT8OID, INT4OID};
-	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(except_chunk_no)};
-
-	store_run(store_plan(&plan,
-				 "SELECT pg_catalog.sum(c.bytes)::pg_catalog.int8 FROM lake_data.chunk c "
-				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.<>) $2",
-				 2, types),
-		values, SPI_OK_SELECT);
-	{
-		bool		isnull;
-		Datum		d = store_col(0, 1, &isnull);
-
-		return isnull ? 0 : DatumGetInt64(d);
-	}
 }
 
 void

@@ -39,7 +39,6 @@ extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
 extern bool store_lock_stage(int64 stage, StageRow *row);
 extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
 extern bool store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest);
-extern int64 store_stage_bytes(int64 blob, int32 except_chunk_no);
 extern void store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
 							const char *data, size_t len);
 extern void store_stage_summary(int64 blob, StageSummary *sum);
