@@ -14,8 +14,8 @@
  * in the cycle (what makes a trajectory read proportional to that owner),
  * lake_data.cast_operation one per idempotent cast. The rows go in through
  * the table AM and the executor's index insertion, not SPI: no statement is
- * planned or run per seal, and the three tables' OIDs are looked up once
- * (until a relcache invalidation names one of them). The commit is forced
+ * planned or run per seal, and the three tables' OIDs come from the
+ * store's relation cache. The commit is forced
  * to be synchronous: a coordinate is only ever handed out for a flushed
  * cycle.
  */
@@ -25,8 +25,6 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_type.h"
 #include "cycle.h"
 #include "executor/executor.h"
 #include "guc.h"
@@ -36,22 +34,16 @@
 #include "storage/lmgr.h"
 #include "store.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
-#include "utils/inval.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+/* lake_data.cycle's OID, from the store's relation cache. */
 static Oid
 sealing_lock_object(void)
 {
-	Oid			relid = get_relname_relid("cycle", get_namespace_oid(LAKE_DATA_SCHEMA, false));
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "lake: table lake_data.cycle is missing");
-	return relid;
+	return store_relid("cycle");
 }
 
 void
@@ -105,41 +97,6 @@ typedef enum SealTable
 } SealTable;
 
 static const char *const seal_table_names[SEAL_NTABLES] = {"cycle", "cycle_owner", "cast_operation"};
-static Oid	seal_table_oids[SEAL_NTABLES];
-static bool seal_tables_known = false;
-static bool seal_callback_set = false;
-
-/* A relcache invalidation of one of them (or of all): look them up again. */
-static void
-seal_tables_invalidate(Datum arg, Oid relid)
-{
-	for (int i = 0; i < SEAL_NTABLES; i++)
-		if (relid == InvalidOid || relid == seal_table_oids[i])
-			seal_tables_known = false;
-}
-
-static Oid
-seal_table(SealTable t)
-{
-	if (!seal_callback_set)
-	{
-		CacheRegisterRelcacheCallback(seal_tables_invalidate, (Datum) 0);
-		seal_callback_set = true;
-	}
-	if (!seal_tables_known)
-	{
-		Oid			nsp = get_namespace_oid(LAKE_DATA_SCHEMA, false);
-
-		for (int i = 0; i < SEAL_NTABLES; i++)
-		{
-			seal_table_oids[i] = get_relname_relid(seal_table_names[i], nsp);
-			if (!OidIsValid(seal_table_oids[i]))
-				elog(ERROR, "lake: table %s.%s is missing", LAKE_DATA_SCHEMA, seal_table_names[i]);
-		}
-		seal_tables_known = true;
-	}
-	return seal_table_oids[t];
-}
 
 /*
  * Insert 'nrows' rows of the table's width (values and nulls row after
@@ -150,7 +107,7 @@ seal_table(SealTable t)
 static void
 insert_rows(SealTable t, int nrows, Datum *values, bool *nulls)
 {
-	Relation	rel = table_open(seal_table(t), RowExclusiveLock);
+	Relation	rel = store_open(seal_table_names[t], RowExclusiveLock);
 	int			natts = RelationGetDescr(rel)->natts;
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
