@@ -11,11 +11,9 @@
 
 #include "access.h"
 #include "args.h"
-#include "catalog/pg_type.h"
 #include "checkpoint.h"
 #include "cycle.h"
 #include "digest.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 #include "landing.h"
 #include "lifecycle.h"
@@ -168,10 +166,13 @@ require_receipt_tenant(const char *tenant, int32 epoch, int64 seq)
 /*
  * Wait until receipt (epoch, seq) is durable and fill *out; false on
  * timeout. LK006 if it can never be (lost with its epoch). Epoch and seq
- * are at least 1: lake_await_durable refuses anything lower.
+ * are at least 1: lake_await_durable refuses anything lower. 'accepted':
+ * the caller's own cast_durable was just given this receipt, so the cycle
+ * is ready and the owner's tenant checked; it is pending or already
+ * settled, which the wait itself tells apart.
  */
 static bool
-await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
+await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt *out)
 {
 	TimestampTz deadline = 0;
 	char		tenant[NAMEDATALEN];
@@ -186,19 +187,28 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, LogReceipt *out)
 		if (deadline == 0)
 			deadline = 1;
 	}
-	cycle_wait_ready();
-	AcceptInvalidationMessages();
-	if (cycle_receipt_pending(epoch, seq, tenant))
+	if (accepted)
 	{
-		if (!access_tenant_cached(GetUserId(), tenant))
-		{
-			require_receipt_tenant(tenant, epoch, seq);
-			checked = true;
-		}
-		result = waiter_wait(epoch, seq, deadline, out);
-		if (result == WAIT_TIMEOUT)
-			return false;
+		checked = true;
+		if (!cycle_receipt_settled(epoch, seq))	/* a replay's may be */
+			result = waiter_wait(epoch, seq, deadline, out);
 	}
+	else
+	{
+		cycle_wait_ready();
+		AcceptInvalidationMessages();
+		if (cycle_receipt_pending(epoch, seq, tenant))
+		{
+			if (!access_tenant_cached(GetUserId(), tenant))
+			{
+				require_receipt_tenant(tenant, epoch, seq);
+				checked = true;
+			}
+			result = waiter_wait(epoch, seq, deadline, out);
+		}
+	}
+	if (result == WAIT_TIMEOUT)
+		return false;
 	if (result == WAIT_DURABLE)
 		return true;
 
@@ -253,7 +263,7 @@ lake_await_durable(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("timeout_ms must not be negative, not %d", timeout)));
 	}
-	if (!await_receipt(epoch, seq, timeout, &c))
+	if (!await_receipt(epoch, seq, timeout, false, &c))
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
 }
@@ -270,7 +280,7 @@ lake_cast_durable(PG_FUNCTION_ARGS)
 	cast_arguments(fcinfo, &req);
 	cycle_wait_ready();
 	seq = cycle_accept(&req, &epoch);
-	(void) await_receipt(epoch, seq, -1, &c);
+	(void) await_receipt(epoch, seq, -1, true, &c);
 	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
 }
 
