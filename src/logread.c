@@ -93,7 +93,8 @@ visit_record(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg,
 		pfree(raw);
 }
 
-void
+/* Decode one stored cycle and visit its landings (XX001 if damaged). */
+static void
 log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
 {
 	visit_record(cycle, data, visit, arg, NULL);
@@ -270,7 +271,7 @@ arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
  * data), cycle by cycle through a cursor: memory stays at one cycle. The
  * visitor sees the current cycle and epoch through *where.
  */
-void
+static void
 log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
 				 LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
 {

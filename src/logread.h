@@ -38,9 +38,6 @@ typedef struct LogCycle
 /* Told of a damaged cycle instead of an XX001; 'arg' is the visitor's. */
 typedef void (*LogDamageHandler) (int64 cycle, const char *why, void *arg);
 
-extern void log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
-							 LakeLandingVisitor visit, LogDamageHandler damaged,
-							 void *arg);
 extern void log_scan_cycles(int64 after_cycle, LogCycle *where,
 							LakeLandingVisitor visit, LogDamageHandler damaged,
 							void *arg);
@@ -53,8 +50,5 @@ extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *wher
  * palloc'd bytes: NULL and *raw, or why it cannot be read.
  */
 extern const char *log_unwrap(Datum data, uint8_t **raw, size_t *len);
-
-/* Decode one stored cycle and visit its landings (XX001 if damaged). */
-extern void log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg);
 
 #endif							/* LAKE_LOGREAD_H */

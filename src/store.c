@@ -490,7 +490,7 @@ store_key_id(ScanKeyData *key, AttrNumber att, const char *value)
  * is the caller's choice; InvalidSnapshot means what SPI would use: a
  * fresh one in READ COMMITTED, the transaction's otherwise.
  */
-bool
+static bool
 store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 			   ScanKeyData *keys, int nkeys, ScanDirection dir,
 			   Datum *values, bool *nulls)

@@ -43,9 +43,6 @@ extern Oid	store_relid(const char *name);
 extern int64 store_next_blob(void);
 extern Relation store_open(const char *name, LOCKMODE mode);
 extern void store_insert(Relation rel, Datum *values, bool *nulls);
-extern bool store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
-						   ScanKeyData *keys, int nkeys, ScanDirection dir,
-						   Datum *values, bool *nulls);
 extern bool store_fetch(const char *table, const char *index, Snapshot snapshot,
 						ScanKeyData *keys, int nkeys, ScanDirection dir,
 						Datum *values, bool *nulls);
