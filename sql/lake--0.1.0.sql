@@ -151,6 +151,29 @@ CREATE TRIGGER dataset_changed AFTER UPDATE OR DELETE OR TRUNCATE
     ON lake_data.dataset
     FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
 
+-- Compression dictionaries (store_dict.c), trained from a dataset's own
+-- payloads by lake.train_dictionary(): a dataset's newest one compresses
+-- its small payloads from then on. Every zstd frame compressed with a
+-- dictionary names it by id (the id is in the dictionary's own header too,
+-- in zstd's private range from 32768), so a dictionary is never changed or
+-- removed while a version may need it. checksum is the CRC-32C of data,
+-- verified whenever a session loads it.
+CREATE SEQUENCE lake_data.dictionary_seq MINVALUE 32768 MAXVALUE 2147483647;
+CREATE TABLE lake_data.dictionary (
+    id          int PRIMARY KEY,
+    dataset_id  int NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    samples     int NOT NULL,           -- payloads it was trained on
+    checksum    bigint NOT NULL,
+    data        bytea NOT NULL
+);
+CREATE INDEX dictionary_dataset ON lake_data.dictionary (dataset_id, id);
+-- Sessions cache dictionaries and which one each dataset uses: a new one,
+-- or any change by hand, tells every session to forget them.
+CREATE TRIGGER dictionary_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON lake_data.dictionary
+    FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
+
 -- Lifecycles: named sets of phases with legal edges.
 CREATE TABLE lake_data.lifecycle (
     id             int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -272,6 +295,8 @@ SELECT pg_catalog.pg_extension_config_dump('lake_data.chunk', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.stage', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.tenant_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.blob_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.dictionary', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.dictionary_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.lifecycle', 'WHERE name OPERATOR(pg_catalog.<>) ''kanban''');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.owner', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.writer', '');
@@ -290,6 +315,12 @@ REVOKE ALL ON ALL SEQUENCES IN SCHEMA lake_data FROM PUBLIC;
 
 CREATE FUNCTION lake.create_dataset(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_create_dataset'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+
+-- Train a compression dictionary from the dataset's recent small payloads
+-- (store_dict.h); returns its id. Administrative.
+CREATE FUNCTION lake.train_dictionary(dataset text) RETURNS integer
+    AS 'MODULE_PATHNAME', 'lake_train_dictionary'
     LANGUAGE C SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION lake.append(dataset text, tenant text, operation_id text,

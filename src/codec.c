@@ -86,16 +86,23 @@ worth_compressing(ZSTD_CCtx *cctx, const uint8_t *in, size_t len)
 	return packed < sampled - sampled / 16;
 }
 
-size_t
-lake_chunk_encode(ZSTD_CCtx *cctx, int level, const uint8_t *in, size_t len,
-				  uint8_t *out)
+/*
+ * Encode with a context and either a level or a prepared dictionary: the
+ * probe for incompressible data, then zstd, or raw when it does not help.
+ */
+static size_t
+encode(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict, const uint8_t *in,
+	   size_t len, uint8_t *out)
 {
 	uint8_t    *body = out + LAKE_CHUNK_HEADER;
 	size_t		zlen = 0;
 
 	if (len > 0 && worth_compressing(cctx, in, len))
-		zlen = ZSTD_compressCCtx(cctx, body, ZSTD_compressBound(len),
-								 in, len, level);
+		zlen = cdict != NULL ?
+			ZSTD_compress_usingCDict(cctx, body, ZSTD_compressBound(len),
+									 in, len, cdict) :
+			ZSTD_compressCCtx(cctx, body, ZSTD_compressBound(len),
+							  in, len, level);
 	else
 		zlen = len;				/* stored raw below */
 	if (len > 0 && !ZSTD_isError(zlen) && zlen < len)
@@ -107,6 +114,28 @@ lake_chunk_encode(ZSTD_CCtx *cctx, int level, const uint8_t *in, size_t len,
 	if (len > 0)
 		memcpy(body, in, len);
 	return LAKE_CHUNK_HEADER + len;
+}
+
+size_t
+lake_chunk_encode(ZSTD_CCtx *cctx, int level, const uint8_t *in, size_t len,
+				  uint8_t *out)
+{
+	return encode(cctx, level, NULL, in, len, out);
+}
+
+size_t
+lake_chunk_encode_dict(ZSTD_CCtx *cctx, const ZSTD_CDict *cdict,
+					   const uint8_t *in, size_t len, uint8_t *out)
+{
+	return encode(cctx, 0, cdict, in, len, out);
+}
+
+uint32_t
+lake_chunk_dict_id(const uint8_t *in, size_t len)
+{
+	if (len <= LAKE_CHUNK_HEADER || in[0] != LAKE_CODEC_ZSTD)
+		return 0;
+	return ZSTD_getDictID_fromFrame(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER);
 }
 
 LakeCodecStatus
@@ -136,6 +165,14 @@ LakeCodecStatus
 lake_chunk_decode(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out,
 				  size_t cap, size_t *outlen)
 {
+	return lake_chunk_decode_dict(dctx, NULL, in, len, out, cap, outlen);
+}
+
+LakeCodecStatus
+lake_chunk_decode_dict(ZSTD_DCtx *dctx, const ZSTD_DDict *ddict,
+					   const uint8_t *in, size_t len, uint8_t *out, size_t cap,
+					   size_t *outlen)
+{
 	size_t		size;
 	size_t		got = 0;
 	LakeCodecStatus st = lake_chunk_decoded_size(in, len, &size);
@@ -157,11 +194,15 @@ lake_chunk_decode(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out,
 	}
 	else
 	{
-		got = dctx != NULL ?
-			ZSTD_decompressDCtx(dctx, out, size, in + LAKE_CHUNK_HEADER,
-								len - LAKE_CHUNK_HEADER) :
-			ZSTD_decompress(out, size, in + LAKE_CHUNK_HEADER,
-							len - LAKE_CHUNK_HEADER);
+		const uint8_t *frame = in + LAKE_CHUNK_HEADER;
+		size_t		framelen = len - LAKE_CHUNK_HEADER;
+
+		if (ddict != NULL)
+			got = ZSTD_decompress_usingDDict(dctx, out, size, frame, framelen, ddict);
+		else if (dctx != NULL)
+			got = ZSTD_decompressDCtx(dctx, out, size, frame, framelen);
+		else
+			got = ZSTD_decompress(out, size, frame, framelen);
 		if (ZSTD_isError(got))
 			return LAKE_CODEC_BAD_FRAME;
 		if (got != size)

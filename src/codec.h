@@ -4,7 +4,10 @@
  * A stored chunk is one tag byte, a checksum as a little-endian uint32,
  * then its body:
  *   'R' raw:  the body is the raw bytes as they are;
- *   'Z' zstd: the body is one zstd frame that records its content size.
+ *   'Z' zstd: the body is one zstd frame that records its content size;
+ *             a frame compressed with a dataset's trained dictionary
+ *             carries that dictionary's id in its header (store_dict.h),
+ *             and decodes only with it.
  * The checksum is the CRC-32C (port/pg_crc32c.h) of the body followed, for
  * 'Z', by the raw bytes it decodes to: it covers the raw bytes whatever the
  * encoding, and every stored bit (a flipped bit that zstd would ignore is
@@ -60,6 +63,18 @@ struct ZSTD_CCtx_s;
 extern size_t lake_chunk_encode(struct ZSTD_CCtx_s *cctx, int level,
 								const uint8_t *in, size_t len, uint8_t *out);
 
+/*
+ * The same with a prepared zstd dictionary (NULL: none, as above), at the
+ * level it was prepared for; the frame names the dictionary by its id.
+ */
+struct ZSTD_CDict_s;
+extern size_t lake_chunk_encode_dict(struct ZSTD_CCtx_s *cctx,
+									 const struct ZSTD_CDict_s *cdict,
+									 const uint8_t *in, size_t len, uint8_t *out);
+
+/* The id of the dictionary a stored chunk needs, 0 for none. */
+extern uint32_t lake_chunk_dict_id(const uint8_t *in, size_t len);
+
 /* The decoded size of a stored chunk, without decoding or verifying it. */
 extern LakeCodecStatus lake_chunk_decoded_size(const uint8_t *in, size_t len,
 											   size_t *size);
@@ -74,6 +89,18 @@ struct ZSTD_DCtx_s;
 extern LakeCodecStatus lake_chunk_decode(struct ZSTD_DCtx_s *dctx,
 										 const uint8_t *in, size_t len,
 										 uint8_t *out, size_t cap, size_t *outlen);
+
+/*
+ * The same with the dictionary the chunk names (lake_chunk_dict_id; NULL:
+ * none, as above); dctx is then required. A frame decoded without the
+ * dictionary it names, or with another, is LAKE_CODEC_BAD_FRAME.
+ */
+struct ZSTD_DDict_s;
+extern LakeCodecStatus lake_chunk_decode_dict(struct ZSTD_DCtx_s *dctx,
+											  const struct ZSTD_DDict_s *ddict,
+											  const uint8_t *in, size_t len,
+											  uint8_t *out, size_t cap,
+											  size_t *outlen);
 
 /*
  * A raw chunk's bytes where they lie, once its checksum is verified:

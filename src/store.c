@@ -618,10 +618,12 @@ store_encode(const char *data, size_t len)
  * Encode a payload chunk into the backend's one encode buffer, kept for
  * the life of the backend at the size of the largest chunk so far (at most
  * lake_chunk_bound(LAKE_CHUNK_BYTES)): no megabyte allocated per chunk. The
- * result is valid until the next call.
+ * result is valid until the next call. With a prepared dictionary
+ * (store_dict.h) the chunk is compressed with it, at its level.
  */
 bytea *
-store_encode_chunk(const char *data, size_t len)
+store_encode_chunk_dict(const char *data, size_t len,
+						const struct ZSTD_CDict_s *cdict)
 {
 	static bytea *buffer = NULL;
 	static size_t capacity = 0;
@@ -635,10 +637,19 @@ store_encode_chunk(const char *data, size_t len)
 		buffer = MemoryContextAlloc(TopMemoryContext, need);
 		capacity = need;
 	}
-	n = lake_chunk_encode(compression_context(), lake_compression_level,
+	n = cdict != NULL ?
+		lake_chunk_encode_dict(compression_context(), cdict,
+							   (const uint8_t *) data, len, (uint8_t *) VARDATA(buffer)) :
+		lake_chunk_encode(compression_context(), lake_compression_level,
 						  (const uint8_t *) data, len, (uint8_t *) VARDATA(buffer));
 	SET_VARSIZE(buffer, VARHDRSZ + n);
 	return buffer;
+}
+
+bytea *
+store_encode_chunk(const char *data, size_t len)
+{
+	return store_encode_chunk_dict(data, len, NULL);
 }
 
 /*

@@ -23,6 +23,7 @@
 #include "codec.h"
 #include "digest.h"
 #include "miscadmin.h"
+#include "store_dict.h"
 #include "store_version.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -314,7 +315,8 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 	/* Chunk 0 last: the encode buffer then holds it for the version row. */
 	rel = store_open("version", RowExclusiveLock);
 	insert_version(rel, dataset_id, version, tenant, operation_id, digest, len,
-				   nchunks, blob, store_encode_chunk(payload, Min(len, LAKE_CHUNK_BYTES)));
+				   nchunks, blob,
+				   store_dict_encode_chunk(dataset_id, payload, Min(len, LAKE_CHUNK_BYTES)));
 	table_close(rel, RowExclusiveLock);
 }
 
@@ -385,6 +387,7 @@ visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
 	const uint8_t *view;
 	LakeCodecStatus st = lake_chunk_decoded_size(in, inlen, &size);
 	char	   *out;
+	const char *why;
 
 	if (st == LAKE_CODEC_OK && size > room)
 		st = LAKE_CODEC_TOO_BIG;
@@ -399,9 +402,9 @@ visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
 		return NULL;
 	}
 	out = palloc(Max(size, 1));
-	st = lake_chunk_decode(store_decompression_context(), in, inlen, (uint8_t *) out, size, decoded);
-	if (st != LAKE_CODEC_OK)
-		return lake_codec_status_text(st);
+	why = store_dict_decode(in, inlen, (uint8 *) out, size, decoded);
+	if (why != NULL)
+		return why;
 	visit(out, *decoded, arg);
 	pfree(out);
 	return NULL;
@@ -590,4 +593,30 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 #undef VERSION_COLUMNS
 
 	store_fill(plan, values, rsinfo);
+}
+
+/*
+ * The newest versions of a dataset of 1 to max_bytes bytes, newest first,
+ * at most 'limit' of them, into 'versions'; returns how many.
+ */
+int
+store_recent_versions(int32 dataset_id, int64 max_bytes, int limit,
+					  int64 *versions)
+{
+	static SPIPlanPtr plan;
+	Oid			types[3] = {INT4OID, INT8OID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(dataset_id), Int64GetDatum(max_bytes),
+	Int32GetDatum(limit)};
+
+	store_run(store_plan(&plan,
+				"SELECT v.version FROM lake_data.version v "
+				"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 "
+				"  AND v.bytes OPERATOR(pg_catalog.>) 0 "
+				"  AND v.bytes OPERATOR(pg_catalog.<=) $2 "
+				"ORDER BY v.version DESC LIMIT $3",
+				3, types),
+		values, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		versions[i] = DatumGetInt64(store_colv(i, 1));
+	return (int) SPI_processed;
 }

@@ -66,6 +66,9 @@ extern void store_lineage_broken(const char *dataset, int64 version,
 extern void store_check_lineage(const char *dataset, const OperationLookup *op);
 extern void store_list_versions(int32 dataset_id, int64 after_version,
 								Oid only_role, ReturnSetInfo *rsinfo);
+/* The newest versions of 1 to max_bytes bytes (dictionary training samples). */
+extern int	store_recent_versions(int32 dataset_id, int64 max_bytes, int limit,
+								  int64 *versions);
 
 /* chunks (of versions and of open stages) */
 extern void store_insert_chunk(Relation rel, int64 blob, int32 chunk_no,

@@ -78,7 +78,8 @@ INSERT INTO t.p_case VALUES
  (23, 'log',              $$SELECT * FROM lake.log()$$),
  (24, 'cycles',           $$SELECT * FROM lake.cycles()$$),
  (25, 'admission',        $$SELECT * FROM lake.admission()$$),
- (26, 'stats',            $$SELECT * FROM lake.stats()$$);
+ (26, 'stats',            $$SELECT * FROM lake.stats()$$),
+ (27, 'train_dictionary', $$SELECT lake.train_dictionary('p_ds')$$);
 -- Every public function of the install script has its case (the trigger
 -- functions lifecycle_changed and lifecycle_check are not callable).
 SELECT p.proname AS function_without_case FROM pg_proc p
@@ -117,12 +118,14 @@ SELECT t.p_run_as('{lake_p_none,lake_p_usage,lake_p_tenant,lake_p_member,lake_p_
 
 -- THE MATRIX. 25001 for seal/checkpoint/recover/release_owner means the
 -- privilege check passed: those run only in a transaction of their own, and
--- t.err runs them inside one (they are run at top level below).
+-- t.err runs them inside one (they are run at top level below); so does
+-- 55000 for train_dictionary (p_ds has too few payloads to train on).
 -- Documented: tenant functions (append … abort_append) and the owner
 -- functions (create_owner, cast, await_durable, cast_durable, owner_state,
 -- trajectory; p_owner is of tenant p_acme) need a grant of the tenant (42501
 -- otherwise); administrative ones (create_dataset, grant/revoke_tenant,
--- define_lifecycle, seal, checkpoint, recover, release_owner) need
+-- define_lifecycle, seal, checkpoint, recover, release_owner,
+-- train_dictionary) need
 -- lake_admin, the owner or a superuser; every call without USAGE on schema
 -- lake is 42501. The log (only the caller's tenants' landings), cycles and
 -- the statistics: any role with USAGE.
