@@ -76,21 +76,25 @@ fi
 wal_get() { # <key> <system> -> "n bytes fpi recs rows"
     awk -F'\t' -v k="$1" -v s="$2" 'NR > 1 && $1 == k && $2 == s { print $3, $4, $5, $6, $7 }' "$WAL"
 }
+# wal_row <num> <key> <lake system> <baseline system> <target> <label...>
+wal_row() {
+    local num=$1 key=$2 tgt=$5 L P lpa ppa ratio lx px
+    read -r -a L <<<"$(wal_get "$key" "$3")"
+    read -r -a P <<<"$(wal_get "$key" "$4")"
+    shift 5
+    [ -n "${L[0]:-}" ] && [ -n "${P[0]:-}" ] || return 0
+    lpa=$(div "${L[1]}" "${L[0]}" %.0f)
+    ppa=$(div "${P[1]}" "${P[0]}" %.0f)
+    ratio=$(div "$lpa" "$ppa")
+    lx=$(div "$(( ${L[1]} - ${L[2]/NA/0} ))" "${L[0]}" %.0f)
+    px=$(div "$(( ${P[1]} - ${P[2]/NA/0} ))" "${P[0]}" %.0f)
+    SUMMARY+=("| $num | $* | $(fmt "$lpa") B | $(fmt "$ppa") B | **$ratio** (without FPIs: $(div "$lx" "$px")) | <= $tgt | $(meets "$ratio" "<=" "$tgt") |")
+}
 if want 4; then
-    for spec in "4a 256 1.0 256-byte JSON line" "4b 64k 0.5 64 kB of JSON lines"; do
-        set -- $spec
-        num=$1 key=$2 tgt=$3
-        shift 3
-        read -r -a L <<<"$(wal_get "$key" lake)"
-        read -r -a P <<<"$(wal_get "$key" plain)"
-        lpa=$(div "${L[1]}" "${L[0]}" %.0f)
-        ppa=$(div "${P[1]}" "${P[0]}" %.0f)
-        ratio=$(div "$lpa" "$ppa")
-        lx=$(div "$(( ${L[1]} - ${L[2]/NA/0} ))" "${L[0]}" %.0f)
-        px=$(div "$(( ${P[1]} - ${P[2]/NA/0} ))" "${P[0]}" %.0f)
-        SUMMARY+=("| $num | WAL bytes per append, $* (CHECKPOINT before; FPIs included) — vs plain \`INSERT\` (bytea) | $(fmt "$lpa") B | $(fmt "$ppa") B | **$ratio** (without FPIs: $(div "$lx" "$px")) | <= $tgt | $(meets "$ratio" "<=" "$tgt") |")
-    done
-    CMDS+=("| 4 | \`CHECKPOINT\`; \`pg_current_wal_insert_lsn()\`; \`PGOPTIONS='-c synchronous_commit=off' pgbench -n -M prepared -c 1 -t N -D n=0 -f bench/wal_lake_256.sql\` (and \`wal_plain_256.sql\`, \`wal_lake_64k.sql\`, \`wal_plain_64k.sql\`); \`pg_current_wal_insert_lsn()\`; \`pg_waldump --stats\` over the range |")
+    wal_row 4a 256 lake plain 1.0 "WAL bytes per append, 256-byte JSON line (CHECKPOINT before; FPIs included) — vs plain \`INSERT\` (bytea)"
+    wal_row 4b 64k lake plain 0.5 "WAL bytes per append, 64 kB of JSON lines (CHECKPOINT before; FPIs included) — vs plain \`INSERT\` (bytea)"
+    wal_row 4a-dict 256 lake_dict plain_on_conflict 1.0 "the same 256-byte appends into a dataset with a trained dictionary (\`lake.train_dictionary\` after 2000 payloads of its own) — vs \`INSERT … ON CONFLICT DO NOTHING\`"
+    CMDS+=("| 4 | \`CHECKPOINT\`; \`pg_current_wal_insert_lsn()\`; \`PGOPTIONS='-c synchronous_commit=off' pgbench -n -M prepared -c 1 -t N -D n=0 -f bench/wal_lake_256.sql\` (and \`wal_plain_256.sql\`, \`wal_plain_256_oc.sql\`, \`wal_lake_64k.sql\`, \`wal_plain_64k.sql\`; then 2000 appends to \`wal_256_dict\`, \`lake.train_dictionary('wal_256_dict')\`, \`wal_lake_256_dict.sql\`); \`pg_current_wal_insert_lsn()\`; \`pg_waldump --stats\` over the range |")
 fi
 
 # ---- measurement 5 figures
@@ -194,7 +198,7 @@ if want 4 && [ -s "$WAL" ]; then
     echo
     echo "## 4. WAL per append"
     echo
-    echo "One append per transaction, 1 client, \`synchronous_commit = off\` (it changes no WAL byte, only the wait), one table per side that already holds the same 2000 seed rows (\`lake_data.version\`, new datasets \`wal_256\`/\`wal_64k\`; baseline \`bench.wal\`), the 256-byte batch first, then the 64 kB one. Bytes = \`pg_wal_lsn_diff\` of \`pg_current_wal_insert_lsn()\` around the batch. **Full-page images:** a \`CHECKPOINT\` right before each batch, so both sides start from the same state and pay the FPIs of the pages they touch first; FPI bytes come from \`pg_waldump --stats\` over the same range and are shown apart, with the ratio also computed without them."
+    echo "One append per transaction, 1 client, \`synchronous_commit = off\` (it changes no WAL byte, only the wait), one table per side that already holds the same 2000 seed rows (\`lake_data.version\`, new datasets \`wal_256\`/\`wal_64k\`; baseline \`bench.wal\`), the 256-byte batch first, then the 64 kB one, then (\`lake_dict\`) the 256-byte batch into \`wal_256_dict\`, whose dictionary an administrator trained from 2000 earlier payloads of its own. Bytes = \`pg_wal_lsn_diff\` of \`pg_current_wal_insert_lsn()\` around the batch. **Full-page images:** a \`CHECKPOINT\` right before each batch, so both sides start from the same state and pay the FPIs of the pages they touch first; FPI bytes come from \`pg_waldump --stats\` over the same range and are shown apart, with the ratio also computed without them."
     echo
     echo "| payload | system | appends | rows after | WAL bytes | per append | FPI bytes | per append without FPIs | records |"
     echo "|---|---|---|---|---|---|---|---|---|"

@@ -177,6 +177,13 @@ if want 4; then
     wal_batch 256 plain_on_conflict "$WAL_N" wal_plain_256_oc.sql "SELECT count(*) FROM bench.wal_oc"
     wal_batch 64k plain "$WAL_N64K" wal_plain_64k.sql "SELECT count(*) FROM bench.wal WHERE operation_id LIKE 'w64k-%'"
     wal_batch 64k lake "$WAL_N64K" wal_lake_64k.sql "SELECT count(*) FROM lake.versions('wal_64k')"
+    # The 256-byte batch again, into a dataset with a dictionary, as a user
+    # gets one: the dataset first holds 2000 payloads of its own (other
+    # operations, not measured), then an administrator trains its dictionary
+    # (lake.train_dictionary); the measured appends are wal_lake_256.sql's.
+    sql "SELECT count(lake.append('wal_256_dict', 't1', 'd' || i, bench.payload256('d' || i))) FROM generate_series(1, 2000) AS i" >/dev/null
+    sql "SELECT lake.train_dictionary('wal_256_dict')" >/dev/null
+    wal_batch 256 lake_dict "$WAL_N" wal_lake_256_dict.sql "SELECT count(*) FROM lake.versions('wal_256_dict') WHERE operation_id LIKE 'w256-%'"
 fi
 
 # ---------------------------------------------------------- 3. pre-load

@@ -120,4 +120,4 @@ INSERT INTO bench.ds_head (name) VALUES ('one');
 -- lake datasets: one per client for measurement 1 (up to 32 clients), one
 -- shared for measurement 2, the replay set and the WAL sets.
 SELECT lake.create_dataset('ds' || i) FROM generate_series(0, 31) AS i;
-SELECT lake.create_dataset(n) FROM unnest(ARRAY['one', 'replay', 'wal_256', 'wal_64k']) AS n;
+SELECT lake.create_dataset(n) FROM unnest(ARRAY['one', 'replay', 'wal_256', 'wal_64k', 'wal_256_dict']) AS n;
