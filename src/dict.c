@@ -22,6 +22,7 @@
 #include "miscadmin.h"
 #include "store_dict.h"
 #include "store_version.h"
+#include "tcop/utility.h"
 
 PG_FUNCTION_INFO_V1(lake_train_dictionary);
 
@@ -62,6 +63,9 @@ lake_train_dictionary(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	dataset = lake_arg_name(fcinfo, 0, "dataset name");
 	access_require_admin();
+	/* Refused before sampling and training: the result could not be stored. */
+	PreventCommandIfReadOnly("lake.train_dictionary()");
+	PreventCommandDuringRecovery("lake.train_dictionary()");
 	store_connect();
 	dataset_id = store_dataset_id(dataset);
 	nversions = store_recent_versions(dataset_id, LAKE_DICT_MAX_INPUT,

@@ -49,6 +49,11 @@ SELECT t.err($$DELETE FROM lake_data.dictionary$$);
 SELECT lake.read('dict_ds', 1) = t.dj(1) AS tenant_reads;
 RESET ROLE;
 
+-- Not in a read-only transaction (nor on a standby: test/t/016_dictionary.pl).
+BEGIN READ ONLY;
+SELECT t.err($$SELECT lake.train_dictionary('dict_ds')$$);
+ROLLBACK;
+
 -- Trained by an administrator: an id in zstd's private range, made from
 -- the dataset's own 300 payloads.
 SELECT lake.train_dictionary('dict_ds') AS dict1 \gset
