@@ -85,6 +85,13 @@ SELECT lake.append('dict_ds', 'acme', 'big', convert_to(repeat('{"a":1}', 5000),
 SELECT t.dnamed(t.dchunk('dict_ds', :big)) AS big_named,
        lake.read('dict_ds', :big) = convert_to(repeat('{"a":1}', 5000), 'UTF8') AS big_ok;
 
+-- At another lake.compression_level the session prepares the dictionary
+-- again at that level: still named, still read back.
+SET lake.compression_level = 19;
+SELECT lake.append('dict_ds', 'acme', 'lvl-19', t.dj(1019)) AS v \gset
+SELECT t.dnamed(t.dchunk('dict_ds', :v)) AS named, lake.read('dict_ds', :v) = t.dj(1019) AS ok;
+RESET lake.compression_level;
+
 -- A new session loads the dictionary afresh.
 \c
 SELECT count(*) FILTER (WHERE lake.read('dict_ds', n) = t.dj(n)) AS read_ok
