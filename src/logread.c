@@ -3,7 +3,8 @@
  *
  * A trajectory visits only the cycles lake_data.cycle_owner lists for the owner,
  * so its cost follows the owner's landings, not the length of the log.
- * Cycles are read through cursors: memory stays at one cycle at a time.
+ * Cycles are read through lake_data.cycle's primary key, one in memory at
+ * a time.
  * Receipt and operation lookups read with the latest snapshot: a seal is
  * not part of the caller's transaction, and a replay or an await must see
  * every cycle sealed so far whatever the caller's isolation level.
@@ -267,41 +268,59 @@ arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
 }
 
 /*
- * Visit the landings of every cycle a query returns as (cycle, epoch,
- * data), cycle by cycle through a cursor: memory stays at one cycle. The
- * visitor sees the current cycle and epoch through *where.
+ * lake_data.cycle opened for reading records through its primary key, under
+ * the active snapshot, one cycle in memory at a time.
  */
-static void
-log_visit_cycles(SPIPlanPtr plan, Datum *values, LogCycle *where,
-				 LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
+typedef struct CycleReader
 {
-	Portal		portal = SPI_cursor_open(NULL, plan, values, NULL, true);
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
-											  ALLOCSET_DEFAULT_SIZES);
+	Relation	rel;
+	Relation	idx;
+	Snapshot	snapshot;
+	AttrNumber	att_cycle;
+	AttrNumber	att_epoch;
+	AttrNumber	att_data;
+	MemoryContext cxt;
+} CycleReader;
 
-	for (;;)
-	{
-		bool		isnull;
-		MemoryContext old;
-		SPITupleTable *tt;
+static void
+cycle_reader_open(CycleReader *cr)
+{
+	cr->rel = store_open("cycle", AccessShareLock);
+	cr->idx = store_open("cycle_pkey", AccessShareLock);
+	cr->snapshot = RegisterSnapshot(GetActiveSnapshot());
+	cr->att_cycle = get_attnum(RelationGetRelid(cr->rel), "cycle");
+	cr->att_epoch = get_attnum(RelationGetRelid(cr->rel), "epoch");
+	cr->att_data = get_attnum(RelationGetRelid(cr->rel), "data");
+	cr->cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
+									ALLOCSET_DEFAULT_SIZES);
+}
 
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, 1);
-		if (SPI_processed == 0)
-			break;
-		/* A damage handler may run queries of its own: keep this row. */
-		tt = SPI_tuptable;
-		where->cycle = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
-		where->epoch = DatumGetInt32(SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull));
-		old = MemoryContextSwitchTo(cxt);
-		visit_record(where->cycle, SPI_getbinval(tt->vals[0], tt->tupdesc, 3, &isnull),
-					 visit, arg, damaged);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(cxt);
-		SPI_freetuptable(tt);
-	}
-	SPI_cursor_close(portal);
-	MemoryContextDelete(cxt);
+static void
+cycle_reader_close(CycleReader *cr)
+{
+	UnregisterSnapshot(cr->snapshot);
+	MemoryContextDelete(cr->cxt);
+	index_close(cr->idx, AccessShareLock);
+	table_close(cr->rel, AccessShareLock);
+}
+
+/* Visit the landings of one lake_data.cycle row. */
+static void
+cycle_reader_visit(CycleReader *cr, HeapTuple tup, LogCycle *where,
+				   LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
+{
+	TupleDesc	desc = RelationGetDescr(cr->rel);
+	bool		isnull;
+	MemoryContext old;
+
+	CHECK_FOR_INTERRUPTS();
+	where->cycle = DatumGetInt64(heap_getattr(tup, cr->att_cycle, desc, &isnull));
+	where->epoch = DatumGetInt32(heap_getattr(tup, cr->att_epoch, desc, &isnull));
+	old = MemoryContextSwitchTo(cr->cxt);
+	visit_record(where->cycle, heap_getattr(tup, cr->att_data, desc, &isnull),
+				 visit, arg, damaged);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(cr->cxt);
 }
 
 /*
@@ -314,62 +333,69 @@ void
 log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 				LogDamageHandler damaged, void *arg)
 {
-	Relation	rel = store_open("cycle", AccessShareLock);
-	Relation	idx = store_open("cycle_pkey", AccessShareLock);
-	Snapshot	snapshot = RegisterSnapshot(GetActiveSnapshot());
-	AttrNumber	att_cycle = get_attnum(RelationGetRelid(rel), "cycle");
-	AttrNumber	att_epoch = get_attnum(RelationGetRelid(rel), "epoch");
-	AttrNumber	att_data = get_attnum(RelationGetRelid(rel), "data");
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
-											  ALLOCSET_DEFAULT_SIZES);
+	CycleReader cr;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
 
-	ScanKeyInit(&key, att_cycle, BTGreaterStrategyNumber, F_INT8GT,
+	cycle_reader_open(&cr);
+	ScanKeyInit(&key, cr.att_cycle, BTGreaterStrategyNumber, F_INT8GT,
 				Int64GetDatum(after_cycle));
-	scan = systable_beginscan_ordered(rel, idx, snapshot, 1, &key);
+	scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, 1, &key);
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
-	{
-		bool		isnull;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		where->cycle = DatumGetInt64(heap_getattr(tup, att_cycle, RelationGetDescr(rel), &isnull));
-		where->epoch = DatumGetInt32(heap_getattr(tup, att_epoch, RelationGetDescr(rel), &isnull));
-		old = MemoryContextSwitchTo(cxt);
-		visit_record(where->cycle, heap_getattr(tup, att_data, RelationGetDescr(rel), &isnull),
-					 visit, arg, damaged);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(cxt);
-	}
+		cycle_reader_visit(&cr, tup, where, visit, damaged, arg);
 	systable_endscan_ordered(scan);
-	UnregisterSnapshot(snapshot);
-	MemoryContextDelete(cxt);
-	index_close(idx, AccessShareLock);
-	table_close(rel, AccessShareLock);
+	cycle_reader_close(&cr);
 }
 
 /*
  * Visit the landings of one owner above 'after_position', in position
- * order, reading only the cycles lake_data.cycle_owner lists for it.
+ * order, reading only the cycles lake_data.cycle_owner lists for it: its
+ * primary key (owner_id, cycle) gives them in cycle order, and each is
+ * fetched by a probe of lake_data.cycle's. No plan is chosen, so the cost
+ * follows the owner's cycles whatever the statistics say of the log.
  */
 void
 log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 				LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
 {
-	static SPIPlanPtr plan;
-	Oid			types[2] = {INT4OID, INT8OID};
-	Datum		values[2] = {Int32GetDatum(owner_id), Int64GetDatum(after_position)};
+	CycleReader cr;
+	Relation	orel;
+	Relation	oidx;
+	AttrNumber	att_cycle;
+	AttrNumber	att_last;
+	ScanKeyData okey;
+	SysScanDesc oscan;
+	HeapTuple	otup;
 
-	log_visit_cycles(store_plan(&plan,
-								"SELECT c.cycle, c.epoch, c.data FROM lake_data.cycle_owner o "
-								"JOIN lake_data.cycle c ON c.cycle OPERATOR(pg_catalog.=) o.cycle "
-								"WHERE o.owner_id OPERATOR(pg_catalog.=) $1 "
-								"  AND o.last_position OPERATOR(pg_catalog.>) $2 "
-								"ORDER BY o.cycle",
-								2, types),
-					 values, where, visit, damaged, arg);
+	cycle_reader_open(&cr);
+	orel = store_open("cycle_owner", AccessShareLock);
+	oidx = store_open("cycle_owner_pkey", AccessShareLock);
+	att_cycle = get_attnum(RelationGetRelid(orel), "cycle");
+	att_last = get_attnum(RelationGetRelid(orel), "last_position");
+	store_key_int4(&okey, 1, owner_id);
+	oscan = systable_beginscan_ordered(orel, oidx, cr.snapshot, 1, &okey);
+	while (HeapTupleIsValid(otup = systable_getnext_ordered(oscan, ForwardScanDirection)))
+	{
+		bool		isnull;
+		int64		cycle = DatumGetInt64(heap_getattr(otup, att_cycle, RelationGetDescr(orel), &isnull));
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tup;
+
+		if (DatumGetInt64(heap_getattr(otup, att_last, RelationGetDescr(orel), &isnull)) <= after_position)
+			continue;
+		store_key_int8(&key, 1, cycle);
+		scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, 1, &key);
+		tup = systable_getnext_ordered(scan, ForwardScanDirection);
+		if (HeapTupleIsValid(tup))
+			cycle_reader_visit(&cr, tup, where, visit, damaged, arg);
+		systable_endscan_ordered(scan);
+	}
+	systable_endscan_ordered(oscan);
+	index_close(oidx, AccessShareLock);
+	table_close(orel, AccessShareLock);
+	cycle_reader_close(&cr);
 }
 
 PG_FUNCTION_INFO_V1(lake_trajectory);

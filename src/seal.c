@@ -102,7 +102,9 @@ static const char *const seal_table_names[SEAL_NTABLES] = {"cycle", "cycle_owner
  * Insert 'nrows' rows of the table's width (values and nulls row after
  * row) and their index entries, as an INSERT would but without a plan:
  * the tables have no triggers, no constraints but their keys, and plain
- * btree indexes.
+ * btree indexes. The rows go in with one multi-insert, which writes one
+ * WAL record per heap page instead of one per row (a durable cycle's
+ * lake_data.cycle_owner rows, one per owner, were most of its WAL).
  */
 static void
 insert_rows(SealTable t, int nrows, Datum *values, bool *nulls)
@@ -111,23 +113,25 @@ insert_rows(SealTable t, int nrows, Datum *values, bool *nulls)
 	int			natts = RelationGetDescr(rel)->natts;
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	CommandId	cid = GetCurrentCommandId(true);
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * nrows);
 
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
 	for (int r = 0; r < nrows; r++)
 	{
-		ExecClearTuple(slot);
-		memcpy(slot->tts_values, values + (size_t) r * natts, sizeof(Datum) * natts);
-		memcpy(slot->tts_isnull, nulls + (size_t) r * natts, sizeof(bool) * natts);
-		ExecStoreVirtualTuple(slot);
-		table_tuple_insert(rel, slot, cid, 0, NULL);
-		(void) ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+		slots[r] = table_slot_create(rel, NULL);
+		memcpy(slots[r]->tts_values, values + (size_t) r * natts, sizeof(Datum) * natts);
+		memcpy(slots[r]->tts_isnull, nulls + (size_t) r * natts, sizeof(bool) * natts);
+		ExecStoreVirtualTuple(slots[r]);
+	}
+	table_multi_insert(rel, slots, nrows, GetCurrentCommandId(true), 0, NULL);
+	for (int r = 0; r < nrows; r++)
+	{
+		(void) ExecInsertIndexTuples(rri, slots[r], estate, false, false, NULL, NIL);
 		ResetPerTupleExprContext(estate);
+		ExecDropSingleTupleTableSlot(slots[r]);
 	}
 	ExecCloseIndices(rri);
-	ExecDropSingleTupleTableSlot(slot);
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
 }

@@ -340,6 +340,8 @@ lake_worker_main(Datum arg)
 	bool		recovered = false;	/* by this worker lifetime */
 	TimestampTz next_expiry = 0;
 	TimestampTz seal_due = 0;
+	Oid			generation = InvalidOid;
+	bool		sealed_again = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -367,7 +369,6 @@ lake_worker_main(Datum arg)
 	for (;;)
 	{
 		long		timeout = 1000L;
-		Oid			generation;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -380,7 +381,14 @@ lake_worker_main(Datum arg)
 			next_expiry = 0;
 		}
 
-		generation = installed_generation();
+		/*
+		 * A seal that just committed found this generation serving (its
+		 * fence checks it): sealing on back to back, the worker need not
+		 * look it up again in a transaction of its own before every cycle.
+		 */
+		if (!sealed_again)
+			generation = installed_generation();
+		sealed_again = false;
 		if (OidIsValid(generation))
 		{
 			if (pg_atomic_read_u32(&ws->state) != WORKER_SERVING)
@@ -407,7 +415,10 @@ lake_worker_main(Datum arg)
 															  expiry_interval_ms());
 				}
 				if (timeout == 0)
+				{
+					sealed_again = true;
 					continue;
+				}
 			}
 		}
 		else
