@@ -7,7 +7,7 @@ PG_MAJOR=15
 export PATH="/usr/lib/postgresql/$PG_MAJOR/bin:$PATH"
 PKGS=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libzstd-dev libssl-dev libipc-run-perl
       make gcc zstd clang llvm libclang-rt-14-dev postgresql-$PG_MAJOR-plproxy
-      gdb)  # gdb: test/t/016_seal_flush.pl holds the worker in its flush
+      gdb)  # gdb: test/t/017_seal_flush.pl holds the worker in its flush
 [ "${LAKE_WITH_BENCH:-0}" = 1 ] && PKGS+=(postgresql-$PG_MAJOR-pgq3)
 
 missing=()
