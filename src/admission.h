@@ -19,6 +19,8 @@ extern bool admission_shmem_ready(void);
  * less the time it waited here).
  */
 extern long admission_reserve(uint64 bytes);
+/* The same when 'budget_ms' is what is left of the call's wait budget. */
+extern long admission_reserve_within(uint64 bytes, long budget_ms);
 
 /* Effective stream limit (the last valid pair). */
 extern uint32 admission_max_stream_bytes(void);

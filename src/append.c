@@ -15,6 +15,7 @@
 #include "digest.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "guc.h"
 #include "operation.h"
 #include "store_version.h"
 #include "utils/builtins.h"
@@ -64,12 +65,22 @@ lake_append(PG_FUNCTION_ARGS)
 	/* Refuse a tenant not granted before it can hold admission capacity. */
 	store_connect();
 	access_require_tenant(tenant);
-	wait_ms = admission_reserve((uint64) len);
+	operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
+
+	/*
+	 * A new operation queues for its dataset's lock before it takes a
+	 * permit: appends to one dataset pass one at a time anyway, and a
+	 * permit held in that queue would keep a slot from every other
+	 * dataset (and from the lock's holder itself). Both waits share the
+	 * call's budget.
+	 */
+	wait_ms = op.found ? lake_admission_queue_wait_ms :
+		operation_lock(&op, dataset, lake_admission_queue_wait_ms);
+	wait_ms = admission_reserve_within((uint64) len, wait_ms);
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);
 
-	store_lookup_operation(dataset, tenant, operation_id, &op);
 	if (operation_resolve(&op, digest, dataset, tenant, operation_id, wait_ms, &version))
 		store_write_version(op.dataset_id, version, tenant, operation_id, digest,
 							VARDATA_ANY(payload), len);
@@ -161,7 +172,7 @@ lake_read_operation(PG_FUNCTION_ARGS)
 	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
 	store_connect();
 	access_require_tenant(tenant);
-	store_lookup_operation(dataset, tenant, operation_id, &op);
+	store_lookup_operation(store_dataset_id(dataset), tenant, operation_id, &op);
 	if (!op.found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

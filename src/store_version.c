@@ -217,11 +217,10 @@ find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 }
 
 void
-store_lookup_operation(const char *dataset, const char *tenant,
+store_lookup_operation(int32 dataset_id, const char *tenant,
 					   const char *operation_id, OperationLookup *out)
 {
-	find_operation(store_dataset_id(dataset), tenant, operation_id,
-				   InvalidSnapshot, out);
+	find_operation(dataset_id, tenant, operation_id, InvalidSnapshot, out);
 }
 
 void

@@ -26,6 +26,9 @@ typedef struct OperationLookup
 	uint8		digest[LAKE_DIGEST_LEN];
 	VersionHead head;			/* when found: the version's header */
 	int64		max_version;	/* store_recheck_operation only */
+	/* operation.c's: the dataset's head when looked up (-1: not known), */
+	int64		seen_head;
+	bool		locked;			/* and whether its append lock is held */
 } OperationLookup;
 
 /* Receives each decoded chunk of a payload, in order. */
@@ -38,7 +41,7 @@ extern char *store_dataset_name(int32 dataset_id);
 extern bool store_lock_dataset(int32 dataset_id, long wait_ms);
 
 /* operations */
-extern void store_lookup_operation(const char *dataset, const char *tenant,
+extern void store_lookup_operation(int32 dataset_id, const char *tenant,
 								   const char *operation_id, OperationLookup *out);
 extern void store_recheck_operation(const char *tenant, const char *operation_id,
 									Snapshot snapshot, OperationLookup *out);
