@@ -81,7 +81,10 @@ lake_append(PG_FUNCTION_ARGS)
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);
 
-	if (operation_resolve(&op, digest, dataset, tenant, operation_id, wait_ms, &version))
+	if (op.found)
+		version = operation_replay_of(&op, digest, VARDATA_ANY(payload), len,
+									  dataset, tenant, operation_id);
+	else if (operation_resolve(&op, digest, dataset, tenant, operation_id, wait_ms, &version))
 		store_write_version(op.dataset_id, version, tenant, operation_id, digest,
 							VARDATA_ANY(payload), len);
 	store_finish();

@@ -32,6 +32,14 @@ int64
 operation_replay(const OperationLookup *op, const uint8 *digest,
 				 const char *dataset, const char *tenant, const char *operation_id)
 {
+	return operation_replay_of(op, digest, NULL, 0, dataset, tenant, operation_id);
+}
+
+int64
+operation_replay_of(const OperationLookup *op, const uint8 *digest,
+					const char *payload, int64 len, const char *dataset,
+					const char *tenant, const char *operation_id)
+{
 	if (digest != NULL && memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
@@ -40,7 +48,7 @@ operation_replay(const OperationLookup *op, const uint8 *digest,
 				 errdetail("The stored digest differs from this payload's digest."),
 				 errhint("Use a new operation id for new content.")));
 	/* The version answers for its bytes as a read does (SPEC §5). */
-	store_check_lineage(dataset, op);
+	store_check_lineage(dataset, op, payload, len);
 	return op->version;
 }
 

@@ -43,4 +43,14 @@ extern int64 operation_replay(const OperationLookup *op, const uint8 *digest,
 							  const char *dataset, const char *tenant,
 							  const char *operation_id);
 
+/*
+ * The same when the caller holds the payload ('len' bytes) whose digest
+ * 'digest' is: the lineage is then verified by comparing it with the
+ * decoded chunks, not by digesting them again.
+ */
+extern int64 operation_replay_of(const OperationLookup *op, const uint8 *digest,
+								 const char *payload, int64 len,
+								 const char *dataset, const char *tenant,
+								 const char *operation_id);
+
 #endif							/* LAKE_OPERATION_H */

@@ -65,8 +65,13 @@ extern const char *store_visit_version(const VersionHead *head, ChunkVisitor vis
 /* LK005: the version's chunks are missing or damaged. */
 extern void store_lineage_broken(const char *dataset, int64 version,
 								 const char *why) pg_attribute_noreturn();
-/* Verify a found operation's lineage as a read does; LK005 if it is broken. */
-extern void store_check_lineage(const char *dataset, const OperationLookup *op);
+/*
+ * Verify a found operation's lineage as a read does; LK005 if it is broken.
+ * 'payload' (NULL: none) holds 'len' bytes whose digest is the version's:
+ * the chunks are compared with them instead of digested.
+ */
+extern void store_check_lineage(const char *dataset, const OperationLookup *op,
+								const char *payload, int64 len);
 extern void store_list_versions(int32 dataset_id, int64 after_version,
 								Oid only_role, ReturnSetInfo *rsinfo);
 
