@@ -383,6 +383,24 @@ take_role_permit(void)
 	held_subxact = GetCurrentSubTransactionId();
 }
 
+bool
+admission_held(void)
+{
+	return held;
+}
+
+/*
+ * A permit the current call took is given back while the call waits for
+ * something else (a dataset's lock): a slot held in that queue would keep
+ * it from every other dataset. The call takes a permit again before it
+ * goes on.
+ */
+void
+admission_give_back(void)
+{
+	release_permit();
+}
+
 long
 admission_reserve(uint64 bytes)
 {

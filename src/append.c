@@ -15,7 +15,6 @@
 #include "digest.h"
 #include "executor/spi.h"
 #include "funcapi.h"
-#include "guc.h"
 #include "operation.h"
 #include "store_version.h"
 #include "utils/builtins.h"
@@ -53,6 +52,7 @@ lake_append(PG_FUNCTION_ARGS)
 	OperationLookup op;
 	int64		version;
 	long		wait_ms;
+	bool		held;
 
 	lake_require_preload();
 	dataset = lake_arg_name(fcinfo, 0, "dataset");
@@ -65,18 +65,24 @@ lake_append(PG_FUNCTION_ARGS)
 	/* Refuse a tenant not granted before it can hold admission capacity. */
 	store_connect();
 	access_require_tenant(tenant);
+	held = admission_held();
+	wait_ms = admission_reserve((uint64) len);
 	operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
 
 	/*
-	 * A new operation queues for its dataset's lock before it takes a
-	 * permit: appends to one dataset pass one at a time anyway, and a
-	 * permit held in that queue would keep a slot from every other
-	 * dataset (and from the lock's holder itself). Both waits share the
-	 * call's budget.
+	 * A new operation whose dataset is busy queues for its lock without
+	 * the permit it just took: appends to one dataset pass one at a time
+	 * anyway, and permits held in that queue would keep slots from every
+	 * other dataset (and from the lock's holder). It takes a permit again
+	 * once it has the lock. All waits share the call's budget.
 	 */
-	wait_ms = op.found ? lake_admission_queue_wait_ms :
-		operation_lock(&op, dataset, lake_admission_queue_wait_ms);
-	wait_ms = admission_reserve_within((uint64) len, wait_ms);
+	if (!op.found && !operation_try_lock(&op))
+	{
+		if (!held)
+			admission_give_back();
+		wait_ms = operation_lock(&op, dataset, wait_ms);
+		wait_ms = admission_reserve_within((uint64) len, wait_ms);
+	}
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);

@@ -66,6 +66,13 @@ operation_lookup(int32 dataset_id, const char *tenant, const char *operation_id,
 	store_lookup_operation(dataset_id, tenant, operation_id, op);
 }
 
+bool
+operation_try_lock(OperationLookup *op)
+{
+	op->locked = store_lock_dataset(op->dataset_id, 0);
+	return op->locked;
+}
+
 long
 operation_lock(OperationLookup *op, const char *dataset, long wait_ms)
 {

@@ -15,6 +15,9 @@
 extern void operation_lookup(int32 dataset_id, const char *tenant,
 							 const char *operation_id, OperationLookup *op);
 
+/* Take the dataset's append lock for a new operation if it is free now. */
+extern bool operation_try_lock(OperationLookup *op);
+
 /*
  * Take the dataset's append lock for a new operation, waiting at most
  * 'wait_ms' (then 53000). Returns the ms left of that budget.

@@ -28,7 +28,6 @@ $node->safe_psql(
 	'postgres', qq{
 CREATE EXTENSION lake;
 SELECT lake.create_dataset('ds');
-SELECT lake.create_dataset('other');
 CREATE FUNCTION payload(tag text, n int) RETURNS bytea LANGUAGE sql IMMUTABLE AS
 \$\$ SELECT string_agg(sha256(convert_to(tag || ':' || i, 'UTF8')), ''::bytea ORDER BY i)
    FROM generate_series(1, n) i \$\$;
@@ -115,10 +114,8 @@ sub start_holder
 			"$what: the holder sleeps in pg_sleep");
 	}
 	is(usage(), "1|$BYTES", "$what: the holder holds one slot and the payload's $BYTES bytes");
-	# Another dataset: a new operation on 'ds' would queue for its lock
-	# (53000 "busy") before asking for a slot.
 	my ($state, $msg) = sql_error($node,
-		"SELECT lake.append('other', 't', 'contender', '\\x02'::bytea)");
+		"SELECT lake.append('ds', 't', 'contender', '\\x02'::bytea)");
 	is("$state $msg", '53000 append admission limit reached',
 		"$what: another session cannot get the slot meanwhile");
 	return ($h, $pid);
