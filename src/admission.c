@@ -323,10 +323,9 @@ admission_init(void)
  * it did not use reaches the next one.
  */
 static bool
-wait_and_take(bool need_slot, uint32 bytes, TimestampTz start)
+wait_and_take(bool need_slot, uint32 bytes, TimestampTz start, long budget_ms)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(start,
-													   lake_admission_queue_wait_ms);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(start, budget_ms);
 	bool		ok = false;
 
 	pg_atomic_fetch_add_u64(&adm->waited, 1);
@@ -384,13 +383,37 @@ take_role_permit(void)
 	held_subxact = GetCurrentSubTransactionId();
 }
 
+bool
+admission_held(void)
+{
+	return held;
+}
+
 /*
- * Returns what is left of this call's waiting budget, in ms:
- * lake.admission_queue_wait less the time spent waiting here. The dataset
- * lock the call may wait for next shares that budget.
+ * A permit the current call took is given back while the call waits for
+ * something else (a dataset's lock): a slot held in that queue would keep
+ * it from every other dataset. The call takes a permit again before it
+ * goes on.
  */
+void
+admission_give_back(void)
+{
+	release_permit();
+}
+
 long
 admission_reserve(uint64 bytes)
+{
+	return admission_reserve_within(bytes, lake_admission_queue_wait_ms);
+}
+
+/*
+ * Returns what is left of this call's waiting budget, in ms: 'budget_ms'
+ * less the time spent waiting here. The dataset lock the call may wait
+ * for next shares that budget.
+ */
+long
+admission_reserve_within(uint64 bytes, long budget_ms)
 {
 	TimestampTz start = 0;
 	uint32		max_stream;
@@ -408,7 +431,7 @@ admission_reserve(uint64 bytes)
 				 errhint("Split the payload with lake.begin_append and lake.append_chunk, or raise lake.max_stream_bytes.")));
 
 	if (held && held_bytes >= bytes)
-		return lake_admission_queue_wait_ms;	/* the permit already covers this call */
+		return budget_ms;		/* the permit already covers this call */
 
 	need_slot = !held;
 	grow = (uint32) bytes - (held ? held_bytes : 0);
@@ -423,7 +446,7 @@ admission_reserve(uint64 bytes)
 		take_role_permit();
 
 	if (!try_take(need_slot, grow) &&
-		!wait_and_take(need_slot, grow, (start = GetCurrentTimestamp())))
+		!wait_and_take(need_slot, grow, (start = GetCurrentTimestamp()), budget_ms))
 	{
 		if (need_slot)
 			release_permit();	/* the role's count, taken above */
@@ -436,7 +459,7 @@ admission_reserve(uint64 bytes)
 						   HIGH32(usage), lake_max_concurrent_appends,
 						   LOW32(usage), LOW32(pg_atomic_read_u64(&adm->limits)),
 						   need_slot ? "a slot" : "no new slot",
-						   bytes, lake_admission_queue_wait_ms),
+						   bytes, (int) Max(budget_ms, 0)),
 				 errhint("Retry later, or raise lake.max_concurrent_appends or lake.max_buffered_bytes.")));
 	}
 
@@ -448,8 +471,8 @@ admission_reserve(uint64 bytes)
 	held = true;
 	held_bytes = (uint32) bytes;
 	if (start == 0)
-		return lake_admission_queue_wait_ms;
-	return Max(0, lake_admission_queue_wait_ms -
+		return budget_ms;
+	return Max(0, budget_ms -
 			   TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
 }
 

@@ -19,6 +19,13 @@ extern bool admission_shmem_ready(void);
  * less the time it waited here).
  */
 extern long admission_reserve(uint64 bytes);
+/* The same when 'budget_ms' is what is left of the call's wait budget. */
+extern long admission_reserve_within(uint64 bytes, long budget_ms);
+
+/* Does this backend hold a permit (taken earlier in its transaction)? */
+extern bool admission_held(void);
+/* Release a permit the current call took and has not used yet. */
+extern void admission_give_back(void);
 
 /* Effective stream limit (the last valid pair). */
 extern uint32 admission_max_stream_bytes(void);

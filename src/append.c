@@ -52,6 +52,7 @@ lake_append(PG_FUNCTION_ARGS)
 	OperationLookup op;
 	int64		version;
 	long		wait_ms;
+	bool		held;
 
 	lake_require_preload();
 	dataset = lake_arg_name(fcinfo, 0, "dataset");
@@ -64,13 +65,32 @@ lake_append(PG_FUNCTION_ARGS)
 	/* Refuse a tenant not granted before it can hold admission capacity. */
 	store_connect();
 	access_require_tenant(tenant);
+	held = admission_held();
 	wait_ms = admission_reserve((uint64) len);
+	operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
+
+	/*
+	 * A new operation whose dataset is busy queues for its lock without
+	 * the permit it just took: appends to one dataset pass one at a time
+	 * anyway, and permits held in that queue would keep slots from every
+	 * other dataset (and from the lock's holder). It takes a permit again
+	 * once it has the lock. All waits share the call's budget.
+	 */
+	if (!op.found && !operation_try_lock(&op))
+	{
+		if (!held)
+			admission_give_back();
+		wait_ms = operation_lock(&op, dataset, wait_ms);
+		wait_ms = admission_reserve_within((uint64) len, wait_ms);
+	}
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);
 
-	store_lookup_operation(dataset, tenant, operation_id, &op);
-	if (operation_resolve(&op, digest, dataset, tenant, operation_id, wait_ms, &version))
+	if (op.found)
+		version = operation_replay_of(&op, digest, VARDATA_ANY(payload), len,
+									  dataset, tenant, operation_id);
+	else if (operation_resolve(&op, digest, dataset, tenant, operation_id, wait_ms, &version))
 		store_write_version(op.dataset_id, version, tenant, operation_id, digest,
 							VARDATA_ANY(payload), len);
 	store_finish();
@@ -161,7 +181,7 @@ lake_read_operation(PG_FUNCTION_ARGS)
 	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
 	store_connect();
 	access_require_tenant(tenant);
-	store_lookup_operation(dataset, tenant, operation_id, &op);
+	store_lookup_operation(store_dataset_id(dataset), tenant, operation_id, &op);
 	if (!op.found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

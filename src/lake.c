@@ -9,6 +9,7 @@
 #include "cycle.h"
 #include "fmgr.h"
 #include "guc.h"
+#include "head.h"
 #include "miscadmin.h"
 #include "publish.h"
 #include "storage/ipc.h"
@@ -29,6 +30,7 @@ lake_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	admission_shmem_request();
+	head_shmem_request();
 	cycle_shmem_request();
 	waiter_shmem_request();
 	worker_shmem_request();
@@ -41,6 +43,7 @@ lake_shmem_startup(void)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	admission_shmem_startup();
+	head_shmem_startup();
 	cycle_shmem_startup();
 	waiter_shmem_startup();
 	worker_shmem_startup();
@@ -69,6 +72,7 @@ _PG_init(void)
 
 	lake_guc_init();
 	admission_init();
+	head_init();
 	cycle_init();
 	publish_init();
 

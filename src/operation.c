@@ -8,6 +8,11 @@
  *      contender we waited for may have committed this very operation), and
  *      hand back version max+1 for the caller to write under the lock.
  *
+ * Step 2 needs no second look when the dataset's head (head.h) is known
+ * and the same as when step 1 looked: no version was committed since step
+ * 1's snapshot, which saw every version up to that head, so its answer
+ * stands and the head is the highest version.
+ *
  * The lock is held to commit, which makes versions gap-free and visible in
  * commit order. Under REPEATABLE READ / SERIALIZABLE the transaction
  * snapshot cannot see what a contender committed meanwhile; step 2 then
@@ -18,12 +23,22 @@
 
 #include "access/xact.h"
 #include "guc.h"
+#include "head.h"
 #include "operation.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 int64
 operation_replay(const OperationLookup *op, const uint8 *digest,
 				 const char *dataset, const char *tenant, const char *operation_id)
+{
+	return operation_replay_of(op, digest, NULL, 0, dataset, tenant, operation_id);
+}
+
+int64
+operation_replay_of(const OperationLookup *op, const uint8 *digest,
+					const char *payload, int64 len, const char *dataset,
+					const char *tenant, const char *operation_id)
 {
 	if (digest != NULL && memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
 		ereport(ERROR,
@@ -33,8 +48,81 @@ operation_replay(const OperationLookup *op, const uint8 *digest,
 				 errdetail("The stored digest differs from this payload's digest."),
 				 errhint("Use a new operation id for new content.")));
 	/* The version answers for its bytes as a read does (SPEC §5). */
-	store_check_lineage(dataset, op);
+	store_check_lineage(dataset, op, payload, len);
 	return op->version;
+}
+
+void
+operation_lookup(int32 dataset_id, const char *tenant, const char *operation_id,
+				 OperationLookup *op)
+{
+	/*
+	 * The head first: the lookup's snapshot, fresh in READ COMMITTED, then
+	 * sees every version up to it. A transaction snapshot may be older.
+	 */
+	op->seen_head = IsolationUsesXactSnapshot() ? -1 :
+		head_get(store_relid("dataset"), dataset_id);
+	op->locked = false;
+	store_lookup_operation(dataset_id, tenant, operation_id, op);
+}
+
+bool
+operation_try_lock(OperationLookup *op)
+{
+	op->locked = store_lock_dataset(op->dataset_id, 0);
+	return op->locked;
+}
+
+long
+operation_lock(OperationLookup *op, const char *dataset, long wait_ms)
+{
+	TimestampTz start = GetCurrentTimestamp();
+
+	if (!store_lock_dataset(op->dataset_id, wait_ms))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("dataset \"%s\" is busy", dataset),
+				 errdetail("Another transaction appending to it held its lock longer than lake.admission_queue_wait (%d ms).",
+						   lake_admission_queue_wait_ms),
+				 errhint("Retry later; nothing was written.")));
+	op->locked = true;
+	return Max(0, wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
+}
+
+/*
+ * Under the lock: is the operation there now, and which is the highest
+ * version? Answered by the head when it shows nothing was committed since
+ * the lookup, else by a second look with a fresh snapshot, which teaches
+ * the head.
+ */
+static void
+recheck(OperationLookup *op, const char *dataset, const char *tenant,
+		const char *operation_id)
+{
+	Oid			datasets = store_relid("dataset");
+	int64		head = head_get(datasets, op->dataset_id);
+
+	if (IsolationUsesXactSnapshot())
+	{
+		OperationLookup mine = *op;
+
+		store_recheck_operation(tenant, operation_id, InvalidSnapshot, &mine);
+		store_recheck_operation(tenant, operation_id, GetLatestSnapshot(), op);
+		if (mine.found != op->found || mine.max_version != op->max_version)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to a concurrent append to dataset \"%s\"",
+							dataset),
+					 errhint("Retry the transaction.")));
+	}
+	else if (head >= 0 && head == op->seen_head)
+	{
+		op->max_version = head;
+		return;
+	}
+	else
+		store_recheck_operation(tenant, operation_id, InvalidSnapshot, op);
+	head_learn(datasets, op->dataset_id, op->max_version);
 }
 
 bool
@@ -44,28 +132,9 @@ operation_resolve(OperationLookup *op, const uint8 *digest, const char *dataset,
 {
 	if (!op->found)
 	{
-		if (!store_lock_dataset(op->dataset_id, wait_ms))
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-					 errmsg("dataset \"%s\" is busy", dataset),
-					 errdetail("Another transaction appending to it held its lock longer than lake.admission_queue_wait (%d ms).",
-							   lake_admission_queue_wait_ms),
-					 errhint("Retry later; nothing was written.")));
-		if (IsolationUsesXactSnapshot())
-		{
-			OperationLookup mine = *op;
-
-			store_recheck_operation(tenant, operation_id, InvalidSnapshot, &mine);
-			store_recheck_operation(tenant, operation_id, GetLatestSnapshot(), op);
-			if (mine.found != op->found || mine.max_version != op->max_version)
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to a concurrent append to dataset \"%s\"",
-								dataset),
-						 errhint("Retry the transaction.")));
-		}
-		else
-			store_recheck_operation(tenant, operation_id, InvalidSnapshot, op);
+		if (!op->locked)
+			(void) operation_lock(op, dataset, wait_ms);
+		recheck(op, dataset, tenant, operation_id);
 	}
 	if (op->found)
 	{
@@ -73,5 +142,6 @@ operation_resolve(OperationLookup *op, const uint8 *digest, const char *dataset,
 		return false;
 	}
 	*version = op->max_version + 1;
+	head_wrote(store_relid("dataset"), op->dataset_id, *version);
 	return true;
 }

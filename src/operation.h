@@ -9,11 +9,27 @@
 #include "store_version.h"
 
 /*
- * Given an unlocked lookup of the operation (op->dataset_id set), decide:
+ * The unlocked lookup of an operation in a dataset (the protocol's step 1),
+ * noting what operation_resolve needs to know later.
+ */
+extern void operation_lookup(int32 dataset_id, const char *tenant,
+							 const char *operation_id, OperationLookup *op);
+
+/* Take the dataset's append lock for a new operation if it is free now. */
+extern bool operation_try_lock(OperationLookup *op);
+
+/*
+ * Take the dataset's append lock for a new operation, waiting at most
+ * 'wait_ms' (then 53000). Returns the ms left of that budget.
+ */
+extern long operation_lock(OperationLookup *op, const char *dataset, long wait_ms);
+
+/*
+ * Given operation_lookup's answer, decide:
  * returns false with *version = the existing version for a replay (as
  * operation_replay answers it), or true with *version = the next version number
  * and the dataset's append lock held, when the caller must write it.
- * The lock is waited for at most 'wait_ms' (left from admission_reserve),
+ * The lock, unless operation_lock took it, is waited for at most 'wait_ms',
  * then refused with 53000.
  */
 extern bool operation_resolve(OperationLookup *op, const uint8 *digest,
@@ -29,5 +45,15 @@ extern bool operation_resolve(OperationLookup *op, const uint8 *digest,
 extern int64 operation_replay(const OperationLookup *op, const uint8 *digest,
 							  const char *dataset, const char *tenant,
 							  const char *operation_id);
+
+/*
+ * The same when the caller holds the payload ('len' bytes) whose digest
+ * 'digest' is: the lineage is then verified by comparing it with the
+ * decoded chunks, not by digesting them again.
+ */
+extern int64 operation_replay_of(const OperationLookup *op, const uint8 *digest,
+								 const char *payload, int64 len,
+								 const char *dataset, const char *tenant,
+								 const char *operation_id);
 
 #endif							/* LAKE_OPERATION_H */

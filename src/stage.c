@@ -266,8 +266,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	lake_digest_end(ctx, digest);
 	lake_check_digest(supplied, digest);
 
-	op.dataset_id = row.dataset_id;
-	store_recheck_operation(row.tenant, row.operation_id, InvalidSnapshot, &op);
+	operation_lookup(row.dataset_id, row.tenant, row.operation_id, &op);
 	if (operation_resolve(&op, digest, row.dataset, row.tenant, row.operation_id,
 						  wait_ms, &version))
 		store_adopt_stage(&row, version, digest, &sum);

@@ -218,11 +218,10 @@ find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 }
 
 void
-store_lookup_operation(const char *dataset, const char *tenant,
+store_lookup_operation(int32 dataset_id, const char *tenant,
 					   const char *operation_id, OperationLookup *out)
 {
-	find_operation(store_dataset_id(dataset), tenant, operation_id,
-				   InvalidSnapshot, out);
+	find_operation(dataset_id, tenant, operation_id, InvalidSnapshot, out);
 }
 
 void
@@ -550,11 +549,48 @@ store_lineage_broken(const char *dataset, int64 version, const char *why)
 			 errhint("The stored chunks are missing or damaged; restore them from a backup.")));
 }
 
-void
-store_check_lineage(const char *dataset, const OperationLookup *op)
+/* Decoded chunks compared, in order, with the bytes they should make up. */
+typedef struct SameVisit
 {
-	const char *why = store_visit_version(&op->head, NULL, NULL);
+	const char *expect;
+	int64		len;
+	int64		at;
+	bool		same;
+} SameVisit;
 
+static void
+same_visit(const char *data, size_t len, void *arg)
+{
+	SameVisit  *v = (SameVisit *) arg;
+
+	if (v->same && (int64) len <= v->len - v->at &&
+		memcmp(v->expect + v->at, data, len) == 0)
+		v->at += len;
+	else
+		v->same = false;
+}
+
+void
+store_check_lineage(const char *dataset, const OperationLookup *op,
+					const char *payload, int64 len)
+{
+	const char *why;
+
+	if (payload != NULL)
+	{
+		/*
+		 * The payload's digest is the version's: the chunks decode to the
+		 * payload, or their digest cannot be the version's either. A
+		 * comparison does what a second SHA-256 would.
+		 */
+		SameVisit	v = {payload, len, 0, true};
+
+		why = visit_version_chunks(&op->head, same_visit, &v);
+		if (why == NULL && (!v.same || v.at != len))
+			why = "the payload does not match its digest";
+	}
+	else
+		why = store_visit_version(&op->head, NULL, NULL);
 	if (why != NULL)
 		store_lineage_broken(dataset, op->version, why);
 }

@@ -26,6 +26,9 @@ typedef struct OperationLookup
 	uint8		digest[LAKE_DIGEST_LEN];
 	VersionHead head;			/* when found: the version's header */
 	int64		max_version;	/* store_recheck_operation only */
+	/* operation.c's: the dataset's head when looked up (-1: not known), */
+	int64		seen_head;
+	bool		locked;			/* and whether its append lock is held */
 } OperationLookup;
 
 /* Receives each decoded chunk of a payload, in order. */
@@ -38,7 +41,7 @@ extern char *store_dataset_name(int32 dataset_id);
 extern bool store_lock_dataset(int32 dataset_id, long wait_ms);
 
 /* operations */
-extern void store_lookup_operation(const char *dataset, const char *tenant,
+extern void store_lookup_operation(int32 dataset_id, const char *tenant,
 								   const char *operation_id, OperationLookup *out);
 extern void store_recheck_operation(const char *tenant, const char *operation_id,
 									Snapshot snapshot, OperationLookup *out);
@@ -62,8 +65,13 @@ extern const char *store_visit_version(const VersionHead *head, ChunkVisitor vis
 /* LK005: the version's chunks are missing or damaged. */
 extern void store_lineage_broken(const char *dataset, int64 version,
 								 const char *why) pg_attribute_noreturn();
-/* Verify a found operation's lineage as a read does; LK005 if it is broken. */
-extern void store_check_lineage(const char *dataset, const OperationLookup *op);
+/*
+ * Verify a found operation's lineage as a read does; LK005 if it is broken.
+ * 'payload' (NULL: none) holds 'len' bytes whose digest is the version's:
+ * the chunks are compared with them instead of digested.
+ */
+extern void store_check_lineage(const char *dataset, const OperationLookup *op,
+								const char *payload, int64 len);
 extern void store_list_versions(int32 dataset_id, int64 after_version,
 								Oid only_role, ReturnSetInfo *rsinfo);
 /* The newest versions of 1 to max_bytes bytes (dictionary training samples). */

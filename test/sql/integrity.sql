@@ -123,6 +123,14 @@ SELECT t.i_replay() AS chunk_missing;
 INSERT INTO lake_data.chunk SELECT * FROM t.i_big;
 UPDATE lake_data.chunk SET data = t.i_flip(data, 8 * length(data) - 1) WHERE blob = :big_blob AND chunk_no = 1;
 SELECT t.i_replay() AS chunk_damaged;
+-- A sound chunk of other bytes in its place: it decodes, but not to the
+-- payload the version's digest is of.
+SELECT lake.create_dataset('i_other');
+SELECT lake.append('i_other', 'acme', 'i-other', convert_to('lakx', 'UTF8')) AS other_version;
+UPDATE lake_data.chunk SET data = (SELECT v.data FROM lake_data.version v
+    JOIN lake_data.dataset d ON d.id = v.dataset_id WHERE d.name = 'i_other')
+WHERE blob = :big_blob AND chunk_no = 1;
+SELECT t.i_replay() AS chunk_replaced;
 UPDATE lake_data.chunk c SET data = g.data FROM t.i_big g WHERE c.blob = g.blob AND c.chunk_no = g.chunk_no;
 SELECT t.i_replay() = 'ok' AS repaired_replay;
 SELECT lake.append('i_ds', 'acme', 'i-big', convert_to(repeat('lake ', 209716), 'UTF8')) = :big AS same_version;

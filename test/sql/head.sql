@@ -1,0 +1,68 @@
+-- Each dataset's head version is kept in shared memory (src/head.c) so that
+-- an append need not probe for it; it must follow commits only. After an
+-- abort, a rolled-back savepoint, a prepared transaction, or a transaction
+-- writing to more datasets than a backend tracks, every next append still
+-- gets the next version: no gap, no duplicate, no unique_violation.
+SELECT lake.create_dataset('head');
+SELECT lake.append('head', 'acme', 'a', '\x01'::bytea) AS v1;
+
+-- An aborted append leaves the head where it was.
+BEGIN;
+SELECT lake.append('head', 'acme', 'b', '\x02'::bytea) AS v2_rolled_back;
+ROLLBACK;
+SELECT lake.append('head', 'acme', 'c', '\x03'::bytea) AS v2;
+
+-- Two appends in one transaction, then a replay of the first.
+BEGIN;
+SELECT lake.append('head', 'acme', 'd', '\x04'::bytea) AS v3;
+SELECT lake.append('head', 'acme', 'e', '\x05'::bytea) AS v4;
+SELECT lake.append('head', 'acme', 'd', '\x04'::bytea) AS v3_replayed;
+COMMIT;
+
+-- A savepoint rolled back after a write: its version is gone, the
+-- transaction's earlier one stays, the next one fills the gap.
+BEGIN;
+SELECT lake.append('head', 'acme', 'f', '\x06'::bytea) AS v5;
+SAVEPOINT s;
+SELECT lake.append('head', 'acme', 'g', '\x07'::bytea) AS v6_rolled_back;
+ROLLBACK TO SAVEPOINT s;
+SELECT lake.append('head', 'acme', 'h', '\x08'::bytea) AS v6;
+COMMIT;
+SELECT lake.append('head', 'acme', 'i', '\x09'::bytea) AS v7;
+
+-- The same through a caught error after a write in a subtransaction.
+DO $$
+BEGIN
+    PERFORM lake.append('head', 'acme', 'j', '\x0a'::bytea);
+    RAISE EXCEPTION 'undo';
+EXCEPTION WHEN raise_exception THEN
+    NULL;
+END
+$$;
+SELECT lake.append('head', 'acme', 'k', '\x0b'::bytea) AS v8;
+
+-- A prepared transaction commits elsewhere: the head must not stay behind.
+BEGIN;
+SELECT lake.append('head', 'acme', 'l', '\x0c'::bytea) AS v9;
+PREPARE TRANSACTION 'head_prepared';
+COMMIT PREPARED 'head_prepared';
+SELECT lake.append('head', 'acme', 'm', '\x0d'::bytea) AS v10;
+BEGIN;
+SELECT lake.append('head', 'acme', 'n', '\x0e'::bytea) AS v11_rolled_back;
+PREPARE TRANSACTION 'head_prepared';
+ROLLBACK PREPARED 'head_prepared';
+SELECT lake.append('head', 'acme', 'o', '\x0f'::bytea) AS v11;
+
+SELECT version, operation_id FROM lake.versions('head') ORDER BY version;
+
+-- More datasets in one transaction than a backend tracks (8), each
+-- appended to twice, then once more after the commit.
+SELECT count(lake.create_dataset('head' || i)) FROM generate_series(1, 10) AS i;
+BEGIN;
+SELECT array_agg(lake.append('head' || i, 'acme', 'x', '\x01'::bytea) ORDER BY i) AS first
+  FROM generate_series(1, 10) AS i;
+SELECT array_agg(lake.append('head' || i, 'acme', 'y', '\x02'::bytea) ORDER BY i) AS second
+  FROM generate_series(1, 10) AS i;
+COMMIT;
+SELECT array_agg(lake.append('head' || i, 'acme', 'z', '\x03'::bytea) ORDER BY i) AS third
+  FROM generate_series(1, 10) AS i;
