@@ -19,6 +19,9 @@
  */
 #include "lake.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access.h"
 #include "args.h"
@@ -36,8 +39,9 @@
 #include "seal.h"
 #include "store_owner.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -107,8 +111,8 @@ typedef struct ById
 } ById;
 
 /*
- * The registered owners, in id order (the registry's primary key order):
- * found by id in one probe while ids are dense, by binary search otherwise.
+ * The registered owners, sorted by id once read: found by id in one probe
+ * while ids are dense, by binary search otherwise.
  */
 typedef struct Replay
 {
@@ -120,6 +124,15 @@ typedef struct Replay
 	LogCycle	at;				/* the cycle being replayed */
 	RecoveryFigures fig;
 } Replay;
+
+static int
+by_id_cmp(const void *a, const void *b)
+{
+	int32		x = ((const ById *) a)->id;
+	int32		y = ((const ById *) b)->id;
+
+	return (x > y) - (x < y);
+}
 
 static ById *
 by_id(Replay *rp, int32 id)
@@ -304,7 +317,9 @@ load_owners(Replay *rp)
 {
 	/* No more than the shared table holds; only the pages used are touched. */
 	rp->owners = palloc_extended(sizeof(ById) * lake_max_owners, MCXT_ALLOC_HUGE);
-	store_owner_scan(false, load_owner, rp);
+	store_owner_scan(OWNERS_AS_STORED, load_owner, rp);
+	/* Usually in id order already (owners are appended): then one pass. */
+	qsort(rp->owners, rp->n, sizeof(ById), by_id_cmp);
 	if (rp->unfit > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
@@ -435,17 +450,48 @@ settle_quarantines(Replay *rp)
 	}
 }
 
+/*
+ * Advance the durable writer epoch to the next one in this partition's
+ * residue class (SPEC §7), straight on its one row: recovery is the only
+ * writer of lake_data.writer (a concurrent update would be an error).
+ */
+static int32
+advance_epoch(void)
+{
+	Relation	rel = store_open("writer", RowExclusiveLock);
+	Relation	idx = store_open("writer_pkey", AccessShareLock);
+	AttrNumber	att = get_attnum(RelationGetRelid(rel), "epoch");
+	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	bool	   *nulls = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	SysScanDesc scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
+	HeapTuple	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	int64		next;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "lake: the writer epoch row is missing");
+	tup = heap_copytuple(tup);
+	systable_endscan_ordered(scan);
+	heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+	next = (int64) DatumGetInt32(values[att - 1]) + 1;
+	next += (lake_partition + lake_partitions - next % lake_partitions) % lake_partitions;
+	if (next > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("the writer epoch cannot advance past %d", PG_INT32_MAX)));
+	values[att - 1] = Int32GetDatum((int32) next);
+	store_update(rel, &tup->t_self, values, nulls);
+	index_close(idx, AccessShareLock);
+	table_close(rel, RowExclusiveLock);
+	return (int32) next;
+}
+
 void
 recovery_run(RecoveryResult *out)
 {
-	static SPIPlanPtr plan_epoch;
 	TimestampTz start = GetCurrentTimestamp();
 	Replay		rp;
-	bool		isnull;
 	int32		epoch;
 	int64		snapshot;
-	Oid			partition_types[2] = {INT4OID, INT4OID};
-	Datum		partition_values[2] = {Int32GetDatum(lake_partition), Int32GetDatum(lake_partitions)};
 
 	memset(&rp, 0, sizeof(rp));
 
@@ -461,16 +507,7 @@ recovery_run(RecoveryResult *out)
 	cycle_begin_recovery();
 	lifecycle_cache_reset();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	/* The next epoch in this partition's residue class (SPEC §7). */
-	if (SPI_execute_plan(store_plan(&plan_epoch,
-									"UPDATE lake_data.writer SET epoch = epoch OPERATOR(pg_catalog.+) 1 "
-									"OPERATOR(pg_catalog.+) pg_catalog.mod($1 OPERATOR(pg_catalog.+) $2 "
-									"OPERATOR(pg_catalog.-) pg_catalog.mod(epoch OPERATOR(pg_catalog.+) 1, $2), $2) "
-									"RETURNING epoch",
-									2, partition_types),
-						 partition_values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
-		elog(ERROR, "lake: could not advance the writer epoch");
-	epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	epoch = advance_epoch();
 
 	load_owners(&rp);
 	snapshot = load_snapshot(&rp);

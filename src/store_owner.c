@@ -12,6 +12,8 @@
 #include "lake.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
+#include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
@@ -85,17 +87,18 @@ store_owner_tenant(int32 owner_id)
 }
 
 /*
- * Every owner, read straight through an index of lake_data.owner (by id
- * or by name) and handed to 'visit' one row at a time: a recovery reads
- * the whole registry, so no executor, no SPI row handling and no
- * allocation per owner. The row's name and tenant live in buffers reused
- * for the next row; a quarantine reason (rare) is palloc'd.
+ * Every owner, read straight from lake_data.owner (in heap order, or
+ * through its index by id or by name) and handed to 'visit' one row at a
+ * time: a recovery reads the whole registry, so no executor, no SPI row
+ * handling and no allocation per owner. The row's name and tenant live in
+ * buffers reused for the next row; a quarantine reason (rare) is palloc'd.
  */
 void
-store_owner_scan(bool by_name, OwnerRowVisitor visit, void *arg)
+store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 {
 	Relation	rel = store_open("owner", AccessShareLock);
-	Relation	idx = store_open(by_name ? "owner_name_key" : "owner_pkey", AccessShareLock);
+	Relation	idx = order == OWNERS_BY_ID ? store_open("owner_pkey", AccessShareLock) :
+		order == OWNERS_BY_NAME ? store_open("owner_name_key", AccessShareLock) : NULL;
 	TupleDesc	desc = RelationGetDescr(rel);
 	Oid			relid = RelationGetRelid(rel);
 	AttrNumber	att[6] = {get_attnum(relid, "id"), get_attnum(relid, "name"),
@@ -108,10 +111,13 @@ store_owner_scan(bool by_name, OwnerRowVisitor visit, void *arg)
 	OwnerRow	r = {.name = name,.tenant = tenant};
 
 	/* The caller's active snapshot: recovery reads the log with it too. */
-	SysScanDesc scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
+	Snapshot	snapshot = RegisterSnapshot(GetActiveSnapshot());
+	SysScanDesc scan = idx ? systable_beginscan_ordered(rel, idx, snapshot, 0, NULL) : NULL;
+	TableScanDesc heap = idx ? NULL : table_beginscan(rel, snapshot, 0, NULL);
 	HeapTuple	tup;
 
-	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	while (HeapTupleIsValid(tup = idx ? systable_getnext_ordered(scan, ForwardScanDirection) :
+							heap_getnext(heap, ForwardScanDirection)))
 	{
 		CHECK_FOR_INTERRUPTS();
 		/* One pass over the row: its text columns defeat cached offsets. */
@@ -126,8 +132,14 @@ store_owner_scan(bool by_name, OwnerRowVisitor visit, void *arg)
 			TextDatumGetCString(values[att[5] - 1]) : NULL;
 		visit(&r, arg);
 	}
-	systable_endscan_ordered(scan);
-	index_close(idx, AccessShareLock);
+	if (idx)
+	{
+		systable_endscan_ordered(scan);
+		index_close(idx, AccessShareLock);
+	}
+	else
+		table_endscan(heap);
+	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
 	pfree(values);
 	pfree(nulls);
@@ -169,7 +181,7 @@ store_owner_rows(Oid only_role, bool by_name, uint64 *n)
 	{
 		Collect		c = {palloc(sizeof(OwnerRow) * 64), 0, 64};
 
-		store_owner_scan(by_name, collect_row, &c);
+		store_owner_scan(by_name ? OWNERS_BY_NAME : OWNERS_BY_ID, collect_row, &c);
 		*n = c.n;
 		return c.rows;
 	}
