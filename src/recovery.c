@@ -279,17 +279,25 @@ static void
 load_owner(const OwnerRow *row, void *arg)
 {
 	Replay	   *rp = (Replay *) arg;
+	OwnerState *o = NULL;
 	ById	   *b;
 	bool		full;
 
-	if (rp->unfit > 0)
+	if (rp->unfit == 0 && rp->n < lake_max_owners)
 	{
-		rp->unfit++;			/* counted for the error below */
+		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+		o = owner_enter(row->name, row->id, row->lifecycle, row->tenant, &full);
+		LWLockRelease(cycle_lock());
+	}
+	if (o == NULL)
+	{
+		rp->unfit++;			/* no room: counted for the error below */
 		return;
 	}
-	b = &rp->owners[rp->n];
+	b = &rp->owners[rp->n++];
 	b->id = row->id;
 	b->newly = false;
+	b->owner = o;
 	b->limit = NULL;
 	if (row->quarantined)
 	{
@@ -297,16 +305,6 @@ load_owner(const OwnerRow *row, void *arg)
 		b->limit->position = row->quarantine_position;
 		b->limit->reason = row->quarantine_reason;
 	}
-	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-	b->owner = rp->n < lake_max_owners ?
-		owner_enter(row->name, row->id, row->lifecycle, row->tenant, &full) : NULL;
-	LWLockRelease(cycle_lock());
-	if (b->owner == NULL)
-	{
-		rp->unfit = 1;
-		return;
-	}
-	rp->n++;
 	(void) owner_lifecycle(rp, b);
 	rp->fig.owners++;
 }
