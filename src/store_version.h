@@ -69,7 +69,7 @@ extern void store_list_versions(int32 dataset_id, int64 after_version,
 
 /* chunks (of versions and of open stages) */
 extern void store_insert_chunk(Relation rel, int64 blob, int32 chunk_no,
-								const uint8 *digest, const char *data, size_t len);
+								const char *data, size_t len);
 extern const char *store_visit_chunks(int64 blob, int32 first, int64 count,
 									  int64 total, ChunkVisitor visit, void *arg);
 
