@@ -105,7 +105,7 @@ CREATE TABLE lake_data.chunk (
     blob        bigint NOT NULL,
     chunk_no    int NOT NULL,
     bytes       int NOT NULL,           -- decoded size
-    digest      bytea,                  -- SHA-256 of the decoded chunk (staged chunks)
+    digest      bytea,                  -- unused: NULL (a re-sent staged chunk is compared byte for byte)
     data        bytea NOT NULL,
     PRIMARY KEY (blob, chunk_no)
 );

@@ -54,6 +54,15 @@ collect(OwnerState *o, void *arg)
 	im->position = o->position;
 }
 
+static int
+image_cmp(const void *a, const void *b)
+{
+	int32		x = ((const Image *) a)->id;
+	int32		y = ((const Image *) b)->id;
+
+	return (x > y) - (x < y);
+}
+
 int64
 checkpoint_take(void)
 {
@@ -76,6 +85,8 @@ checkpoint_take(void)
 	LWLockAcquire(cycle_lock(), LW_SHARED);
 	owner_foreach(collect, &c);
 	LWLockRelease(cycle_lock());
+	/* In id order, the registry's: recovery then walks its owners in step. */
+	qsort(c.images, c.n, sizeof(Image), image_cmp);
 
 	{
 		LakeOwnerImage longest = {.phase_len = NAMEDATALEN - 1};

@@ -97,6 +97,9 @@ owner_clear_all(void)
 	HASH_SEQ_STATUS status;
 	OwnerState *o;
 
+	/* At a server start it is empty: no walk over every bucket. */
+	if (hash_get_num_entries(owners) == 0)
+		return;
 	hash_seq_init(&status, owners);
 	while ((o = hash_seq_search(&status)) != NULL)
 		hash_search(owners, o->name, HASH_REMOVE, NULL);

@@ -19,6 +19,9 @@
  */
 #include "lake.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access.h"
 #include "args.h"
@@ -36,8 +39,9 @@
 #include "seal.h"
 #include "store_owner.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -90,22 +94,71 @@ advance(OwnerState *o, const LakeLanding *l, int to)
  * The worker's recovery
  * ---------------------------------------------------------------------- */
 
+/* A durable quarantine, as the registry records it. */
+typedef struct DurableQuarantine
+{
+	int64		position;		/* the applied prefix */
+	char	   *reason;
+} DurableQuarantine;
+
+/* Kept small: recovery walks one per registered owner. */
 typedef struct ById
 {
 	int32		id;
-	OwnerState *owner;
-	bool		limited;		/* durably quarantined ... */
-	int64		limit;			/* ... at this applied prefix */
-	char	   *reason;
 	bool		newly;			/* quarantined by this recovery */
+	OwnerState *owner;
+	DurableQuarantine *limit;	/* durably quarantined (rare), or NULL */
 } ById;
 
+/*
+ * The registered owners, sorted by id once read: found by id in one probe
+ * while ids are dense, by binary search otherwise.
+ */
 typedef struct Replay
 {
-	HTAB	   *byid;
+	ById	   *owners;
+	int			n;
+	int			unfit;			/* owners the shared table had no room for */
+	int32		lc_id;			/* the last lifecycle looked up ... */
+	const Lifecycle *lc;		/* ... when it was well formed */
 	LogCycle	at;				/* the cycle being replayed */
 	RecoveryFigures fig;
 } Replay;
+
+static int
+by_id_cmp(const void *a, const void *b)
+{
+	int32		x = ((const ById *) a)->id;
+	int32		y = ((const ById *) b)->id;
+
+	return (x > y) - (x < y);
+}
+
+static ById *
+by_id(Replay *rp, int32 id)
+{
+	int			lo = 0;
+	int			hi = rp->n - 1;
+	int64		guess;
+
+	if (rp->n == 0)
+		return NULL;
+	guess = (int64) id - rp->owners[0].id;
+	if (guess >= 0 && guess < rp->n && rp->owners[guess].id == id)
+		return &rp->owners[guess];
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (rp->owners[mid].id == id)
+			return &rp->owners[mid];
+		if (rp->owners[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
 
 /* Quarantine an owner at the prefix applied so far, for this recovery. */
 static void
@@ -133,10 +186,19 @@ static const Lifecycle *
 owner_lifecycle(Replay *rp, ById *b)
 {
 	char	   *why;
-	const Lifecycle *lc = lifecycle_try_get(b->owner->lifecycle, &why);
+	const Lifecycle *lc;
 
+	/* Owners mostly share a few lifecycles: skip the cache's hash. */
+	if (rp->lc != NULL && rp->lc_id == b->owner->lifecycle)
+		return rp->lc;
+	lc = lifecycle_try_get(b->owner->lifecycle, &why);
 	if (lc == NULL && !b->owner->quarantined)
 		quarantine(rp, b, why);
+	if (lc != NULL)
+	{
+		rp->lc_id = b->owner->lifecycle;
+		rp->lc = lc;
+	}
 	return lc;
 }
 
@@ -144,7 +206,7 @@ static int
 apply_landing(const LakeLanding *l, void *arg)
 {
 	Replay	   *rp = (Replay *) arg;
-	ById	   *b = hash_search(rp->byid, &l->owner_id, HASH_FIND, NULL);
+	ById	   *b = by_id(rp, l->owner_id);
 	OwnerState *o;
 	const Lifecycle *lc;
 	char	   *why;
@@ -160,7 +222,7 @@ apply_landing(const LakeLanding *l, void *arg)
 	}
 	o = b->owner;
 	if (o->quarantined || l->position <= o->position ||
-		(b->limited && l->position > b->limit))
+		(b->limit != NULL && l->position > b->limit->position))
 		return 0;
 	if ((lc = owner_lifecycle(rp, b)) == NULL)
 		return 0;
@@ -204,7 +266,7 @@ skip_damaged_cycle(int64 cycle, const char *why, void *arg)
 		bool		isnull;
 		int32		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 		int64		last = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-		ById	   *b = hash_search(rp->byid, &id, HASH_FIND, NULL);
+		ById	   *b = by_id(rp, id);
 
 		if (b != NULL && !b->owner->quarantined && last > b->owner->position)
 			quarantine(rp, b, reason);
@@ -212,52 +274,63 @@ skip_damaged_cycle(int64 cycle, const char *why, void *arg)
 	SPI_freetuptable(SPI_tuptable);
 }
 
+/* Enter one registered owner in shared memory, in its initial state. */
+static void
+load_owner(const OwnerRow *row, void *arg)
+{
+	Replay	   *rp = (Replay *) arg;
+	OwnerState *o = NULL;
+	ById	   *b;
+	bool		full;
+
+	if (rp->unfit == 0 && rp->n < lake_max_owners)
+	{
+		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+		o = owner_enter(row->name, row->id, row->lifecycle, row->tenant, &full);
+		LWLockRelease(cycle_lock());
+	}
+	if (o == NULL)
+	{
+		rp->unfit++;			/* no room: counted for the error below */
+		return;
+	}
+	b = &rp->owners[rp->n++];
+	b->id = row->id;
+	b->newly = false;
+	b->owner = o;
+	b->limit = NULL;
+	if (row->quarantined)
+	{
+		b->limit = palloc(sizeof(DurableQuarantine));
+		b->limit->position = row->quarantine_position;
+		b->limit->reason = row->quarantine_reason;
+	}
+	(void) owner_lifecycle(rp, b);
+	rp->fig.owners++;
+}
+
+/* The whole registry, straight into the shared owner table. */
 static void
 load_owners(Replay *rp)
 {
-	HASHCTL		ctl;
-	OwnerRow   *rows;
-	uint64		n;
-
-	ctl.keysize = sizeof(int32);
-	ctl.entrysize = sizeof(ById);
-	ctl.hcxt = CurrentMemoryContext;
-	rp->byid = hash_create("lake recovery owners", 1024, &ctl,
-						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
-	rows = store_owner_rows(InvalidOid, false, &n);
-	for (uint64 i = 0; i < n; i++)
-	{
-		int32		id = rows[i].id;
-		char	   *name = rows[i].name;
-		int32		lc = rows[i].lifecycle;
-		char	   *tenant = rows[i].tenant;
-		ById	   *b = hash_search(rp->byid, &id, HASH_ENTER, NULL);
-		bool		full;
-
-		b->limited = rows[i].quarantined;
-		b->limit = rows[i].quarantine_position;
-		b->reason = rows[i].quarantine_reason;
-		b->newly = false;
-		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-		b->owner = owner_enter(name, id, lc, tenant, &full);
-		LWLockRelease(cycle_lock());
-		if (full)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-					 errmsg("lake.max_owners (%d) is too small for the %d registered owners",
-							lake_max_owners, (int) n),
-					 errhint("Raise lake.max_owners and restart the server.")));
-		(void) owner_lifecycle(rp, b);
-		rp->fig.owners++;
-	}
+	/* No more than the shared table holds; only the pages used are touched. */
+	rp->owners = palloc_extended(sizeof(ById) * lake_max_owners, MCXT_ALLOC_HUGE);
+	store_owner_scan(OWNERS_AS_STORED, load_owner, rp);
+	/* Usually in id order already (owners are appended): then one pass. */
+	qsort(rp->owners, rp->n, sizeof(ById), by_id_cmp);
+	if (rp->unfit > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("lake.max_owners (%d) is too small for the %d registered owners",
+						lake_max_owners, rp->n + rp->unfit),
+				 errhint("Raise lake.max_owners and restart the server.")));
 }
 
 static int
 load_image(const LakeOwnerImage *im, void *arg)
 {
 	Replay	   *rp = (Replay *) arg;
-	ById	   *b = hash_search(rp->byid, &im->owner_id, HASH_FIND, NULL);
+	ById	   *b = by_id(rp, im->owner_id);
 	OwnerState *o;
 	const Lifecycle *lc;
 	int			phase;
@@ -267,7 +340,13 @@ load_image(const LakeOwnerImage *im, void *arg)
 	o = b->owner;
 	if (o->quarantined)
 		return 0;				/* its lifecycle is not usable */
-	lc = lifecycle_get(o->lifecycle);
+	/* Its lifecycle is usable (else it would be quarantined), and cached. */
+	if (rp->lc == NULL || rp->lc_id != o->lifecycle)
+	{
+		rp->lc_id = o->lifecycle;
+		rp->lc = lifecycle_get(o->lifecycle);
+	}
+	lc = rp->lc;
 	phase = lifecycle_phase(lc, im->phase, im->phase_len);
 	if (phase < 0)
 	{
@@ -290,24 +369,21 @@ load_image(const LakeOwnerImage *im, void *arg)
 static int64
 load_snapshot(Replay *rp)
 {
-	static SPIPlanPtr plan;
-	bool		isnull;
+	/* lake_data.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data) */
+	Datum		row[6];
+	bool		nulls[6];
 	int64		cycle;
 	size_t		got;
 	uint8	   *raw;
 	const char *why;
 	LakeLandingStatus lst;
 
-	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT s.cycle, s.data FROM lake_data.snapshot s ORDER BY s.cycle DESC LIMIT 1",
-									0, NULL),
-						 NULL, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "lake: could not read the snapshots");
-	if (SPI_processed == 0)
+	/* The newest: the last entry of its primary key. */
+	if (!store_fetch("snapshot", "snapshot_pkey", GetActiveSnapshot(), NULL, 0,
+					 BackwardScanDirection, row, nulls))
 		return 0;
-	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	why = log_unwrap(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull),
-					 &raw, &got);
+	cycle = DatumGetInt64(row[0]);
+	why = log_unwrap(row[5], &raw, &got);
 	if (why == NULL)
 	{
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
@@ -324,13 +400,10 @@ load_snapshot(Replay *rp)
 			 errmsg("lake recovery: the snapshot of cycle " INT64_FORMAT " is damaged; replaying the whole log", cycle),
 			 errdetail("%s", why)));
 	{
-		HASH_SEQ_STATUS status;
-		ById	   *b;
-
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-		hash_seq_init(&status, rp->byid);
-		while ((b = hash_seq_search(&status)) != NULL)
+		for (int i = 0; i < rp->n; i++)
 		{
+			ById	   *b = &rp->owners[i];
 			OwnerState *o = b->owner;
 
 			o->phase = o->projected_phase = 0;
@@ -341,9 +414,8 @@ load_snapshot(Replay *rp)
 		}
 		LWLockRelease(cycle_lock());
 		rp->fig.quarantined = 0;
-		hash_seq_init(&status, rp->byid);
-		while ((b = hash_seq_search(&status)) != NULL)
-			(void) owner_lifecycle(rp, b);
+		for (int i = 0; i < rp->n; i++)
+			(void) owner_lifecycle(rp, &rp->owners[i]);
 	}
 	return 0;
 }
@@ -359,37 +431,65 @@ replay_log(Replay *rp, int64 after_cycle)
 static void
 settle_quarantines(Replay *rp)
 {
-	HASH_SEQ_STATUS status;
-	ById	   *b;
-
-	hash_seq_init(&status, rp->byid);
-	while ((b = hash_seq_search(&status)) != NULL)
+	for (int i = 0; i < rp->n; i++)
 	{
+		ById	   *b = &rp->owners[i];
 		OwnerState *o = b->owner;
 
 		if (b->newly)
 			store_owner_set_quarantine(o->id, o->quarantine_position, o->reason);
-		else if (b->reason != NULL)
+		else if (b->limit != NULL && b->limit->reason != NULL)
 		{
 			LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-			owner_quarantine(o, o->position, b->reason);
+			owner_quarantine(o, o->position, b->limit->reason);
 			LWLockRelease(cycle_lock());
 			rp->fig.quarantined++;
 		}
 	}
 }
 
+/*
+ * Advance the durable writer epoch to the next one in this partition's
+ * residue class (SPEC §7), straight on its one row: recovery is the only
+ * writer of lake_data.writer (a concurrent update would be an error).
+ */
+static int32
+advance_epoch(void)
+{
+	Relation	rel = store_open("writer", RowExclusiveLock);
+	Relation	idx = store_open("writer_pkey", AccessShareLock);
+	AttrNumber	att = get_attnum(RelationGetRelid(rel), "epoch");
+	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	bool	   *nulls = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	SysScanDesc scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
+	HeapTuple	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	int64		next;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "lake: the writer epoch row is missing");
+	tup = heap_copytuple(tup);
+	systable_endscan_ordered(scan);
+	heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+	next = (int64) DatumGetInt32(values[att - 1]) + 1;
+	next += (lake_partition + lake_partitions - next % lake_partitions) % lake_partitions;
+	if (next > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("the writer epoch cannot advance past %d", PG_INT32_MAX)));
+	values[att - 1] = Int32GetDatum((int32) next);
+	store_update(rel, &tup->t_self, values, nulls);
+	index_close(idx, AccessShareLock);
+	table_close(rel, RowExclusiveLock);
+	return (int32) next;
+}
+
 void
 recovery_run(RecoveryResult *out)
 {
-	static SPIPlanPtr plan_epoch;
 	TimestampTz start = GetCurrentTimestamp();
 	Replay		rp;
-	bool		isnull;
 	int32		epoch;
 	int64		snapshot;
-	Oid			partition_types[2] = {INT4OID, INT4OID};
-	Datum		partition_values[2] = {Int32GetDatum(lake_partition), Int32GetDatum(lake_partitions)};
 
 	memset(&rp, 0, sizeof(rp));
 
@@ -405,16 +505,7 @@ recovery_run(RecoveryResult *out)
 	cycle_begin_recovery();
 	lifecycle_cache_reset();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	/* The next epoch in this partition's residue class (SPEC §7). */
-	if (SPI_execute_plan(store_plan(&plan_epoch,
-									"UPDATE lake_data.writer SET epoch = epoch OPERATOR(pg_catalog.+) 1 "
-									"OPERATOR(pg_catalog.+) pg_catalog.mod($1 OPERATOR(pg_catalog.+) $2 "
-									"OPERATOR(pg_catalog.-) pg_catalog.mod(epoch OPERATOR(pg_catalog.+) 1, $2), $2) "
-									"RETURNING epoch",
-									2, partition_types),
-						 partition_values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
-		elog(ERROR, "lake: could not advance the writer epoch");
-	epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	epoch = advance_epoch();
 
 	load_owners(&rp);
 	snapshot = load_snapshot(&rp);

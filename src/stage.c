@@ -3,7 +3,9 @@
  *
  *   begin_append   opens a stage for an operation, or returns the open one;
  *   append_chunk   uploads chunk n (idempotent for identical bytes, LK001
- *                  for others), compressed on arrival;
+ *                  for others: a re-send is compared byte for byte with
+ *                  the stored chunk, so an upload hashes nothing),
+ *                  compressed on arrival;
  *   commit_append  checks 0..n-1 are all there, streams them once through
  *                  the decoder into an incremental SHA-256 (memory: one
  *                  chunk), then follows the idempotency protocol and makes
@@ -140,8 +142,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	int32		chunk_no;
 	bytea	   *data;
 	int64		len;
-	uint8		digest[LAKE_DIGEST_LEN];
-	uint8		existing[LAKE_DIGEST_LEN];
+	StoredChunk stored;
 	StageRow	row;
 	StageSummary sum;
 	uint32		max_stream;
@@ -160,10 +161,10 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	store_connect();
 	lock_open_stage(stage, &row);
 	admission_reserve((uint64) len);
-	lake_sha256(VARDATA_ANY(data), len, digest);
-	if (store_chunk_digest(stage, chunk_no, existing))
+	stored = store_chunk_compare(stage, chunk_no, VARDATA_ANY(data), len);
+	if (stored != CHUNK_ABSENT)
 	{
-		if (memcmp(existing, digest, LAKE_DIGEST_LEN) != 0)
+		if (stored == CHUNK_DIFFERENT)
 			ereport(ERROR,
 					(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
 					 errmsg("chunk %d of stage " INT64_FORMAT " was already sent with different content",
@@ -184,7 +185,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 						stage, max_stream),
 				 errdetail("With chunk %d the stage would hold " INT64_FORMAT " bytes.",
 						   chunk_no, sum.bytes + len)));
-	store_put_chunk(stage, chunk_no, digest, VARDATA_ANY(data), len);
+	store_put_chunk(stage, chunk_no, VARDATA_ANY(data), len);
 	store_finish();
 	PG_RETURN_VOID();
 }

@@ -456,6 +456,32 @@ store_insert(Relation rel, Datum *values, bool *nulls)
 	CommandCounterIncrement();
 }
 
+/*
+ * Replace the row at 'otid' of an open table, as an UPDATE without a
+ * concurrent writer would (one is an error): new index entries only when
+ * the update is not HOT. The caller's later reads see it.
+ */
+void
+store_update(Relation rel, ItemPointer otid, Datum *values, bool *nulls)
+{
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot;
+	bool		update_indexes;
+
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(heap_form_tuple(RelationGetDescr(rel), values, nulls), slot, true);
+	simple_table_tuple_update(rel, otid, slot, GetActiveSnapshot(), &update_indexes);
+	if (update_indexes)
+		list_free(ExecInsertIndexTuples(rri, slot, estate, true, false, NULL, NIL));
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	CommandCounterIncrement();
+}
+
 void
 store_key_int4(ScanKeyData *key, AttrNumber att, int32 value)
 {

@@ -15,6 +15,7 @@
 
 #include "access/sdir.h"
 #include "access/skey.h"
+#include "storage/itemptr.h"
 #include "funcapi.h"
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
@@ -43,6 +44,7 @@ extern Oid	store_relid(const char *name);
 extern int64 store_next_blob(void);
 extern Relation store_open(const char *name, LOCKMODE mode);
 extern void store_insert(Relation rel, Datum *values, bool *nulls);
+extern void store_update(Relation rel, ItemPointer otid, Datum *values, bool *nulls);
 extern bool store_fetch(const char *table, const char *index, Snapshot snapshot,
 						ScanKeyData *keys, int nkeys, ScanDirection dir,
 						Datum *values, bool *nulls);

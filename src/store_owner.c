@@ -12,6 +12,8 @@
 #include "lake.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
+#include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
@@ -85,54 +87,86 @@ store_owner_tenant(int32 owner_id)
 }
 
 /*
- * Every owner, read straight through an index of lake_data.owner (by id
- * or by name) and copied out: a recovery reads the whole registry, so no
- * executor and no SPI row handling per owner.
+ * Every owner, read straight from lake_data.owner (in heap order, or
+ * through its index by id or by name) and handed to 'visit' one row at a
+ * time: a recovery reads the whole registry, so no executor, no SPI row
+ * handling and no allocation per owner. The row's name and tenant live in
+ * buffers reused for the next row; a quarantine reason (rare) is palloc'd.
  */
-static OwnerRow *
-owner_rows_direct(bool by_name, uint64 *n)
+void
+store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 {
 	Relation	rel = store_open("owner", AccessShareLock);
-	Relation	idx = store_open(by_name ? "owner_name_key" : "owner_pkey", AccessShareLock);
+	Relation	idx = order == OWNERS_BY_ID ? store_open("owner_pkey", AccessShareLock) :
+		order == OWNERS_BY_NAME ? store_open("owner_name_key", AccessShareLock) : NULL;
 	TupleDesc	desc = RelationGetDescr(rel);
 	Oid			relid = RelationGetRelid(rel);
 	AttrNumber	att[6] = {get_attnum(relid, "id"), get_attnum(relid, "name"),
 		get_attnum(relid, "lifecycle"), get_attnum(relid, "tenant"),
 	get_attnum(relid, "quarantine_position"), get_attnum(relid, "quarantine_reason")};
-	uint64		cap = 64;
-	OwnerRow   *rows = palloc(sizeof(OwnerRow) * cap);
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+	char		name[NAMEDATALEN];
+	char		tenant[NAMEDATALEN];
+	OwnerRow	r = {.name = name,.tenant = tenant};
+
 	/* The caller's active snapshot: recovery reads the log with it too. */
-	SysScanDesc scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
+	Snapshot	snapshot = RegisterSnapshot(GetActiveSnapshot());
+	SysScanDesc scan = idx ? systable_beginscan_ordered(rel, idx, snapshot, 0, NULL) : NULL;
+	TableScanDesc heap = idx ? NULL : table_beginscan(rel, snapshot, 0, NULL);
 	HeapTuple	tup;
 
-	*n = 0;
-	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	while (HeapTupleIsValid(tup = idx ? systable_getnext_ordered(scan, ForwardScanDirection) :
+							heap_getnext(heap, ForwardScanDirection)))
 	{
-		OwnerRow   *r;
-		bool		isnull;
-		Datum		position;
-
 		CHECK_FOR_INTERRUPTS();
-		if (*n == cap)
-		{
-			cap *= 2;
-			rows = repalloc_huge(rows, sizeof(OwnerRow) * cap);
-		}
-		r = &rows[(*n)++];
-		r->id = DatumGetInt32(heap_getattr(tup, att[0], desc, &isnull));
-		r->name = TextDatumGetCString(heap_getattr(tup, att[1], desc, &isnull));
-		r->lifecycle = DatumGetInt32(heap_getattr(tup, att[2], desc, &isnull));
-		r->tenant = TextDatumGetCString(heap_getattr(tup, att[3], desc, &isnull));
-		position = heap_getattr(tup, att[4], desc, &isnull);
-		r->quarantined = !isnull;
-		r->quarantine_position = isnull ? 0 : DatumGetInt64(position);
-		r->quarantine_reason = isnull ? NULL :
-			TextDatumGetCString(heap_getattr(tup, att[5], desc, &isnull));
+		/* One pass over the row: its text columns defeat cached offsets. */
+		heap_deform_tuple(tup, desc, values, nulls);
+		r.id = DatumGetInt32(values[att[0] - 1]);
+		text_to_cstring_buffer(DatumGetTextPP(values[att[1] - 1]), name, NAMEDATALEN);
+		r.lifecycle = DatumGetInt32(values[att[2] - 1]);
+		text_to_cstring_buffer(DatumGetTextPP(values[att[3] - 1]), tenant, NAMEDATALEN);
+		r.quarantined = !nulls[att[4] - 1];
+		r.quarantine_position = r.quarantined ? DatumGetInt64(values[att[4] - 1]) : 0;
+		r.quarantine_reason = r.quarantined && !nulls[att[5] - 1] ?
+			TextDatumGetCString(values[att[5] - 1]) : NULL;
+		visit(&r, arg);
 	}
-	systable_endscan_ordered(scan);
-	index_close(idx, AccessShareLock);
+	if (idx)
+	{
+		systable_endscan_ordered(scan);
+		index_close(idx, AccessShareLock);
+	}
+	else
+		table_endscan(heap);
+	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
-	return rows;
+	pfree(values);
+	pfree(nulls);
+}
+
+typedef struct Collect
+{
+	OwnerRow   *rows;
+	uint64		n;
+	uint64		cap;
+} Collect;
+
+static void
+collect_row(const OwnerRow *row, void *arg)
+{
+	Collect    *c = (Collect *) arg;
+	OwnerRow   *r;
+
+	if (c->n == c->cap)
+	{
+		c->cap *= 2;
+		c->rows = repalloc_huge(c->rows, sizeof(OwnerRow) * c->cap);
+	}
+	r = &c->rows[c->n++];
+	*r = *row;
+	r->name = pstrdup(row->name);
+	r->tenant = pstrdup(row->tenant);
 }
 
 OwnerRow *
@@ -144,7 +178,13 @@ store_owner_rows(Oid only_role, bool by_name, uint64 *n)
 	OwnerRow   *rows;
 
 	if (!OidIsValid(only_role))
-		return owner_rows_direct(by_name, n);
+	{
+		Collect		c = {palloc(sizeof(OwnerRow) * 64), 0, 64};
+
+		store_owner_scan(by_name ? OWNERS_BY_NAME : OWNERS_BY_ID, collect_row, &c);
+		*n = c.n;
+		return c.rows;
+	}
 	store_run(store_plan(&plan_granted,
 						 "SELECT o.id, o.name, o.lifecycle, o.tenant, o.quarantine_position, "
 						 "       o.quarantine_reason FROM lake_data.owner o "

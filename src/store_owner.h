@@ -33,6 +33,18 @@ extern bool store_owner_lookup(const char *name, int32 *id, int32 *lifecycle,
 /* The tenant of the owner with this id; NULL if there is none. */
 extern char *store_owner_tenant(int32 owner_id);
 /*
+ * Visit every owner, in the given order, with the caller's active
+ * snapshot; the row's strings are valid during the call.
+ */
+typedef enum OwnerOrder
+{
+	OWNERS_BY_ID,
+	OWNERS_BY_NAME,
+	OWNERS_AS_STORED			/* heap order: the cheapest whole read */
+} OwnerOrder;
+typedef void (*OwnerRowVisitor) (const OwnerRow *row, void *arg);
+extern void store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg);
+/*
  * Every owner (only_role valid: those whose tenant the role holds), in id
  * order ('by_name': in name order), copied out of SPI: *n rows.
  */

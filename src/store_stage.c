@@ -12,6 +12,7 @@
 
 #include "access/table.h"
 #include "catalog/pg_type.h"
+#include "codec.h"
 #include "guc.h"
 #include "miscadmin.h"
 #include "store_stage.h"
@@ -130,31 +131,55 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 	return true;
 }
 
-bool
-store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest)
+/*
+ * Whether chunk 'chunk_no' of 'blob' is stored, and with exactly these
+ * bytes: the stored chunk is decoded (its checksum verified; XX001 if it
+ * is damaged) and compared byte for byte. Only a re-send pays for this, so
+ * an upload hashes nothing.
+ */
+StoredChunk
+store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 {
 	static SPIPlanPtr plan;
 	Oid			types[2] = {INT8OID, INT4OID};
 	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(chunk_no)};
+	bytea	   *stored;
+	uint8	   *decoded;
+	size_t		got = 0;
+	LakeCodecStatus cst;
+	bool		same;
 
 	store_run(store_plan(&plan,
-				 "SELECT c.digest FROM lake_data.chunk c "
+				 "SELECT c.bytes, c.data FROM lake_data.chunk c "
 				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.=) $2",
 				 2, types),
 		values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
-		return false;
-	store_copy_digest(store_colv(0, 1), digest);
-	return true;
+		return CHUNK_ABSENT;
+	if ((size_t) DatumGetInt32(store_colv(0, 1)) != len)
+		return CHUNK_DIFFERENT;
+	stored = DatumGetByteaPP(store_colv(0, 2));
+	decoded = palloc(Max(len, 1));
+	cst = lake_chunk_decode(store_decompression_context(), (const uint8 *) VARDATA_ANY(stored),
+							VARSIZE_ANY_EXHDR(stored), decoded, len, &got);
+	if (cst != LAKE_CODEC_OK || got != len)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("chunk %d of stage " INT64_FORMAT " is damaged", chunk_no, blob),
+				 errdetail("%s", cst != LAKE_CODEC_OK ? lake_codec_status_text(cst) :
+						   "it does not hold the bytes its row declares"),
+				 errhint("Abort the stage and begin again.")));
+	same = memcmp(decoded, data, len) == 0;
+	pfree(decoded);
+	return same ? CHUNK_SAME : CHUNK_DIFFERENT;
 }
 
 void
-store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
-				const char *data, size_t len)
+store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len)
 {
 	Relation	rel = store_open("chunk", RowExclusiveLock);
 
-	store_insert_chunk(rel, blob, chunk_no, digest, data, len);
+	store_insert_chunk(rel, blob, chunk_no, data, len);
 	table_close(rel, RowExclusiveLock);
 }
 

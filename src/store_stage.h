@@ -38,9 +38,16 @@ extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
 							   int max_open, int64 *open);
 extern bool store_lock_stage(int64 stage, StageRow *row);
 extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
-extern bool store_chunk_digest(int64 blob, int32 chunk_no, uint8 *digest);
-extern void store_put_chunk(int64 blob, int32 chunk_no, const uint8 *digest,
-							const char *data, size_t len);
+/* A chunk as already stored, against bytes sent again (XX001 if damaged). */
+typedef enum StoredChunk
+{
+	CHUNK_ABSENT,
+	CHUNK_SAME,
+	CHUNK_DIFFERENT
+} StoredChunk;
+extern StoredChunk store_chunk_compare(int64 blob, int32 chunk_no,
+									   const char *data, size_t len);
+extern void store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len);
 extern void store_stage_summary(int64 blob, StageSummary *sum);
 extern int64 store_first_missing_chunk(int64 blob);
 extern void store_drop_stage(int64 stage, bool with_chunks);

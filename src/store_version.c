@@ -246,16 +246,14 @@ store_recheck_operation(const char *tenant, const char *operation_id,
  * ---------------------------------------------------------------------- */
 
 void
-store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const uint8 *digest,
-			 const char *data, size_t len)
+store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const char *data, size_t len)
 {
 	bytea	   *enc = store_encode_chunk(data, len);
+	/* digest: NULL (a re-sent staged chunk is compared byte for byte) */
 	Datum		values[CHUNK_NATTS] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
 		Int32GetDatum((int32) len), (Datum) 0, PointerGetDatum(enc)};
-	bool		nulls[CHUNK_NATTS] = {false, false, false, digest == NULL, false};
+	bool		nulls[CHUNK_NATTS] = {false, false, false, true, false};
 
-	if (digest != NULL)
-		values[3] = store_digest_datum(digest);
 	store_insert(rel, values, nulls);
 }
 
@@ -306,8 +304,8 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 		{
 			int64		off = (int64) i * LAKE_CHUNK_BYTES;
 
-			store_insert_chunk(chunks, blob, i, NULL, payload + off,
-								   Min(len - off, LAKE_CHUNK_BYTES));
+			store_insert_chunk(chunks, blob, i, payload + off,
+							   Min(len - off, LAKE_CHUNK_BYTES));
 		}
 		table_close(chunks, RowExclusiveLock);
 	}

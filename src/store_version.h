@@ -80,7 +80,7 @@ extern int	store_recent_versions(int32 dataset_id, int64 max_bytes, int limit,
 
 /* chunks (of versions and of open stages) */
 extern void store_insert_chunk(Relation rel, int64 blob, int32 chunk_no,
-								const uint8 *digest, const char *data, size_t len);
+								const char *data, size_t len);
 extern const char *store_visit_chunks(int64 blob, int32 first, int64 count,
 									  int64 total, ChunkVisitor visit, void *arg);
 

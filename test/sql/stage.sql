@@ -11,6 +11,7 @@ SELECT lake.append_chunk(:stage, 0, '\x0101'::bytea);
 SELECT lake.append_chunk(:stage, 1, '\x0202'::bytea);
 -- The same chunk with other bytes: LK001, the first bytes stay.
 SELECT t.err(format('SELECT lake.append_chunk(%s, 1, %L::bytea)', :stage, '\x0303'));
+SELECT t.err(format('SELECT lake.append_chunk(%s, 1, %L::bytea)', :stage, '\x020202'));
 
 -- Holes are refused, naming the first missing chunk (22023).
 SELECT lake.append_chunk(:stage, 3, '\x04'::bytea);
@@ -158,3 +159,18 @@ SELECT length(lake.read('uploads', :jsv)) > 0 AS repaired;
 
 SELECT version, operation_id, bytes FROM lake.versions('uploads');
 SELECT count(*) AS open_stages FROM lake_data.stage;
+
+-- A re-send is compared byte for byte with the stored chunk, decoded and
+-- its checksum verified: a compressed chunk sent again is a no-op, other
+-- bytes of the same length are LK001, and a damaged stored chunk is XX001.
+SELECT lake.begin_append('uploads', 'acme', 'big-z') AS zstage \gset
+SELECT lake.append_chunk(:zstage, 0, convert_to(repeat('lake ', 4000), 'UTF8'));
+SELECT bytes, octet_length(data) < bytes AS compressed FROM lake_data.chunk WHERE blob = :zstage;
+SELECT lake.append_chunk(:zstage, 0, convert_to(repeat('lake ', 4000), 'UTF8'));
+SELECT t.err(format('SELECT lake.append_chunk(%s, 0, %L::bytea)', :zstage,
+                    convert_to(repeat('lake ', 3999) || 'lakf ', 'UTF8')));
+UPDATE lake_data.chunk SET data = set_byte(data, 12, get_byte(data, 12) # 1)
+WHERE blob = :zstage AND chunk_no = 0;
+SELECT t.err(format('SELECT lake.append_chunk(%s, 0, %L::bytea)', :zstage,
+                    convert_to(repeat('lake ', 4000), 'UTF8')));
+SELECT lake.abort_append(:zstage);
