@@ -105,7 +105,6 @@ CREATE TABLE lake_data.chunk (
     blob        bigint NOT NULL,
     chunk_no    int NOT NULL,
     bytes       int NOT NULL,           -- decoded size
-    digest      bytea,                  -- unused: NULL (a re-sent staged chunk is compared byte for byte)
     data        bytea NOT NULL,
     PRIMARY KEY (blob, chunk_no)
 );

@@ -4,7 +4,7 @@
  *   lake_data.dataset  (id, name, created_at)
  *   lake_data.version  (dataset_id, nchunks, version, bytes, blob,
  *                       committed_at, tenant, operation_id, digest, data)
- *   lake_data.chunk    (blob, chunk_no, bytes, digest, data)
+ *   lake_data.chunk    (blob, chunk_no, bytes, data)
  *
  * A payload of one chunk lives in its version row (data), so the common
  * small append writes one heap row. Larger payloads keep their chunks in
@@ -176,10 +176,10 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
 #define VA_DATA 10
 
 /* Columns of lake_data.chunk, as created by the install script. */
-#define CHUNK_NATTS 5
+#define CHUNK_NATTS 4
 #define CA_BLOB 1
 #define CA_CHUNK_NO 2
-#define CA_DATA 5
+#define CA_DATA 4
 
 /* A version's header from its row, as store_fetch deformed it. */
 static void
@@ -249,10 +249,9 @@ void
 store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const char *data, size_t len)
 {
 	bytea	   *enc = store_encode_chunk(data, len);
-	/* digest: NULL (a re-sent staged chunk is compared byte for byte) */
 	Datum		values[CHUNK_NATTS] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
-		Int32GetDatum((int32) len), (Datum) 0, PointerGetDatum(enc)};
-	bool		nulls[CHUNK_NATTS] = {false, false, false, true, false};
+		Int32GetDatum((int32) len), PointerGetDatum(enc)};
+	bool		nulls[CHUNK_NATTS] = {false, false, false, false};
 
 	store_insert(rel, values, nulls);
 }
