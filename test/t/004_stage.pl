@@ -20,7 +20,10 @@ my $node = lake_node(
 	conf => "restart_after_crash = on\n"
 	  . "shared_buffers = '16MB'\n"
 	  . "lake.max_stream_bytes = '300MB'\n"
-	  . "lake.max_buffered_bytes = '600MB'\n");
+	  . "lake.max_buffered_bytes = '600MB'\n"
+	  # window 2 holds a commit on the dataset lock until it kills it: a
+	  # 100 ms bound could refuse the commit before the poll saw it wait
+	  . "lake.admission_queue_wait = '10min'\n");
 $node->start;
 
 $node->safe_psql(
