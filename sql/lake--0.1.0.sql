@@ -138,7 +138,7 @@ CREATE TABLE lake_data.tenant_grant (
 -- here, through lake.grant_tenant or by hand, tells every session to forget.
 CREATE FUNCTION lake.data_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'lake_data_changed'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 CREATE TRIGGER tenant_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON lake_data.tenant_grant
     FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
@@ -188,7 +188,7 @@ CREATE TABLE lake_data.lifecycle (
 -- owner against them.
 CREATE FUNCTION lake.lifecycle_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'lake_lifecycle_changed'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 CREATE TRIGGER lifecycle_changed AFTER UPDATE OR DELETE ON lake_data.lifecycle
     FOR EACH STATEMENT EXECUTE FUNCTION lake.lifecycle_changed();
 REVOKE ALL ON FUNCTION lake.lifecycle_changed() FROM PUBLIC;
@@ -196,7 +196,7 @@ REVOKE ALL ON FUNCTION lake.lifecycle_changed() FROM PUBLIC;
 -- would build it; its phases are derived from the edges.
 CREATE FUNCTION lake.lifecycle_check() RETURNS trigger
     AS 'MODULE_PATHNAME', 'lake_lifecycle_check'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 CREATE TRIGGER lifecycle_check BEFORE INSERT OR UPDATE ON lake_data.lifecycle
     FOR EACH ROW EXECUTE FUNCTION lake.lifecycle_check();
 REVOKE ALL ON FUNCTION lake.lifecycle_check() FROM PUBLIC;
@@ -314,132 +314,132 @@ REVOKE ALL ON ALL SEQUENCES IN SCHEMA lake_data FROM PUBLIC;
 
 CREATE FUNCTION lake.create_dataset(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_create_dataset'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 -- Train a compression dictionary from the dataset's recent small payloads
 -- (store_dict.h); returns its id. Administrative.
 CREATE FUNCTION lake.train_dictionary(dataset text) RETURNS integer
     AS 'MODULE_PATHNAME', 'lake_train_dictionary'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.append(dataset text, tenant text, operation_id text,
                             payload bytea, digest bytea DEFAULT NULL) RETURNS bigint
     AS 'MODULE_PATHNAME', 'lake_append'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.read(dataset text, version bigint) RETURNS bytea
     AS 'MODULE_PATHNAME', 'lake_read'
-    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C STABLE;
 
 CREATE FUNCTION lake.read_operation(dataset text, tenant text, operation_id text) RETURNS bytea
     AS 'MODULE_PATHNAME', 'lake_read_operation'
-    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C STABLE;
 
 CREATE FUNCTION lake.versions(dataset text, after_version bigint DEFAULT 0)
     RETURNS TABLE(version bigint, tenant text, operation_id text, digest bytea,
                   bytes bigint, stored_bytes bigint, committed_at timestamptz)
     AS 'MODULE_PATHNAME', 'lake_versions'
-    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C STABLE;
 
 CREATE FUNCTION lake.begin_append(dataset text, tenant text, operation_id text) RETURNS bigint
     AS 'MODULE_PATHNAME', 'lake_begin_append'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.append_chunk(stage bigint, chunk_no int, data bytea) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_append_chunk'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.commit_append(stage bigint, digest bytea DEFAULT NULL) RETURNS bigint
     AS 'MODULE_PATHNAME', 'lake_commit_append'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.abort_append(stage bigint) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_abort_append'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.grant_tenant(role regrole, tenant text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_grant_tenant'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.revoke_tenant(role regrole, tenant text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_revoke_tenant'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.define_lifecycle(name text, initial_phase text, edges text[]) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_define_lifecycle'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.create_owner(owner text, lifecycle text DEFAULT 'kanban',
                                   tenant text DEFAULT 'default') RETURNS void
     AS 'MODULE_PATHNAME', 'lake_create_owner'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.cast(owner text, from_phase text, to_phase text,
                           payload bytea DEFAULT NULL, expected_lap bigint DEFAULT NULL,
                           operation_id text DEFAULT NULL) RETURNS lake.receipt
     AS 'MODULE_PATHNAME', 'lake_cast'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.await_durable(receipt lake.receipt, timeout_ms int DEFAULT NULL)
     RETURNS lake.coordinate
     AS 'MODULE_PATHNAME', 'lake_await_durable'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.cast_durable(owner text, from_phase text, to_phase text,
                                   payload bytea DEFAULT NULL, expected_lap bigint DEFAULT NULL,
                                   operation_id text DEFAULT NULL) RETURNS lake.coordinate
     AS 'MODULE_PATHNAME', 'lake_cast_durable'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.owner_state(owner text)
     RETURNS TABLE(phase text, lap bigint, "position" bigint, pending int,
                   quarantined boolean, reason text)
     AS 'MODULE_PATHNAME', 'lake_owner_state'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.seal() RETURNS bigint
     AS 'MODULE_PATHNAME', 'lake_seal'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.checkpoint() RETURNS bigint
     AS 'MODULE_PATHNAME', 'lake_checkpoint'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.recover(owner text DEFAULT NULL)
     RETURNS TABLE(owner text, applied int, "position" bigint, quarantined boolean)
     AS 'MODULE_PATHNAME', 'lake_recover'
-    LANGUAGE C CALLED ON NULL INPUT SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION lake.release_owner(owner text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_release_owner'
-    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C;
 
 CREATE FUNCTION lake.trajectory(owner text, after_position bigint DEFAULT 0)
     RETURNS TABLE("position" bigint, cycle bigint, epoch int, seq bigint,
                   from_phase text, to_phase text, lap bigint, payload bytea,
                   operation_id text)
     AS 'MODULE_PATHNAME', 'lake_trajectory'
-    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C STABLE;
 
 CREATE FUNCTION lake.log(after_cycle bigint DEFAULT 0)
     RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
                   from_phase text, to_phase text, lap bigint, payload bytea,
                   operation_id text)
     AS 'MODULE_PATHNAME', 'lake_log'
-    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C STABLE;
 
 CREATE FUNCTION lake.cycles(after_cycle bigint DEFAULT 0)
     RETURNS TABLE(cycle bigint, epoch int, sealed_at timestamptz, casts int,
                   bytes bigint, stored_bytes bigint, lsn pg_lsn)
     AS 'MODULE_PATHNAME', 'lake_cycles'
-    LANGUAGE C STABLE SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C STABLE;
 
 CREATE FUNCTION lake.admission(
     OUT slots_in_use int, OUT bytes_reserved bigint, OUT max_concurrent int,
     OUT max_stream_bytes bigint, OUT max_buffered_bytes bigint,
     OUT admitted bigint, OUT waited bigint, OUT rejected bigint)
     AS 'MODULE_PATHNAME', 'lake_admission'
-    LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C VOLATILE;
 
 CREATE FUNCTION lake.stats(
     OUT database text, OUT worker_pid int, OUT worker_state text,
@@ -452,4 +452,4 @@ CREATE FUNCTION lake.stats(
     OUT recovery_ms float8, OUT recovery_tail bigint, OUT recovery_snapshot bigint,
     OUT last_snapshot bigint, OUT sessions_waiting bigint)
     AS 'MODULE_PATHNAME', 'lake_stats'
-    LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp;
+    LANGUAGE C VOLATILE;

@@ -14,8 +14,15 @@
  *     buffer.
  *
  * Every SQL statement is prepared once per backend, names its tables with
- * their schema and uses pg_catalog operators, so no search_path can change
- * what it means; caller input only ever travels as parameters.
+ * their schema and uses pg_catalog operators; caller input only ever
+ * travels as parameters. And every statement runs with search_path =
+ * pg_catalog, pg_temp, set here for the rest of the connected section the
+ * first time one is prepared or run (store_plan): lake's functions carry no
+ * SET clause, whose cost (a GUC nest level, a set_config_option and a
+ * search-path recomputation on every call) the calls that run no SQL — an
+ * append, a replay, a read, a cast — would pay for nothing. Outside SQL,
+ * lake resolves no name through the path: relations, schemas and functions
+ * are looked up by namespace OID or used by OID.
  */
 #include "lake.h"
 
@@ -63,11 +70,15 @@ PG_FUNCTION_INFO_V1(lake_data_changed);
  * the outermost one switches identity and back. An error unwinds every
  * lake frame up to the (sub)transaction that catches it, and the abort
  * restores the identity itself, so the depth starts again from zero.
+ * Likewise the fixed search_path (path_nest, the GUC nest level it was set
+ * at, 0 while unset): the outermost store_finish pops that level, and an
+ * abort pops every level opened inside the (sub)transaction, ours with it.
  */
 static Oid	saved_userid;
 static int	saved_sec_context;
 static Oid	lake_owner;
 static int	depth = 0;
+static int	path_nest = 0;
 static bool callbacks_set = false;
 
 /* zstd context reused for the life of the backend (zstd's own allocator). */
@@ -126,6 +137,7 @@ reset_depth_xact(XactEvent event, void *arg)
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		depth = 0;
+		path_nest = 0;
 		forget_all();			/* it may have created what it cached */
 	}
 }
@@ -137,6 +149,7 @@ reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		depth = 0;
+		path_nest = 0;
 		forget_all();
 	}
 }
@@ -165,7 +178,34 @@ store_finish(void)
 {
 	SPI_finish();
 	if (--depth == 0)
+	{
+		if (path_nest > 0)
+			AtEOXact_GUC(true, path_nest);
+		path_nest = 0;
 		SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	}
+}
+
+/*
+ * Fix search_path to pg_catalog, pg_temp until the outermost store_finish,
+ * as a SET clause would (fmgr_security_definer): a GUC nest level of our
+ * own, the value saved in it. Statements name everything with its schema;
+ * this is the guard for what PostgreSQL still resolves by name (the
+ * operator of an IN (subquery), an implicit cast) and for any statement
+ * added later. Set before a statement is planned and kept while it runs:
+ * a cached plan is also replanned when the path differs from its own.
+ */
+static void
+fix_search_path(void)
+{
+	if (depth == 0)
+		elog(ERROR, "lake: SQL run outside store_connect()");
+	if (path_nest > 0)
+		return;
+	path_nest = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
 }
 
 Oid
@@ -184,6 +224,7 @@ static SPIPlanPtr
 keep_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes,
 		  int cursor_options)
 {
+	fix_search_path();
 	if (*cache == NULL)
 	{
 		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, cursor_options);

@@ -28,6 +28,11 @@ extern void store_finish(void);
 extern Oid	store_caller(void);
 extern Oid	store_owner(void);
 
+/*
+ * A kept plan for a statement, to run at once, in this connected section:
+ * from here to the outermost store_finish() search_path is pg_catalog,
+ * pg_temp (store.c).
+ */
 extern SPIPlanPtr store_plan(SPIPlanPtr *cache, const char *sql, int nargs,
 							 Oid *argtypes);
 extern SPIPlanPtr store_plan_once(SPIPlanPtr *cache, const char *sql, int nargs,

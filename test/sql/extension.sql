@@ -60,7 +60,8 @@ BEGIN
            || raw;
 END $$;
 
--- Every function carries a fixed search_path.
+-- No function carries a SET clause: the store fixes search_path around the
+-- SQL it runs (store.c; search_path.sql plants a hostile one).
 SELECT p.proname, p.proconfig
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = 'lake' ORDER BY p.proname;

@@ -472,14 +472,15 @@ RESET ROLE;
 \c contrib_regression
 DROP DATABASE p_elsewhere;
 
--- Catalog: no SECURITY DEFINER function in schema lake; every function has
--- search_path=pg_catalog, pg_temp; EXECUTE is PUBLIC's (the schema's USAGE
--- and lake's own checks gate them), except the trigger function.
+-- Catalog: no SECURITY DEFINER function in schema lake; no function has a
+-- SET clause (the store fixes search_path around the SQL it runs, see
+-- search_path.sql); EXECUTE is PUBLIC's (the schema's USAGE and lake's own
+-- checks gate them), except the trigger functions.
 SELECT count(*) AS security_definer_without_fixed_search_path FROM pg_proc p
 WHERE p.pronamespace = 'lake'::regnamespace AND p.prosecdef
   AND NOT coalesce(p.proconfig @> '{"search_path=pg_catalog, pg_temp"}', false);
 SELECT p.proname, p.prosecdef AS security_definer,
-       coalesce(p.proconfig = '{"search_path=pg_catalog, pg_temp"}', false) AS fixed_search_path,
+       p.proconfig IS NULL AS no_set_clause,
        has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute,
        p.proowner = (SELECT extowner FROM pg_extension WHERE extname = 'lake') AS owned_by_extension_owner
 FROM pg_proc p WHERE p.pronamespace = 'lake'::regnamespace
