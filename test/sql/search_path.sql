@@ -23,16 +23,18 @@ BEGIN
     INSERT INTO t.spied VALUES (TG_TABLE_NAME, TG_OP, pg_catalog.current_setting('search_path'));
     RETURN NULL;
 END $$;
-DO $$
+-- t.each_table(sql): run sql formatted with each lake_data table's name.
+CREATE FUNCTION t.each_table(q text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     r record;
 BEGIN
     FOR r IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
              WHERE n.nspname = 'lake_data' AND c.relkind = 'r' LOOP
-        EXECUTE format('CREATE TRIGGER zz_spy AFTER INSERT OR UPDATE OR DELETE ON lake_data.%I '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION t.spy()', r.relname);
+        EXECUTE format(q, r.relname);
     END LOOP;
 END $$;
+SELECT t.each_table('CREATE TRIGGER zz_spy AFTER INSERT OR UPDATE OR DELETE ON lake_data.%I '
+                    'FOR EACH STATEMENT EXECUTE FUNCTION t.spy()');
 -- t.try(sql): like t.err, with no name of its own resolved on the path.
 CREATE FUNCTION t.try(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -136,17 +138,9 @@ RESET ROLE;
 -- Every SQL statement lake ran (here and in its worker) saw the safe path.
 SELECT path, count(DISTINCT tbl) >= 5 AS several_tables FROM t.spied GROUP BY path;
 
-DO $$
-DECLARE
-    r record;
-BEGIN
-    FOR r IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = 'lake_data' AND c.relkind = 'r' LOOP
-        EXECUTE format('DROP TRIGGER zz_spy ON lake_data.%I', r.relname);
-    END LOOP;
-END $$;
+SELECT t.each_table('DROP TRIGGER zz_spy ON lake_data.%I');
 DROP TABLE t.spied;
-DROP FUNCTION t.spy(), t.try(text);
+DROP FUNCTION t.spy(), t.try(text), t.each_table(text);
 SET client_min_messages = warning;
 DROP SCHEMA planted CASCADE;
 RESET client_min_messages;
