@@ -191,6 +191,8 @@ block_add(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
 {
 	BlockBuild *bb = (BlockBuild *) arg;
 
+	if (cycle - bb->first_cycle >= LAKE_BLOCK_CYCLES)
+		return;					/* past the block: none while we hold the sealing lock */
 	if (nowners < 0)
 	{
 		ereport(WARNING,
