@@ -164,7 +164,7 @@ traj_time() { sql "SELECT round(min_ms::numeric, 2), round(median_ms::numeric, 2
 # The buffers lake.trajectory reads (logread.c: index probes, no plan), for the record.
 traj_explain() { # <owner> <file>
     sql "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT count(*) FROM lake.trajectory('$1')" >"$2" 2>&1 || true
-    sql "SELECT count(*) AS owner_block_rows, (SELECT max(cycle) % 64 FROM lake_data.cycle) AS tail_cycles
+    sql "SELECT count(*) AS owner_block_rows, (SELECT c.cycle - c.indexed_through FROM lake_data.cycle c ORDER BY c.cycle DESC LIMIT 1) AS tail_cycles
          FROM lake_data.owner_block b JOIN lake_data.owner o ON o.id = b.owner_id WHERE o.name = '$1'" >>"$2" 2>&1 || true
 }
 log_size() { sql "SELECT casts_sealed FROM lake.stats()"; }
@@ -529,7 +529,7 @@ big log:
 $(cat "$OUT/explain-traj-big.txt")
 \`\`\`
 
-A trajectory visits only the cycles the owner index names for its owner (its \`lake_data.owner_block\` rows, one per closed block of 64 cycles, then the owner lists of at most 63 tail cycles), but it decodes each of those cycles whole: its cost follows the number of *landings in the cycles that hold the owner*, which the log's total size does not change (traj, small vs big log) but the size of those cycles does (traj_spread: the same 100 landings, in cycles of about $(calc %.0f "$TS_DEC / ($TS_CYC + 0.0001)") landings each).
+A trajectory visits only the cycles the owner index names for its owner (its \`lake_data.owner_block\` rows, one per closed block of at most 64 cycles, then the owner lists of the tail after the last closed block: fewer than 64 cycles and 1,024 owner entries but the newest cycle's), but it decodes each of those cycles whole: its cost follows the number of *landings in the cycles that hold the owner*, which the log's total size does not change (traj, small vs big log) but the size of those cycles does (traj_spread: the same 100 landings, in cycles of about $(calc %.0f "$TS_DEC / ($TS_CYC + 0.0001)") landings each).
 EOF
 for key in $PROFILED; do
     if [ "$key" = ff16 ]; then base=trivial; title="fire-and-forget cast vs the trivial call"; else base=insert_sync_on; title="cast_durable vs the one-row INSERT (synchronous_commit = on)"; fi
@@ -575,9 +575,9 @@ wshare() { # <awk key expression> <how many>: the worker's biggest shares
         sort -rn | awk -F'\t' -v n="$2" 'NR <= n { printf "%s`%s` %s %%", (NR > 1 ? ", " : ""), $2, $1 }'
 }
 [ -s "$WS" ] && echo "- **Where the worker's time goes (perf, durable casts at 16 clients; shares of the worker's samples).** By library: $(wshare '$3' 4); by symbol: $(wshare '$5' 8). The kernel's share is the WAL write and \`fdatasync\` of each seal's commit (the virtio doorbell, \`iowrite16\`) and the wake-ups: one flush per cycle of a few casts; \`libzstd\` compresses each of those small cycles on its own. Bigger cycles — pipelined seals — are what would spread both."
-echo "- **WAL (4).** A fire-and-forget cast costs $W_FF B of WAL against $W_INS B for a row: its landing is one of ~$CPC encoded together and zstd-compressed in one \`lake_data.cycle\` row. A durable cast costs $W_DUR B: its cycles are small (an owner list of a few bytes per owner in the cycle row, one \`lake_data.owner_block\` row per owner per 64 cycles, and one commit record per ~$CPC16 casts)."
+echo "- **WAL (4).** A fire-and-forget cast costs $W_FF B of WAL against $W_INS B for a row: its landing is one of ~$CPC encoded together and zstd-compressed in one \`lake_data.cycle\` row. A durable cast costs $W_DUR B: its cycles are small (an owner list of a few bytes per owner in the cycle row, one \`lake_data.owner_block\` row per owner per block of up to 64 cycles, and one commit record per ~$CPC16 casts)."
 echo "- **Latency (5b–5d).** The probe's cast + await_durable makes the worker seal at once (a waiter is present), so its p50 is about one seal; without a waiter a cast waits for the cycle timer (\`lake.cycle_interval = 10ms\` after the cycle's first cast) plus the seal."
-echo "- **Trajectory (6).** The read visits only the owner's cycles (its \`lake_data.owner_block\` rows, then the owner lists of the unindexed tail, at most 63 cycles), but decodes each of its cycles whole: its cost follows the landings in those cycles, not the log. It reads through the primary keys directly (no plan), so statistics cannot turn it into a scan."
+echo "- **Trajectory (6).** The read visits only the owner's cycles (its \`lake_data.owner_block\` rows, then the owner lists of the unindexed tail, fewer than 64 cycles and 1,024 owner entries), but decodes each of its cycles whole: its cost follows the landings in those cycles, not the log. It reads through the primary keys directly (no plan), so statistics cannot turn it into a scan."
 echo "- **Why the script does not ANALYZE lake's tables.** Before issue 11 the worker's fence was a parameterless SPI query (\`SELECT max(c.cycle) FROM lake_data.cycle c\`) whose first plan was kept for the worker's life: analyzed while empty, it became a sequential scan that every seal repeated over the whole table (60 % of the worker's CPU at 8,000 cycles). The fence is now the head kept in shared memory plus one index read of the writer row, so statistics no longer matter to the seal; the script still leaves them alone, so its runs compare with the earlier ones."
 echo
 echo "### Checks"

@@ -4,7 +4,8 @@
  * A trajectory visits only the cycles the owner index (owner_index.h)
  * names for the owner: its rows in lake_data.owner_block for the closed
  * blocks, then the owner lists of the cycles after the last closed block
- * (at most LAKE_BLOCK_CYCLES - 1 of them, read without their landings). Its
+ * (fewer than LAKE_BLOCK_CYCLES, with fewer than LAKE_TAIL_OWNERS owner
+ * entries but for the newest, read without their landings). Its
  * cost follows the owner's landings, not the length of the log. The index
  * is checked as it is used: the owner's positions must run from 1 without
  * a gap to the last one the index claims, so a damaged or missing index
@@ -356,6 +357,8 @@ typedef struct CycleReader
 	Snapshot	snapshot;
 	AttrNumber	att_cycle;
 	AttrNumber	att_epoch;
+	AttrNumber	att_indexed;
+	AttrNumber	att_tail;
 	AttrNumber	att_owners;
 	AttrNumber	att_data;
 	MemoryContext cxt;
@@ -369,6 +372,8 @@ cycle_reader_open(CycleReader *cr, Snapshot snapshot)
 	cr->snapshot = RegisterSnapshot(snapshot);
 	cr->att_cycle = get_attnum(RelationGetRelid(cr->rel), "cycle");
 	cr->att_epoch = get_attnum(RelationGetRelid(cr->rel), "epoch");
+	cr->att_indexed = get_attnum(RelationGetRelid(cr->rel), "indexed_through");
+	cr->att_tail = get_attnum(RelationGetRelid(cr->rel), "tail_owners");
 	cr->att_owners = get_attnum(RelationGetRelid(cr->rel), "owners");
 	cr->att_data = get_attnum(RelationGetRelid(cr->rel), "data");
 	cr->cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
@@ -490,6 +495,41 @@ log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
 	}
 	systable_endscan_ordered(scan);
 	cycle_reader_close(&cr);
+}
+
+/* The index state of the row found (see log_index_state). */
+static bool
+index_state_of(CycleReader *cr, SysScanDesc scan, LogIndexState *st)
+{
+	HeapTuple	tup = systable_getnext_ordered(scan, BackwardScanDirection);
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	st->cycle = DatumGetInt64(cycle_column(cr, tup, cr->att_cycle));
+	st->indexed_through = DatumGetInt64(cycle_column(cr, tup, cr->att_indexed));
+	st->tail_owners = DatumGetInt32(cycle_column(cr, tup, cr->att_tail));
+	return true;
+}
+
+/*
+ * The owner index as of cycle 'cycle' (0: the newest cycle), under
+ * 'snapshot': false when there is no such cycle.
+ */
+bool
+log_index_state(int64 cycle, Snapshot snapshot, LogIndexState *st)
+{
+	CycleReader cr;
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	cycle_reader_open(&cr, snapshot);
+	store_key_int8(&key, 1, cycle);
+	scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, cycle > 0 ? 1 : 0, &key);
+	found = index_state_of(&cr, scan, st);
+	systable_endscan_ordered(scan);
+	cycle_reader_close(&cr);
+	return found;
 }
 
 /* ----------------------------------------------------------------------
@@ -697,8 +737,8 @@ log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 {
 	OwnerWalk	w = {0};
 	SysScanDesc scan;
-	HeapTuple	tup;
-	int64		head = 0;
+	LogIndexState st;
+	bool		any;
 
 	cycle_reader_open(&w.cr, GetActiveSnapshot());
 	w.owner_id = owner_id;
@@ -709,19 +749,19 @@ log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 	w.damaged = damaged;
 	w.arg = arg;
 
-	/* The newest cycle: the last entry of the primary key. */
+	/* The newest cycle (the last entry of the primary key) says where the tail starts. */
 	scan = systable_beginscan_ordered(w.cr.rel, w.cr.idx, w.cr.snapshot, 0, NULL);
-	tup = systable_getnext_ordered(scan, BackwardScanDirection);
-	if (HeapTupleIsValid(tup))
-		head = DatumGetInt64(cycle_column(&w.cr, tup, w.cr.att_cycle));
+	any = index_state_of(&w.cr, scan, &st);
 	systable_endscan_ordered(scan);
 
-	if (head > 0)
+	if (any && (st.indexed_through > st.cycle || st.indexed_through < 0 ||
+				st.cycle - st.indexed_through >= LAKE_BLOCK_CYCLES))
+		walk_damaged(&w, st.cycle, psprintf("the cycle says the index ends at cycle " INT64_FORMAT,
+											st.indexed_through));
+	else if (any)
 	{
-		int64		closed = head - head % LAKE_BLOCK_CYCLES;
-
-		walk_blocks(&w, closed);
-		walk_tail(&w, closed);
+		walk_blocks(&w, st.indexed_through);
+		walk_tail(&w, st.indexed_through);
 	}
 	cycle_reader_close(&w.cr);
 }

@@ -48,6 +48,16 @@ typedef void (*LogDamageHandler) (int64 cycle, const char *why,
 extern void log_scan_cycles(int64 after_cycle, LogCycle *where,
 							LakeLandingVisitor visit, LogDamageHandler damaged,
 							void *arg);
+/* The owner index as of a cycle (lake_data.cycle's columns of that name). */
+typedef struct LogIndexState
+{
+	int64		cycle;
+	int64		indexed_through;
+	int32		tail_owners;
+} LogIndexState;
+
+extern bool log_index_state(int64 cycle, Snapshot snapshot, LogIndexState *st);
+
 /* A cycle's owners (nowners -1: its owner list and landings are damaged). */
 typedef void (*LogOwnerListVisitor) (int64 cycle, const LakeCycleOwner *owners,
 									 int nowners, void *arg);

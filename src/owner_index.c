@@ -185,8 +185,7 @@ lake_owner_block_decode(const uint8_t *in, size_t len, LakeOwnerBlock *out)
 		out->cycles = (out->cycles << 8) | in[pos + i];
 	pos += 8;
 	/* Each cycle of the bitmap holds at least one of the positions. */
-	if (id == 0 || first_cycle == 0 || (first_cycle - 1) % LAKE_BLOCK_CYCLES != 0 ||
-		first == 0 || span > INT64_MAX - first || out->cycles == 0 ||
+	if (id == 0 || first_cycle == 0 || first == 0 || span > INT64_MAX - first || out->cycles == 0 ||
 		(uint64_t) bits(out->cycles) > span + 1)
 		return LAKE_INDEX_BAD_VALUE;
 	out->owner_id = (int32_t) id;

@@ -13,11 +13,11 @@
  *     varint owner_id, varint first_position, varint landings
  *
  * - An owner's block entry (lake_data.owner_block.entry): cycles are
- *   grouped in blocks of LAKE_BLOCK_CYCLES (block k holds cycles
- *   k * LAKE_BLOCK_CYCLES + 1 .. (k + 1) * LAKE_BLOCK_CYCLES); the seal of
- *   a block's last cycle writes one entry per owner with landings in the
- *   block: its positions there and a bitmap of the cycles holding them
- *   (bit i: the block's first cycle + i).
+ *   grouped in blocks of consecutive cycles, at most LAKE_BLOCK_CYCLES of
+ *   them, closed sooner once they name LAKE_TAIL_OWNERS owners (counted
+ *   once per cycle); the seal of a block's last cycle writes one entry per
+ *   owner with landings in the block: its positions there and a bitmap of
+ *   the cycles holding them (bit i: the block's first cycle + i).
  *     'B', version 1, varint owner_id, varint first_cycle,
  *     varint first_position, varint (last_position - first_position),
  *     uint64 cycles (little-endian)
@@ -32,12 +32,15 @@
 #include <stdint.h>
 
 /*
- * Cycles per block: the most a trajectory reads of the unindexed tail (the
- * owner lists only, not the landings of other owners), and the stretch of
- * cycles one set of block rows covers. 64 keeps both the tail and the
- * cycle bitmap of an entry small.
+ * The cycles after the last closed block are read by every trajectory
+ * through their owner lists: a block closes after LAKE_BLOCK_CYCLES cycles
+ * (the cycle bitmap of an entry), or sooner once its cycles' owner lists
+ * hold LAKE_TAIL_OWNERS entries, so that tail stays small whatever the
+ * size of the cycles. Under durable load (a few owners per cycle) a block
+ * is 64 cycles: one index row per owner per 64 cycles.
  */
 #define LAKE_BLOCK_CYCLES 64
+#define LAKE_TAIL_OWNERS 1024
 
 typedef enum LakeIndexStatus
 {
@@ -50,9 +53,6 @@ typedef enum LakeIndexStatus
 } LakeIndexStatus;
 
 extern const char *lake_index_status_text(LakeIndexStatus st);
-
-/* The first cycle of the block holding 'cycle' (cycles count from 1). */
-#define LAKE_BLOCK_FIRST(cycle) ((((cycle) - 1) / LAKE_BLOCK_CYCLES) * LAKE_BLOCK_CYCLES + 1)
 
 typedef struct LakeCycleOwner
 {

@@ -13,9 +13,11 @@
  * zstd-compressed into one row, beside the cycle's owner list
  * (owner_index.h: which owners, from which position, how many — read by
  * trajectories and by recovery without the landings); lake_data.cast_operation
- * gets one row per idempotent cast. The seal of a block's last cycle also
- * writes the block's rows of the owner index, one per owner with landings
- * in the block, from the owner lists of the block's cycles: no per-owner row
+ * gets one row per idempotent cast. The seal of a block's last cycle (a
+ * block closes after 64 cycles, or sooner once its owner lists hold 1024
+ * entries) also writes the block's rows of the owner index, one per owner
+ * with landings in the block, from the owner lists of the block's cycles,
+ * and each cycle's row records where the index stands: no per-owner row
  * per cycle, and nothing kept in memory between seals, so any sealer (the
  * worker, lake.seal(), a worker after a crash or a promotion) closes the
  * block the same way. The rows go in through
@@ -186,13 +188,36 @@ typedef struct BlockBuild
 	int			cycles;			/* cycles whose owners are known */
 } BlockBuild;
 
+/*
+ * Where the owner index of the cycle being sealed stands: the last cycle in
+ * lake_data.owner_block and the owner entries of the cycles after it, as
+ * the head cycle's row records them (read under the sealing lock with the
+ * latest snapshot, so it is the head's row).
+ */
+static LogIndexState
+index_state(int64 base)
+{
+	LogIndexState st = {0};
+
+	if (base > 0 && !log_index_state(base, GetLatestSnapshot(), &st))
+	{
+		/* The head's row is gone (deleted by hand): start a new block after it. */
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake: the row of the sealed head, cycle " INT64_FORMAT ", is missing", base)));
+		st.indexed_through = base;
+		st.tail_owners = 0;
+	}
+	return st;
+}
+
 static void
 block_add(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
 {
 	BlockBuild *bb = (BlockBuild *) arg;
 
-	if (cycle - bb->first_cycle >= LAKE_BLOCK_CYCLES)
-		return;					/* past the block: none while we hold the sealing lock */
+	if (cycle < bb->first_cycle || cycle - bb->first_cycle >= LAKE_BLOCK_CYCLES)
+		return;					/* not of the block: none while we hold the sealing lock */
 	if (nowners < 0)
 	{
 		ereport(WARNING,
@@ -221,11 +246,12 @@ block_add(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
 }
 
 /*
- * Write the owner index rows of the block that 'cycle' (its last) closes,
- * from the owner lists of its other cycles, as stored, and of this one.
+ * Write the owner index rows of the block of cycles first_cycle .. 'cycle'
+ * that 'cycle' closes, from the owner lists of its other cycles, as stored,
+ * and of this one.
  */
 static void
-close_block(int64 cycle, const LakeCycleOwner *these, int nthese)
+close_block(int64 first_cycle, int64 cycle, const LakeCycleOwner *these, int nthese)
 {
 	BlockBuild	bb;
 	HASHCTL		ctl;
@@ -239,15 +265,15 @@ close_block(int64 cycle, const LakeCycleOwner *these, int nthese)
 	ctl.entrysize = sizeof(BlockOwner);
 	ctl.hcxt = CurrentMemoryContext;
 	bb.owners = hash_create("lake block owners", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	bb.first_cycle = LAKE_BLOCK_FIRST(cycle);
+	bb.first_cycle = first_cycle;
 	bb.cycles = 0;
 	/* Every earlier cycle of the block is committed: we hold the sealing lock. */
-	log_scan_owner_lists(bb.first_cycle - 1, GetLatestSnapshot(), block_add, &bb);
-	if (bb.cycles != LAKE_BLOCK_CYCLES - 1)
+	log_scan_owner_lists(first_cycle - 1, GetLatestSnapshot(), block_add, &bb);
+	if (bb.cycles != cycle - first_cycle)
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("lake: the owners of only %d of the %d cycles before cycle " INT64_FORMAT " could be read for the owner index",
-						bb.cycles, LAKE_BLOCK_CYCLES - 1, cycle)));
+				 errmsg("lake: the owners of only %d of the " INT64_FORMAT " cycles before cycle " INT64_FORMAT " could be read for the owner index",
+						bb.cycles, cycle - first_cycle, cycle)));
 	block_add(cycle, these, nthese, &bb);
 
 	rows = palloc(sizeof(Datum) * 3 * Max(hash_get_num_entries(bb.owners), 1));
@@ -280,6 +306,7 @@ seal_run(void)
 	SealedOwner *owners;
 	LakeCycleOwner *listed;		/* the cycle's owner list */
 	uint8	   *list;
+	LogIndexState index;
 	int			nowners = 0;
 	int64	   *positions;
 	size_t		rawlen = LAKE_LANDINGS_HEADER;
@@ -314,7 +341,7 @@ seal_run(void)
 	listed = palloc(sizeof(LakeCycleOwner) * cut.ncasts);
 	positions = palloc(sizeof(int64) * cut.ncasts);
 	op_rows = palloc(sizeof(Datum) * 5 * cut.ncasts);
-	nulls = palloc0(sizeof(bool) * Max(11, 5 * cut.ncasts));	/* no column is NULL */
+	nulls = palloc0(sizeof(bool) * Max(13, 5 * cut.ncasts));	/* no column is NULL */
 
 	for (uint64 off = cut.start; off < cut.end;)
 	{
@@ -385,16 +412,29 @@ seal_run(void)
 		listed[i].landings = (uint32) owners[i].count;
 	list = palloc(lake_cycle_owners_bound((uint32) nowners));
 
-	/* Before this cycle's row goes in: the block's cycles are read as stored. */
-	if (cycle % LAKE_BLOCK_CYCLES == 0)
-		close_block(cycle, listed, nowners);
+	/*
+	 * Close the block once it spans LAKE_BLOCK_CYCLES cycles or its owner
+	 * lists hold LAKE_TAIL_OWNERS entries; before this cycle's row goes in,
+	 * so the block's other cycles are read as stored.
+	 */
+	index = index_state(base);
+	if (cycle - index.indexed_through >= LAKE_BLOCK_CYCLES ||
+		(int64) index.tail_owners + nowners >= LAKE_TAIL_OWNERS)
+	{
+		close_block(index.indexed_through + 1, cycle, listed, nowners);
+		index.indexed_through = cycle;
+		index.tail_owners = 0;
+	}
+	else
+		index.tail_owners += nowners;
 	{
 		size_t		listlen = lake_cycle_owners_put(list, listed, (uint32) nowners);
-		Datum		row[11] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
+		Datum		row[13] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
 			Int64GetDatum(cut.first_seq), Int64GetDatum(cut.last_seq),
 			Int32GetDatum(cut.ncasts), Int64GetDatum((int64) pos),
 			Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
 			TimestampTzGetDatum(GetCurrentTimestamp()), LSNGetDatum(lsn),
+			Int64GetDatum(index.indexed_through), Int32GetDatum(index.tail_owners),
 			PointerGetDatum(store_encode_raw((const char *) list, listlen)),
 		PointerGetDatum(stored)};
 

@@ -205,7 +205,7 @@ ok($after eq '1 cycles, 2 landings, 1 in h1\'s trajectory, h1 at 1'
 	"after the crash the cycle is wholly absent or wholly there ($after)");
 is($node->safe_psql('postgres', q{
 SELECT (SELECT count(*) FROM lake_data.owner_block b
-         WHERE b.first_cycle + 63 > (SELECT coalesce(max(c.cycle), 0) FROM lake_data.cycle c))
+         WHERE b.first_cycle > (SELECT coalesce(max(c.indexed_through), 0) FROM lake_data.cycle c))
     || '|' || (SELECT count(*) FROM unnest('{h1,h2}'::text[]) o
                 WHERE (SELECT array_agg(t.position ORDER BY t.position) FROM lake.trajectory(o) t)
                       IS DISTINCT FROM
