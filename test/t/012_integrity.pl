@@ -124,6 +124,10 @@ my $bad = psql("SELECT (lake.cast_durable('c1', 'Planning', 'CognitiveWork', con
 psql("SELECT lake.cast_durable('c2', 'Planning', 'CognitiveWork')");
 psql('DELETE FROM lake_data.snapshot');
 $want = states();
+# Recovery learns whose landings the damaged cycle held from its owner list,
+# as it does for any cycle; here one in the owner index's unindexed tail.
+is(psql("SELECT $bad > indexed_through FROM lake_data.cycle ORDER BY cycle DESC LIMIT 1"),
+	't', 'the damaged cycle is after the last closed block of the owner index');
 my $cycle = psql("SELECT encode(data, 'hex') FROM lake_data.cycle WHERE cycle = $bad");
 $len   = length($cycle) / 2;
 @wrong = ();
