@@ -12,7 +12,7 @@ OBJS        = src/lake.o src/guc.o src/args.o src/admission.o src/codec.o \
               src/store_stage.o src/store_grant.o src/store_owner.o src/store_dict.o \
               src/access.o src/head.o src/operation.o \
               src/append.o src/dict.o src/stage.o src/lifecycle.o src/owner.o \
-              src/landing.o src/cycle.o src/waiter.o src/publish.o src/seal.o \
+              src/landing.o src/owner_index.o src/cycle.o src/waiter.o src/publish.o src/seal.o \
               src/logread.o src/recovery.o src/checkpoint.o src/cast.o \
               src/worker.o
 DATA        = sql/lake--$(EXTVERSION).sql
@@ -45,7 +45,7 @@ PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast lifecycle recovery admission guc worker \
              hostile privileges memory damage owner_tenant integrity rolecap recreate dictionary head \
-             search_path
+             owner_index search_path
 
 .PHONY: check check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench
 

@@ -236,18 +236,26 @@ CREATE TABLE lake_data.cycle (
     stored_bytes  bigint NOT NULL,
     sealed_at     timestamptz NOT NULL,
     lsn           pg_lsn NOT NULL,
+    -- The owner index (src/owner_index.h) as of this cycle: the last cycle
+    -- whose owners are in lake_data.owner_block (this one, if its seal
+    -- closed a block), and how many owner entries the cycles after it hold.
+    indexed_through  bigint NOT NULL,
+    tail_owners   int NOT NULL,
+    owners        bytea NOT NULL,
     data          bytea NOT NULL
 );
 ALTER TABLE lake_data.cycle ALTER COLUMN data SET STORAGE EXTERNAL;
 CREATE INDEX cycle_receipt ON lake_data.cycle (epoch, last_seq);
 
--- Which cycles hold an owner's landings: a trajectory read visits only those.
-CREATE TABLE lake_data.cycle_owner (
-    owner_id        int NOT NULL,
-    cycle           bigint NOT NULL,
-    first_position  bigint NOT NULL,
-    last_position   bigint NOT NULL,
-    PRIMARY KEY (owner_id, cycle)
+-- Which cycles hold an owner's landings, a row per owner per closed block
+-- of at most 64 cycles (src/owner_index.h): a trajectory visits only those,
+-- then the owner lists (lake_data.cycle.owners) of the cycles after the
+-- last closed block.
+CREATE TABLE lake_data.owner_block (
+    owner_id     int NOT NULL,
+    first_cycle  bigint NOT NULL,
+    entry        bytea NOT NULL,
+    PRIMARY KEY (owner_id, first_cycle)
 );
 
 -- Sealed idempotent casts, by operation id.
@@ -300,7 +308,7 @@ SELECT pg_catalog.pg_extension_config_dump('lake_data.lifecycle', 'WHERE name OP
 SELECT pg_catalog.pg_extension_config_dump('lake_data.owner', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.writer', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.cycle', '');
-SELECT pg_catalog.pg_extension_config_dump('lake_data.cycle_owner', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.owner_block', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.cast_operation', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.snapshot', '');
 

@@ -110,9 +110,15 @@ encode(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict, const uint8_t *in,
 		put_header(out, LAKE_CODEC_ZSTD, checksum(body, zlen, in, len));
 		return LAKE_CHUNK_HEADER + zlen;
 	}
+	return lake_chunk_encode_raw(in, len, out);
+}
+
+size_t
+lake_chunk_encode_raw(const uint8_t *in, size_t len, uint8_t *out)
+{
 	put_header(out, LAKE_CODEC_RAW, checksum(in, len, NULL, 0));
 	if (len > 0)
-		memcpy(body, in, len);
+		memcpy(out + LAKE_CHUNK_HEADER, in, len);
 	return LAKE_CHUNK_HEADER + len;
 }
 

@@ -72,6 +72,12 @@ extern size_t lake_chunk_encode_dict(struct ZSTD_CCtx_s *cctx,
 									 const struct ZSTD_CDict_s *cdict,
 									 const uint8_t *in, size_t len, uint8_t *out);
 
+/*
+ * Store 'len' bytes raw, with their checksum, into 'out' (room for
+ * LAKE_CHUNK_HEADER + len): for small records that would not compress.
+ */
+extern size_t lake_chunk_encode_raw(const uint8_t *in, size_t len, uint8_t *out);
+
 /* The id of the dictionary a stored chunk needs, 0 for none. */
 extern uint32_t lake_chunk_dict_id(const uint8_t *in, size_t len);
 

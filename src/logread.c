@@ -1,8 +1,15 @@
 /*
  * logread.c — lake.trajectory, lake.log, lake.cycles and receipt lookups.
  *
- * A trajectory visits only the cycles lake_data.cycle_owner lists for the owner,
- * so its cost follows the owner's landings, not the length of the log.
+ * A trajectory visits only the cycles the owner index (owner_index.h)
+ * names for the owner: its rows in lake_data.owner_block for the closed
+ * blocks, then the owner lists of the cycles after the last closed block
+ * (fewer than LAKE_BLOCK_CYCLES, with fewer than LAKE_TAIL_OWNERS owner
+ * entries but for the newest, read without their landings). Its
+ * cost follows the owner's landings, not the length of the log. The index
+ * is checked as it is used: the owner's positions must run from 1 without
+ * a gap to the last one the index claims, so a damaged or missing index
+ * entry is XX001, never a shorter trajectory.
  * Cycles are read through lake_data.cycle's primary key, one in memory at
  * a time.
  * Receipt and operation lookups read with the latest snapshot: a seal is
@@ -23,6 +30,7 @@
 #include "lifecycle.h"
 #include "logread.h"
 #include "miscadmin.h"
+#include "owner_index.h"
 #include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -66,39 +74,110 @@ log_unwrap(Datum data, uint8_t **raw, size_t *len)
 	return cst == LAKE_CODEC_OK ? NULL : lake_codec_status_text(cst);
 }
 
-static void
-visit_record(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg,
-			 LogDamageHandler damaged)
+/*
+ * Decode one stored cycle record and visit its landings: NULL, or why the
+ * record is damaged. With 'whole_first' it is checked whole before any
+ * landing is visited: a recovery must not apply the prefix of a record it
+ * then finds broken.
+ */
+static const char *
+visit_record(Datum data, LakeLandingVisitor visit, void *arg, bool whole_first)
 {
 	size_t		got;
 	uint8_t    *raw;
 	const char *why = log_unwrap(data, &raw, &got);
 	LakeLandingStatus lst;
 
-	if (why == NULL && damaged != NULL &&
+	if (why == NULL && whole_first &&
 		(lst = lake_landings_decode(raw, got, landing_ignore, NULL)) != LAKE_LANDING_OK)
 		why = lake_landing_status_text(lst);
 	if (why == NULL &&
 		(lst = lake_landings_decode(raw, got, visit, arg)) != LAKE_LANDING_OK &&
 		lst != LAKE_LANDING_STOPPED)
 		why = lake_landing_status_text(lst);
-
-	if (why != NULL && damaged != NULL)
-		damaged(cycle, why, arg);
-	else if (why != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("cycle " INT64_FORMAT " is damaged", cycle),
-				 errdetail("%s", why)));
 	if (raw != NULL)
 		pfree(raw);
+	return why;
+}
+
+static void
+cycle_damaged_error(int64 cycle, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("cycle " INT64_FORMAT " is damaged", cycle),
+			 errdetail("%s", why)));
 }
 
 /* Decode one stored cycle and visit its landings (XX001 if damaged). */
 static void
 log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
 {
-	visit_record(cycle, data, visit, arg, NULL);
+	const char *why = visit_record(data, visit, arg, false);
+
+	if (why != NULL)
+		cycle_damaged_error(cycle, why);
+}
+
+typedef struct OwnerList
+{
+	LakeCycleOwner *owners;
+	int			n;
+	int			cap;
+} OwnerList;
+
+static int
+owner_list_add(const LakeCycleOwner *o, void *arg)
+{
+	OwnerList  *ol = (OwnerList *) arg;
+
+	if (ol->n == ol->cap)
+	{
+		ol->cap = Max(8, ol->cap * 2);
+		ol->owners = ol->owners == NULL ? palloc(sizeof(LakeCycleOwner) * ol->cap) :
+			repalloc(ol->owners, sizeof(LakeCycleOwner) * ol->cap);
+	}
+	ol->owners[ol->n++] = *o;
+	return 0;
+}
+
+/*
+ * A cycle's owner list (lake_data.cycle.owners) into a palloc'd array:
+ * NULL, or why it cannot be read.
+ */
+static const char *
+cycle_owner_list(Datum stored, OwnerList *ol)
+{
+	size_t		got;
+	uint8_t    *raw;
+	const char *why = log_unwrap(stored, &raw, &got);
+	LakeIndexStatus st;
+
+	memset(ol, 0, sizeof(*ol));
+	if (why == NULL && (st = lake_cycle_owners_decode(raw, got, owner_list_add, ol)) != LAKE_INDEX_OK)
+		why = lake_index_status_text(st);
+	if (raw != NULL)
+		pfree(raw);
+	return why;
+}
+
+/* Owners entered in landing order, each with its first position and count. */
+static int
+owner_list_landing(const LakeLanding *l, void *arg)
+{
+	OwnerList  *ol = (OwnerList *) arg;
+
+	for (int i = ol->n - 1; i >= 0; i--)
+		if (ol->owners[i].owner_id == l->owner_id)
+		{
+			ol->owners[i].landings++;
+			return 0;
+		}
+	{
+		LakeCycleOwner o = {l->owner_id, l->position, 1};
+
+		return owner_list_add(&o, ol);
+	}
 }
 
 bool
@@ -269,7 +348,7 @@ arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
 
 /*
  * lake_data.cycle opened for reading records through its primary key, under
- * the active snapshot, one cycle in memory at a time.
+ * the given snapshot, one cycle in memory at a time.
  */
 typedef struct CycleReader
 {
@@ -278,18 +357,24 @@ typedef struct CycleReader
 	Snapshot	snapshot;
 	AttrNumber	att_cycle;
 	AttrNumber	att_epoch;
+	AttrNumber	att_indexed;
+	AttrNumber	att_tail;
+	AttrNumber	att_owners;
 	AttrNumber	att_data;
 	MemoryContext cxt;
 } CycleReader;
 
 static void
-cycle_reader_open(CycleReader *cr)
+cycle_reader_open(CycleReader *cr, Snapshot snapshot)
 {
 	cr->rel = store_open("cycle", AccessShareLock);
 	cr->idx = store_open("cycle_pkey", AccessShareLock);
-	cr->snapshot = RegisterSnapshot(GetActiveSnapshot());
+	cr->snapshot = RegisterSnapshot(snapshot);
 	cr->att_cycle = get_attnum(RelationGetRelid(cr->rel), "cycle");
 	cr->att_epoch = get_attnum(RelationGetRelid(cr->rel), "epoch");
+	cr->att_indexed = get_attnum(RelationGetRelid(cr->rel), "indexed_through");
+	cr->att_tail = get_attnum(RelationGetRelid(cr->rel), "tail_owners");
+	cr->att_owners = get_attnum(RelationGetRelid(cr->rel), "owners");
 	cr->att_data = get_attnum(RelationGetRelid(cr->rel), "data");
 	cr->cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
 									ALLOCSET_DEFAULT_SIZES);
@@ -304,23 +389,52 @@ cycle_reader_close(CycleReader *cr)
 	table_close(cr->rel, AccessShareLock);
 }
 
-/* Visit the landings of one lake_data.cycle row. */
+static Datum
+cycle_column(CycleReader *cr, HeapTuple tup, AttrNumber att)
+{
+	bool		isnull;
+
+	return heap_getattr(tup, att, RelationGetDescr(cr->rel), &isnull);
+}
+
+/*
+ * Visit the landings of one lake_data.cycle row. A damaged record goes to
+ * 'damaged' (checked whole first) with the cycle's owner list (nowners -1
+ * when that is unreadable too), or is XX001.
+ */
 static void
 cycle_reader_visit(CycleReader *cr, HeapTuple tup, LogCycle *where,
 				   LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
 {
-	TupleDesc	desc = RelationGetDescr(cr->rel);
-	bool		isnull;
+	const char *why;
 	MemoryContext old;
 
 	CHECK_FOR_INTERRUPTS();
-	where->cycle = DatumGetInt64(heap_getattr(tup, cr->att_cycle, desc, &isnull));
-	where->epoch = DatumGetInt32(heap_getattr(tup, cr->att_epoch, desc, &isnull));
+	where->cycle = DatumGetInt64(cycle_column(cr, tup, cr->att_cycle));
+	where->epoch = DatumGetInt32(cycle_column(cr, tup, cr->att_epoch));
 	old = MemoryContextSwitchTo(cr->cxt);
-	visit_record(where->cycle, heap_getattr(tup, cr->att_data, desc, &isnull),
-				 visit, arg, damaged);
+	why = visit_record(cycle_column(cr, tup, cr->att_data), visit, arg, damaged != NULL);
+	if (why != NULL && damaged != NULL)
+	{
+		OwnerList	ol;
+
+		if (cycle_owner_list(cycle_column(cr, tup, cr->att_owners), &ol) != NULL)
+			ol.n = -1;
+		damaged(where->cycle, why, ol.owners, ol.n, arg);
+	}
+	else if (why != NULL)
+		cycle_damaged_error(where->cycle, why);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(cr->cxt);
+}
+
+/* An ordered scan of lake_data.cycle above 'after_cycle'. */
+static SysScanDesc
+cycle_reader_scan(CycleReader *cr, int64 after_cycle, ScanKeyData *key)
+{
+	ScanKeyInit(key, cr->att_cycle, BTGreaterStrategyNumber, F_INT8GT,
+				Int64GetDatum(after_cycle));
+	return systable_beginscan_ordered(cr->rel, cr->idx, cr->snapshot, 1, key);
 }
 
 /*
@@ -338,10 +452,8 @@ log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 	SysScanDesc scan;
 	HeapTuple	tup;
 
-	cycle_reader_open(&cr);
-	ScanKeyInit(&key, cr.att_cycle, BTGreaterStrategyNumber, F_INT8GT,
-				Int64GetDatum(after_cycle));
-	scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, 1, &key);
+	cycle_reader_open(&cr, GetActiveSnapshot());
+	scan = cycle_reader_scan(&cr, after_cycle, &key);
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 		cycle_reader_visit(&cr, tup, where, visit, damaged, arg);
 	systable_endscan_ordered(scan);
@@ -349,53 +461,309 @@ log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 }
 
 /*
+ * The owner list of every cycle above 'after_cycle', in cycle order, under
+ * 'snapshot'. A damaged list is rebuilt from the cycle's landings; when
+ * those are damaged too, the visitor gets nowners -1.
+ */
+void
+log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
+					 LogOwnerListVisitor visit, void *arg)
+{
+	CycleReader cr;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	cycle_reader_open(&cr, snapshot);
+	scan = cycle_reader_scan(&cr, after_cycle, &key);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		int64		cycle = DatumGetInt64(cycle_column(&cr, tup, cr.att_cycle));
+		MemoryContext old = MemoryContextSwitchTo(cr.cxt);
+		OwnerList	ol;
+
+		if (cycle_owner_list(cycle_column(&cr, tup, cr.att_owners), &ol) != NULL)
+		{
+			memset(&ol, 0, sizeof(ol));
+			if (visit_record(cycle_column(&cr, tup, cr.att_data), owner_list_landing,
+							 &ol, true) != NULL)
+				ol.n = -1;
+		}
+		MemoryContextSwitchTo(old);
+		visit(cycle, ol.owners, ol.n, arg);
+		MemoryContextReset(cr.cxt);
+	}
+	systable_endscan_ordered(scan);
+	cycle_reader_close(&cr);
+}
+
+/* The index state of the row found (see log_index_state). */
+static bool
+index_state_of(CycleReader *cr, SysScanDesc scan, LogIndexState *st)
+{
+	HeapTuple	tup = systable_getnext_ordered(scan, BackwardScanDirection);
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	st->cycle = DatumGetInt64(cycle_column(cr, tup, cr->att_cycle));
+	st->indexed_through = DatumGetInt64(cycle_column(cr, tup, cr->att_indexed));
+	st->tail_owners = DatumGetInt32(cycle_column(cr, tup, cr->att_tail));
+	return true;
+}
+
+/*
+ * The owner index as of cycle 'cycle' (0: the newest cycle), under
+ * 'snapshot': false when there is no such cycle.
+ */
+bool
+log_index_state(int64 cycle, Snapshot snapshot, LogIndexState *st)
+{
+	CycleReader cr;
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	cycle_reader_open(&cr, snapshot);
+	store_key_int8(&key, 1, cycle);
+	scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, cycle > 0 ? 1 : 0, &key);
+	found = index_state_of(&cr, scan, st);
+	systable_endscan_ordered(scan);
+	cycle_reader_close(&cr);
+	return found;
+}
+
+/* ----------------------------------------------------------------------
+ * One owner's landings, through the owner index
+ * ---------------------------------------------------------------------- */
+
+typedef struct OwnerWalk
+{
+	CycleReader cr;
+	int32		owner_id;
+	int64		after;			/* visit only positions above this */
+	int64		expect;			/* the position the owner's next landing must have */
+	int64		gap;			/* a landing found at another position, or 0 */
+	bool		done;			/* the visitor stopped, or damage was reported */
+	LogCycle   *where;
+	LakeLandingVisitor visit;
+	LogDamageHandler damaged;
+	void	   *arg;
+} OwnerWalk;
+
+/*
+ * The index does not match the log: XX001, or, for a recovery, the
+ * damage handler (with no owner list: the entry is not to be trusted).
+ */
+static void
+walk_damaged(OwnerWalk *w, int64 cycle, const char *why)
+{
+	if (w->damaged == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the owner index of owner id %d is damaged at cycle " INT64_FORMAT,
+						w->owner_id, cycle),
+				 errdetail("%s", why)));
+	w->damaged(cycle, why, NULL, -1, w->arg);
+	w->done = true;
+}
+
+static int
+walk_landing(const LakeLanding *l, void *arg)
+{
+	OwnerWalk  *w = (OwnerWalk *) arg;
+
+	if (l->owner_id != w->owner_id)
+		return 0;
+	if (l->position != w->expect)
+	{
+		w->gap = l->position;
+		return 1;
+	}
+	w->expect++;
+	if (l->position > w->after && w->visit(l, w->arg) != 0)
+	{
+		w->done = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Visit the owner's landings in one cycle row, checking their positions. */
+static void
+walk_cycle(OwnerWalk *w, HeapTuple tup)
+{
+	int64		cycle = DatumGetInt64(cycle_column(&w->cr, tup, w->cr.att_cycle));
+
+	w->gap = 0;
+	cycle_reader_visit(&w->cr, tup, w->where, walk_landing, w->damaged, w);
+	if (w->gap != 0 && !w->done)
+		walk_damaged(w, cycle, psprintf("the cycle holds position " INT64_FORMAT " where " INT64_FORMAT " was expected",
+										w->gap, w->expect));
+}
+
+/* The positions the index claims up to here, against those found. */
+static void
+walk_check_end(OwnerWalk *w, int64 cycle, int64 last)
+{
+	if (!w->done && w->expect != last + 1)
+		walk_damaged(w, cycle, psprintf("the index claims positions up to " INT64_FORMAT " but the cycles hold them up to " INT64_FORMAT,
+										last, w->expect - 1));
+}
+
+/* The owner's block rows, for the blocks up to 'closed' (the last closed cycle). */
+static void
+walk_blocks(OwnerWalk *w, int64 closed)
+{
+	Relation	brel = store_open("owner_block", AccessShareLock);
+	Relation	bidx = store_open("owner_block_pkey", AccessShareLock);
+	AttrNumber	att_first = get_attnum(RelationGetRelid(brel), "first_cycle");
+	AttrNumber	att_entry = get_attnum(RelationGetRelid(brel), "entry");
+	ScanKeyData bkey;
+	SysScanDesc bscan;
+	HeapTuple	btup;
+
+	store_key_int4(&bkey, 1, w->owner_id);
+	bscan = systable_beginscan_ordered(brel, bidx, w->cr.snapshot, 1, &bkey);
+	while (!w->done && HeapTupleIsValid(btup = systable_getnext_ordered(bscan, ForwardScanDirection)))
+	{
+		bool		isnull;
+		int64		first_cycle = DatumGetInt64(heap_getattr(btup, att_first, RelationGetDescr(brel), &isnull));
+		uint8_t    *raw;
+		size_t		got;
+		const char *why = log_unwrap(heap_getattr(btup, att_entry, RelationGetDescr(brel), &isnull), &raw, &got);
+		LakeOwnerBlock b;
+		LakeIndexStatus st;
+
+		CHECK_FOR_INTERRUPTS();
+		if (why == NULL && (st = lake_owner_block_decode(raw, got, &b)) != LAKE_INDEX_OK)
+			why = lake_index_status_text(st);
+		if (why == NULL && (b.owner_id != w->owner_id || b.first_cycle != first_cycle))
+			why = "the entry belongs to another owner or block";
+		if (why == NULL && first_cycle > closed)
+			why = "the entry is for a block not closed yet";
+		if (why == NULL && b.first_position != w->expect)
+			why = psprintf("the entry starts at position " INT64_FORMAT " where " INT64_FORMAT " was expected",
+						   b.first_position, w->expect);
+		if (raw != NULL)
+			pfree(raw);
+		if (why != NULL)
+		{
+			walk_damaged(w, first_cycle, why);
+			break;
+		}
+		if (b.last_position <= w->after)
+		{
+			w->expect = b.last_position + 1;	/* nothing to visit: no read */
+			continue;
+		}
+		for (int i = 0; i < LAKE_BLOCK_CYCLES && !w->done; i++)
+		{
+			ScanKeyData key;
+			SysScanDesc scan;
+			HeapTuple	tup;
+
+			if (!(b.cycles & ((uint64) 1 << i)))
+				continue;
+			store_key_int8(&key, 1, first_cycle + i);
+			scan = systable_beginscan_ordered(w->cr.rel, w->cr.idx, w->cr.snapshot, 1, &key);
+			tup = systable_getnext_ordered(scan, ForwardScanDirection);
+			if (HeapTupleIsValid(tup))
+				walk_cycle(w, tup);
+			else
+				walk_damaged(w, first_cycle + i, "the cycle the index names is missing");
+			systable_endscan_ordered(scan);
+		}
+		walk_check_end(w, first_cycle, b.last_position);
+	}
+	systable_endscan_ordered(bscan);
+	index_close(bidx, AccessShareLock);
+	table_close(brel, AccessShareLock);
+}
+
+/* The cycles after the last closed block, through their owner lists. */
+static void
+walk_tail(OwnerWalk *w, int64 closed)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	scan = cycle_reader_scan(&w->cr, closed, &key);
+	while (!w->done && HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		int64		cycle = DatumGetInt64(cycle_column(&w->cr, tup, w->cr.att_cycle));
+		OwnerList	ol;
+		const char *why;
+		const LakeCycleOwner *mine = NULL;
+
+		CHECK_FOR_INTERRUPTS();
+		why = cycle_owner_list(cycle_column(&w->cr, tup, w->cr.att_owners), &ol);
+		if (why != NULL)
+		{
+			walk_damaged(w, cycle, psprintf("its owner list is damaged: %s", why));
+			break;
+		}
+		for (int i = 0; i < ol.n && mine == NULL; i++)
+			if (ol.owners[i].owner_id == w->owner_id)
+				mine = &ol.owners[i];
+		if (mine != NULL && mine->first_position != w->expect)
+			walk_damaged(w, cycle, psprintf("the owner list starts the owner at position " INT64_FORMAT " where " INT64_FORMAT " was expected",
+											mine->first_position, w->expect));
+		else if (mine != NULL && mine->first_position + mine->landings - 1 <= w->after)
+			w->expect += mine->landings;	/* nothing to visit: no decoding */
+		else if (mine != NULL)
+		{
+			int64		last = mine->first_position + mine->landings - 1;
+
+			walk_cycle(w, tup);
+			walk_check_end(w, cycle, last);
+		}
+		if (ol.owners != NULL)
+			pfree(ol.owners);
+	}
+	systable_endscan_ordered(scan);
+}
+
+/*
  * Visit the landings of one owner above 'after_position', in position
- * order, reading only the cycles lake_data.cycle_owner lists for it: its
- * primary key (owner_id, cycle) gives them in cycle order, and each is
- * fetched by a probe of lake_data.cycle's. No plan is chosen, so the cost
- * follows the owner's cycles whatever the statistics say of the log.
+ * order, reading only the cycles the owner index names for it. No plan is
+ * chosen, so the cost follows the owner's cycles whatever the statistics
+ * say of the log. All reads share one snapshot: the closed blocks it sees
+ * are exactly those up to the newest cycle it sees.
  */
 void
 log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 				LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
 {
-	CycleReader cr;
-	Relation	orel;
-	Relation	oidx;
-	AttrNumber	att_cycle;
-	AttrNumber	att_last;
-	ScanKeyData okey;
-	SysScanDesc oscan;
-	HeapTuple	otup;
+	OwnerWalk	w = {0};
+	SysScanDesc scan;
+	LogIndexState st;
+	bool		any;
 
-	cycle_reader_open(&cr);
-	orel = store_open("cycle_owner", AccessShareLock);
-	oidx = store_open("cycle_owner_pkey", AccessShareLock);
-	att_cycle = get_attnum(RelationGetRelid(orel), "cycle");
-	att_last = get_attnum(RelationGetRelid(orel), "last_position");
-	store_key_int4(&okey, 1, owner_id);
-	oscan = systable_beginscan_ordered(orel, oidx, cr.snapshot, 1, &okey);
-	while (HeapTupleIsValid(otup = systable_getnext_ordered(oscan, ForwardScanDirection)))
+	cycle_reader_open(&w.cr, GetActiveSnapshot());
+	w.owner_id = owner_id;
+	w.after = after_position;
+	w.expect = 1;
+	w.where = where;
+	w.visit = visit;
+	w.damaged = damaged;
+	w.arg = arg;
+
+	/* The newest cycle (the last entry of the primary key) says where the tail starts. */
+	scan = systable_beginscan_ordered(w.cr.rel, w.cr.idx, w.cr.snapshot, 0, NULL);
+	any = index_state_of(&w.cr, scan, &st);
+	systable_endscan_ordered(scan);
+
+	if (any && (st.indexed_through > st.cycle || st.indexed_through < 0 ||
+				st.cycle - st.indexed_through >= LAKE_BLOCK_CYCLES))
+		walk_damaged(&w, st.cycle, psprintf("the cycle says the index ends at cycle " INT64_FORMAT,
+											st.indexed_through));
+	else if (any)
 	{
-		bool		isnull;
-		int64		cycle = DatumGetInt64(heap_getattr(otup, att_cycle, RelationGetDescr(orel), &isnull));
-		ScanKeyData key;
-		SysScanDesc scan;
-		HeapTuple	tup;
-
-		if (DatumGetInt64(heap_getattr(otup, att_last, RelationGetDescr(orel), &isnull)) <= after_position)
-			continue;
-		store_key_int8(&key, 1, cycle);
-		scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, 1, &key);
-		tup = systable_getnext_ordered(scan, ForwardScanDirection);
-		if (HeapTupleIsValid(tup))
-			cycle_reader_visit(&cr, tup, where, visit, damaged, arg);
-		systable_endscan_ordered(scan);
+		walk_blocks(&w, st.indexed_through);
+		walk_tail(&w, st.indexed_through);
 	}
-	systable_endscan_ordered(oscan);
-	index_close(oidx, AccessShareLock);
-	table_close(orel, AccessShareLock);
-	cycle_reader_close(&cr);
+	cycle_reader_close(&w.cr);
 }
 
 PG_FUNCTION_INFO_V1(lake_trajectory);

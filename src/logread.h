@@ -11,6 +11,7 @@
 #include "access/xlogdefs.h"
 #include "executor/spi.h"
 #include "landing.h"
+#include "owner_index.h"
 
 /* Where a cast landed. */
 typedef struct LogReceipt
@@ -35,12 +36,34 @@ typedef struct LogCycle
 	int32		epoch;
 } LogCycle;
 
-/* Told of a damaged cycle instead of an XX001; 'arg' is the visitor's. */
-typedef void (*LogDamageHandler) (int64 cycle, const char *why, void *arg);
+/*
+ * Told of a damaged cycle instead of an XX001, with the owners the cycle's
+ * owner list names ('nowners' -1 when it is unreadable too, or when the
+ * owner index, not the cycle, is damaged); 'arg' is the visitor's.
+ */
+typedef void (*LogDamageHandler) (int64 cycle, const char *why,
+								  const LakeCycleOwner *owners, int nowners,
+								  void *arg);
 
 extern void log_scan_cycles(int64 after_cycle, LogCycle *where,
 							LakeLandingVisitor visit, LogDamageHandler damaged,
 							void *arg);
+/* The owner index as of a cycle (lake_data.cycle's columns of that name). */
+typedef struct LogIndexState
+{
+	int64		cycle;
+	int64		indexed_through;
+	int32		tail_owners;
+} LogIndexState;
+
+extern bool log_index_state(int64 cycle, Snapshot snapshot, LogIndexState *st);
+
+/* A cycle's owners (nowners -1: its owner list and landings are damaged). */
+typedef void (*LogOwnerListVisitor) (int64 cycle, const LakeCycleOwner *owners,
+									 int nowners, void *arg);
+
+extern void log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
+								 LogOwnerListVisitor visit, void *arg);
 extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 							LakeLandingVisitor visit, LogDamageHandler damaged,
 							void *arg);

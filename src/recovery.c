@@ -25,10 +25,8 @@
 #include "access/xact.h"
 #include "access.h"
 #include "args.h"
-#include "catalog/pg_type.h"
 #include "checkpoint.h"
 #include "cycle.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 #include "guc.h"
 #include "landing.h"
@@ -242,36 +240,37 @@ apply_landing(const LakeLanding *l, void *arg)
 
 /*
  * A damaged cycle: none of its landings is applied, and every owner with a
- * landing in it above what is applied is quarantined at its prefix. The
- * other owners recover; the cycle's owners wait for a fix and
- * lake.release_owner().
+ * landing in it above what is applied is quarantined at its prefix — the
+ * owners its owner list (kept beside the landings, with its own checksum)
+ * names. The other owners recover; the cycle's owners wait for a fix and
+ * lake.release_owner(). When the owner list is damaged too, which owners
+ * the cycle holds is unknown: every owner not yet quarantined is, rather
+ * than one be recovered past landings it may have lost (fail closed).
  */
 static void
-skip_damaged_cycle(int64 cycle, const char *why, void *arg)
+skip_damaged_cycle(int64 cycle, const char *why, const LakeCycleOwner *owners,
+				   int nowners, void *arg)
 {
-	static SPIPlanPtr plan;
 	Replay	   *rp = (Replay *) arg;
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(cycle)};
-	char	   *reason = psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why);
+	char	   *reason;
 
-	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT o.owner_id, o.last_position FROM lake_data.cycle_owner o "
-									"WHERE o.cycle OPERATOR(pg_catalog.=) $1",
-									1, types),
-						 values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "lake: could not read the owners of cycle " INT64_FORMAT, cycle);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	if (nowners < 0)
 	{
-		bool		isnull;
-		int32		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		int64		last = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-		ById	   *b = by_id(rp, id);
+		reason = psprintf("cycle " INT64_FORMAT " is damaged, and so is its owner list: %s", cycle, why);
+		for (int i = 0; i < rp->n; i++)
+			if (!rp->owners[i].owner->quarantined)
+				quarantine(rp, &rp->owners[i], reason);
+		return;
+	}
+	reason = psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why);
+	for (int i = 0; i < nowners; i++)
+	{
+		ById	   *b = by_id(rp, owners[i].owner_id);
+		int64		last = owners[i].first_position + owners[i].landings - 1;
 
 		if (b != NULL && !b->owner->quarantined && last > b->owner->position)
 			quarantine(rp, b, reason);
 	}
-	SPI_freetuptable(SPI_tuptable);
 }
 
 /* Enter one registered owner in shared memory, in its initial state. */
@@ -564,7 +563,8 @@ apply_owner_landing(const LakeLanding *l, void *arg)
 
 /* A damaged cycle in the owner's tail stops its replay like a misfit. */
 static void
-owner_cycle_damaged(int64 cycle, const char *why, void *arg)
+owner_cycle_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
+					int nowners, void *arg)
 {
 	OwnerReplay *r = (OwnerReplay *) arg;
 

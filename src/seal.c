@@ -10,11 +10,19 @@
  * published seal, both under the sealing lock); the writer epoch is read
  * from its row, so a zombie whose epoch was superseded writes nothing. The
  * landings of the cycle are encoded together (landing.h) and
- * zstd-compressed into one row; lake_data.cycle_owner gets one row per owner
- * in the cycle (what makes a trajectory read proportional to that owner),
- * lake_data.cast_operation one per idempotent cast. The rows go in through
+ * zstd-compressed into one row, beside the cycle's owner list
+ * (owner_index.h: which owners, from which position, how many — read by
+ * trajectories and by recovery without the landings); lake_data.cast_operation
+ * gets one row per idempotent cast. The seal of a block's last cycle (a
+ * block closes after 64 cycles, or sooner once its owner lists hold 1024
+ * entries) also writes the block's rows of the owner index, one per owner
+ * with landings in the block, from the owner lists of the block's cycles,
+ * and each cycle's row records where the index stands: no per-owner row
+ * per cycle, and nothing kept in memory between seals, so any sealer (the
+ * worker, lake.seal(), a worker after a crash or a promotion) closes the
+ * block the same way. The rows go in through
  * the table AM and the executor's index insertion, not SPI: no statement is
- * planned or run per seal, and the three tables' OIDs come from the
+ * planned or run per seal, and the tables' OIDs come from the
  * store's relation cache. The commit is forced
  * to be synchronous: a coordinate is only ever handed out for a flushed
  * cycle.
@@ -29,6 +37,8 @@
 #include "executor/executor.h"
 #include "guc.h"
 #include "landing.h"
+#include "logread.h"
+#include "owner_index.h"
 #include "publish.h"
 #include "seal.h"
 #include "storage/lmgr.h"
@@ -91,20 +101,19 @@ check_fence(const CycleCut *cut, int64 base)
 typedef enum SealTable
 {
 	SEAL_CYCLE,
-	SEAL_CYCLE_OWNER,
 	SEAL_CAST_OPERATION,
+	SEAL_OWNER_BLOCK,
 	SEAL_NTABLES
 } SealTable;
 
-static const char *const seal_table_names[SEAL_NTABLES] = {"cycle", "cycle_owner", "cast_operation"};
+static const char *const seal_table_names[SEAL_NTABLES] = {"cycle", "cast_operation", "owner_block"};
 
 /*
  * Insert 'nrows' rows of the table's width (values and nulls row after
  * row) and their index entries, as an INSERT would but without a plan:
  * the tables have no triggers, no constraints but their keys, and plain
  * btree indexes. The rows go in with one multi-insert, which writes one
- * WAL record per heap page instead of one per row (a durable cycle's
- * lake_data.cycle_owner rows, one per owner, were most of its WAL).
+ * WAL record per heap page instead of one per row.
  */
 static void
 insert_rows(SealTable t, int nrows, Datum *values, bool *nulls)
@@ -162,6 +171,128 @@ typedef struct OwnerSlot
 	int			index;
 } OwnerSlot;
 
+/* ----------------------------------------------------------------------
+ * Closing a block of the owner index
+ * ---------------------------------------------------------------------- */
+
+typedef struct BlockOwner
+{
+	int32		owner_id;		/* the hash key */
+	LakeOwnerBlock b;
+} BlockOwner;
+
+typedef struct BlockBuild
+{
+	HTAB	   *owners;
+	int64		first_cycle;
+	int			cycles;			/* cycles whose owners are known */
+} BlockBuild;
+
+/*
+ * Where the owner index of the cycle being sealed stands: the last cycle in
+ * lake_data.owner_block and the owner entries of the cycles after it, as
+ * the head cycle's row records them (read under the sealing lock with the
+ * latest snapshot, so it is the head's row).
+ */
+static LogIndexState
+index_state(int64 base)
+{
+	LogIndexState st = {0};
+
+	if (base > 0 && !log_index_state(base, GetLatestSnapshot(), &st))
+	{
+		/* The head's row is gone (deleted by hand): start a new block after it. */
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake: the row of the sealed head, cycle " INT64_FORMAT ", is missing", base)));
+		st.indexed_through = base;
+		st.tail_owners = 0;
+	}
+	return st;
+}
+
+static void
+block_add(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
+{
+	BlockBuild *bb = (BlockBuild *) arg;
+
+	if (cycle < bb->first_cycle || cycle - bb->first_cycle >= LAKE_BLOCK_CYCLES)
+		return;					/* not of the block: none while we hold the sealing lock */
+	if (nowners < 0)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake: cycle " INT64_FORMAT " and its owner list are damaged; its owners are missing from the owner index",
+						cycle),
+				 errdetail("Trajectories reading past the gap this leaves fail with XX001.")));
+		return;
+	}
+	bb->cycles++;
+	for (int i = 0; i < nowners; i++)
+	{
+		bool		found;
+		BlockOwner *bo = hash_search(bb->owners, &owners[i].owner_id, HASH_ENTER, &found);
+
+		if (!found)
+		{
+			bo->b.owner_id = owners[i].owner_id;
+			bo->b.first_cycle = bb->first_cycle;
+			bo->b.first_position = owners[i].first_position;
+			bo->b.cycles = 0;
+		}
+		bo->b.last_position = owners[i].first_position + owners[i].landings - 1;
+		bo->b.cycles |= (uint64) 1 << (cycle - bb->first_cycle);
+	}
+}
+
+/*
+ * Write the owner index rows of the block of cycles first_cycle .. 'cycle'
+ * that 'cycle' closes, from the owner lists of its other cycles, as stored,
+ * and of this one.
+ */
+static void
+close_block(int64 first_cycle, int64 cycle, const LakeCycleOwner *these, int nthese)
+{
+	BlockBuild	bb;
+	HASHCTL		ctl;
+	HASH_SEQ_STATUS seq;
+	BlockOwner *bo;
+	Datum	   *rows;
+	bool	   *nulls;
+	int			n = 0;
+
+	ctl.keysize = sizeof(int32);
+	ctl.entrysize = sizeof(BlockOwner);
+	ctl.hcxt = CurrentMemoryContext;
+	bb.owners = hash_create("lake block owners", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	bb.first_cycle = first_cycle;
+	bb.cycles = 0;
+	/* Every earlier cycle of the block is committed: we hold the sealing lock. */
+	log_scan_owner_lists(first_cycle - 1, GetLatestSnapshot(), block_add, &bb);
+	if (bb.cycles != cycle - first_cycle)
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake: the owners of only %d of the " INT64_FORMAT " cycles before cycle " INT64_FORMAT " could be read for the owner index",
+						bb.cycles, cycle - first_cycle, cycle)));
+	block_add(cycle, these, nthese, &bb);
+
+	rows = palloc(sizeof(Datum) * 3 * Max(hash_get_num_entries(bb.owners), 1));
+	nulls = palloc0(sizeof(bool) * 3 * Max(hash_get_num_entries(bb.owners), 1));
+	hash_seq_init(&seq, bb.owners);
+	while ((bo = hash_seq_search(&seq)) != NULL)
+	{
+		uint8		entry[LAKE_OWNER_BLOCK_BOUND];
+		size_t		len = lake_owner_block_put(entry, &bo->b);
+
+		rows[n * 3] = Int32GetDatum(bo->b.owner_id);
+		rows[n * 3 + 1] = Int64GetDatum(bo->b.first_cycle);
+		rows[n * 3 + 2] = PointerGetDatum(store_encode_raw((const char *) entry, len));
+		n++;
+	}
+	if (n > 0)
+		insert_rows(SEAL_OWNER_BLOCK, n, rows, nulls);
+}
+
 int64
 seal_run(void)
 {
@@ -173,7 +304,9 @@ seal_run(void)
 	HTAB	   *slots;
 	HASHCTL		ctl;
 	SealedOwner *owners;
-	Datum	   *owner_rows;		/* lake_data.cycle_owner, 4 columns a row */
+	LakeCycleOwner *listed;		/* the cycle's owner list */
+	uint8	   *list;
+	LogIndexState index;
 	int			nowners = 0;
 	int64	   *positions;
 	size_t		rawlen = LAKE_LANDINGS_HEADER;
@@ -205,10 +338,10 @@ seal_run(void)
 	ctl.hcxt = CurrentMemoryContext;
 	slots = hash_create("lake seal owners", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	owners = palloc(sizeof(SealedOwner) * cut.ncasts);
-	owner_rows = palloc(sizeof(Datum) * 4 * cut.ncasts);
+	listed = palloc(sizeof(LakeCycleOwner) * cut.ncasts);
 	positions = palloc(sizeof(int64) * cut.ncasts);
 	op_rows = palloc(sizeof(Datum) * 5 * cut.ncasts);
-	nulls = palloc0(sizeof(bool) * 10 * cut.ncasts);	/* no column is NULL */
+	nulls = palloc0(sizeof(bool) * Max(13, 5 * cut.ncasts));	/* no column is NULL */
 
 	for (uint64 off = cut.start; off < cut.end;)
 	{
@@ -247,9 +380,8 @@ seal_run(void)
 			so->lap = r->owner->lap;
 			so->position = r->owner->position;
 			so->count = 0;
-			owner_rows[os->index * 4] = Int32GetDatum(r->owner_id);
-			owner_rows[os->index * 4 + 1] = Int64GetDatum(cycle);
-			owner_rows[os->index * 4 + 2] = Int64GetDatum(so->position + 1);
+			listed[os->index].owner_id = r->owner_id;
+			listed[os->index].first_position = so->position + 1;
 		}
 		so = &owners[os->index];
 		so->position++;
@@ -276,20 +408,38 @@ seal_run(void)
 		}
 	}
 	stored = store_encode((const char *) raw, pos);
+	for (int i = 0; i < nowners; i++)
+		listed[i].landings = (uint32) owners[i].count;
+	list = palloc(lake_cycle_owners_bound((uint32) nowners));
 
+	/*
+	 * Close the block once it spans LAKE_BLOCK_CYCLES cycles or its owner
+	 * lists hold LAKE_TAIL_OWNERS entries; before this cycle's row goes in,
+	 * so the block's other cycles are read as stored.
+	 */
+	index = index_state(base);
+	if (cycle - index.indexed_through >= LAKE_BLOCK_CYCLES ||
+		(int64) index.tail_owners + nowners >= LAKE_TAIL_OWNERS)
 	{
-		Datum		row[10] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
+		close_block(index.indexed_through + 1, cycle, listed, nowners);
+		index.indexed_through = cycle;
+		index.tail_owners = 0;
+	}
+	else
+		index.tail_owners += nowners;
+	{
+		size_t		listlen = lake_cycle_owners_put(list, listed, (uint32) nowners);
+		Datum		row[13] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
 			Int64GetDatum(cut.first_seq), Int64GetDatum(cut.last_seq),
 			Int32GetDatum(cut.ncasts), Int64GetDatum((int64) pos),
 			Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
 			TimestampTzGetDatum(GetCurrentTimestamp()), LSNGetDatum(lsn),
+			Int64GetDatum(index.indexed_through), Int32GetDatum(index.tail_owners),
+			PointerGetDatum(store_encode_raw((const char *) list, listlen)),
 		PointerGetDatum(stored)};
 
 		insert_rows(SEAL_CYCLE, 1, row, nulls);
 	}
-	for (int i = 0; i < nowners; i++)
-		owner_rows[i * 4 + 3] = Int64GetDatum(owners[i].position);
-	insert_rows(SEAL_CYCLE_OWNER, nowners, owner_rows, nulls);
 	if (nops > 0)
 		insert_rows(SEAL_CAST_OPERATION, nops, op_rows, nulls);
 

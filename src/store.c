@@ -681,6 +681,16 @@ store_encode(const char *data, size_t len)
 	return out;
 }
 
+bytea *
+store_encode_raw(const char *data, size_t len)
+{
+	bytea	   *out = palloc(VARHDRSZ + LAKE_CHUNK_HEADER + len);
+
+	SET_VARSIZE(out, VARHDRSZ + lake_chunk_encode_raw((const uint8_t *) data, len,
+													  (uint8_t *) VARDATA(out)));
+	return out;
+}
+
 /*
  * Encode a payload chunk into the backend's one encode buffer, kept for
  * the life of the backend at the size of the largest chunk so far (at most

@@ -56,6 +56,8 @@ extern bool store_fetch(const char *table, const char *index, Snapshot snapshot,
 
 /* Encode bytes as a stored chunk (codec.h) at lake.compression_level. */
 extern bytea *store_encode(const char *data, size_t len);
+/* The same, stored raw (small records that would not compress). */
+extern bytea *store_encode_raw(const char *data, size_t len);
 /* The backend's zstd decompression context (codec.h), kept. */
 struct ZSTD_DCtx_s;
 extern struct ZSTD_DCtx_s *store_decompression_context(void);

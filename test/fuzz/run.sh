@@ -2,7 +2,7 @@
 # Builds the decoder harnesses with clang's libFuzzer, AddressSanitizer and
 # UndefinedBehaviorSanitizer, runs each for SECONDS (default 20) from the
 # seed corpus, then replays everything found through a coverage build and
-# reports executions and the lines of codec.c and landing.c reached.
+# reports executions and the lines of codec.c, landing.c and owner_index.c reached.
 #   test/fuzz/run.sh [SECONDS [REPORT]]
 # (make check-fuzz: 20 s each; make fuzz: longer, and writes REPORT =
 # bench/results-fuzz.md, which make bench adds to bench/RESULTS.md).
@@ -15,7 +15,7 @@ out=tmp_check/fuzz
 CC=${FUZZ_CC:-clang}
 PROFDATA=${FUZZ_PROFDATA:-llvm-profdata}
 COV=${FUZZ_COV:-llvm-cov}
-harnesses=(chunk cycle snapshot)
+harnesses=(chunk cycle snapshot index)
 
 # codec.c takes its CRC-32C from PostgreSQL: its headers and libpgport.
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -29,9 +29,9 @@ common=(-g -O1 -Isrc -Itest/fuzz -I"$("$PG_CONFIG" --includedir-server)" -Wall -
 libs=(-lzstd "$pgport")
 for h in "${harnesses[@]}"; do
   "$CC" "${common[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    "test/fuzz/fuzz_$h.c" src/codec.c src/landing.c "${libs[@]}" -o "$out/fuzz_$h"
+    "test/fuzz/fuzz_$h.c" src/codec.c src/landing.c src/owner_index.c "${libs[@]}" -o "$out/fuzz_$h"
   "$CC" "${common[@]}" -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping \
-    "test/fuzz/fuzz_$h.c" src/codec.c src/landing.c "${libs[@]}" -o "$out/cov_$h"
+    "test/fuzz/fuzz_$h.c" src/codec.c src/landing.c src/owner_index.c "${libs[@]}" -o "$out/cov_$h"
 done
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -66,7 +66,7 @@ done
 objs=()
 for h in "${harnesses[@]}"; do objs+=(-object "$out/cov_$h"); done
 "$COV" report "${objs[@]:1}" -instr-profile="$out/fuzz.profdata" \
-  src/codec.c src/landing.c > "$out/coverage.txt"
+  src/codec.c src/landing.c src/owner_index.c > "$out/coverage.txt"
 
 cat "$out/summary.md"
 echo

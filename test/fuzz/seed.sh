@@ -2,7 +2,8 @@
 # Regenerates the seed corpus (test/fuzz/corpus/) from real records: starts
 # a throwaway cluster with lake installed, appends and casts a small mixed
 # workload, then exports the stored bytes of chunks (lake_data.version.data and
-# lake_data.chunk.data), sealed cycles (lake_data.cycle.data) and snapshots
+# lake_data.chunk.data), sealed cycles (lake_data.cycle.data), owner index
+# records (lake_data.cycle.owners, lake_data.owner_block.entry) and snapshots
 # (lake_data.snapshot.data). Each cycle and snapshot is also exported as its
 # raw record bytes (framing stripped, decompressed: NAME.raw), so the fuzzer
 # can mutate the record structure itself past the checksum.
@@ -51,6 +52,10 @@ sql -c "SELECT lake.cast('o2', 'Planning', 'CognitiveWork', convert_to('think', 
     -c "SELECT lake.cast('o6', 'Planning', 'CognitiveWork')" \
     -c "SELECT lake.seal()" \
     -c "SELECT lake.checkpoint()" >/dev/null
+# A block of the owner index closes at every 64th cycle.
+for i in $(seq 1 64); do
+  sql -c "SELECT lake.cast('o' || ($i % 3 + 2), NULL, NULL)" -c "SELECT lake.seal()" >/dev/null
+done
 
 export_rows() {   # export_rows KIND NAME-PREFIX SQL: one file per row of hex
   local kind=$1 prefix=$2 query=$3 i=0
@@ -70,5 +75,7 @@ export_rows() {   # export_rows KIND NAME-PREFIX SQL: one file per row of hex
 }
 export_rows chunk version "SELECT encode(data, 'hex') FROM lake_data.version WHERE data IS NOT NULL ORDER BY version"
 export_rows cycle cycle "SELECT encode(data, 'hex') FROM lake_data.cycle ORDER BY cycle"
+export_rows index owners "SELECT encode(owners, 'hex') FROM lake_data.cycle ORDER BY cycle LIMIT 4"
+export_rows index block "SELECT encode(entry, 'hex') FROM lake_data.owner_block ORDER BY owner_id, first_cycle"
 export_rows snapshot snapshot "SELECT encode(data, 'hex') FROM lake_data.snapshot ORDER BY cycle"
 ls -l corpus/*

@@ -8,6 +8,10 @@
 #   with no snapshot covering it. Each time the owner with landings in it
 #   is quarantined at its prefix with the cycle named, the other owner
 #   recovers, and once repaired release_owner applies the cycle again.
+# - The cycle's owner list: damaged alone, the landings still replay and
+#   trajectories through the cycle are XX001; damaged with the landings,
+#   recovery quarantines every owner (it cannot know whose landings they
+#   were) and, repaired, each is released.
 #
 use strict;
 use warnings;
@@ -120,6 +124,10 @@ my $bad = psql("SELECT (lake.cast_durable('c1', 'Planning', 'CognitiveWork', con
 psql("SELECT lake.cast_durable('c2', 'Planning', 'CognitiveWork')");
 psql('DELETE FROM lake_data.snapshot');
 $want = states();
+# Recovery learns whose landings the damaged cycle held from its owner list,
+# as it does for any cycle; here one in the owner index's unindexed tail.
+is(psql("SELECT $bad > indexed_through FROM lake_data.cycle ORDER BY cycle DESC LIMIT 1"),
+	't', 'the damaged cycle is after the last closed block of the owner index');
 my $cycle = psql("SELECT encode(data, 'hex') FROM lake_data.cycle WHERE cycle = $bad");
 $len   = length($cycle) / 2;
 @wrong = ();
@@ -138,6 +146,44 @@ for my $i (0 .. $len - 1)
 }
 is_deeply(\@wrong, [], "every flipped cycle ($len bytes) quarantines its owner at its prefix; the other recovers");
 is($reasons, $len, 'each time naming the damaged cycle');
+is(states(), $want, 'repaired and released, every owner is where its log leaves it');
+
+# The cycle's owner list (lake_data.cycle.owners), kept beside its landings
+# with its own checksum. One bit flipped in each of its bytes, in turn, the
+# landings intact: the landings still replay (recovery does not need the
+# list), but a trajectory reading the cycle — it is in the unindexed tail —
+# cannot tell whose landings it holds and is refused, for every owner.
+my $list = psql("SELECT encode(owners, 'hex') FROM lake_data.cycle WHERE cycle = $bad");
+my $listlen = length($list) / 2;
+@wrong = ();
+for my $i (0 .. $listlen - 1)
+{
+	my $bit = 8 * $i + $i % 8;
+	psql("UPDATE lake_data.cycle SET owners = set_bit(owners, $bit, 1 - get_bit(owners, $bit)) WHERE cycle = $bad");
+	for my $o (qw(c1 c2))
+	{
+		my ($state, $msg) = sql_error($node, "SELECT count(*) FROM lake.trajectory('$o')");
+		push @wrong, "byte $i, $o: $state $msg" unless $state eq 'XX001' && $msg =~ /at cycle $bad/;
+	}
+	psql("UPDATE lake_data.cycle SET owners = decode('$list', 'hex') WHERE cycle = $bad");
+}
+is_deeply(\@wrong, [], "every flipped byte of the owner list ($listlen bytes) makes each trajectory through it XX001");
+restart();
+is(states(), $want, 'the landings replay whatever the owner list holds');
+
+# Landings and owner list both damaged: whose landings the cycle holds is
+# unknown, so recovery quarantines every owner rather than guess (fail
+# closed); repaired, each is released to where its log leaves it.
+psql("UPDATE lake_data.cycle SET data = set_bit(data, 9, 1 - get_bit(data, 9)), "
+	  . "owners = set_bit(owners, 9, 1 - get_bit(owners, 9)) WHERE cycle = $bad");
+restart();
+is(psql("SELECT string_agg(format('%s %s', o, s.quarantined), ', ' ORDER BY o) "
+		  . "FROM unnest('{@{[ join(',', @owners) ]}}'::text[]) o, lake.owner_state(o) s"),
+	join(', ', map { "$_ t" } sort @owners), 'every owner is quarantined');
+like(psql("SELECT reason FROM lake.owner_state('c2')"),
+	qr/^cycle $bad is damaged, and so is its owner list: /, '... saying the cycle and its owner list are damaged');
+psql("UPDATE lake_data.cycle SET data = decode('$cycle', 'hex'), owners = decode('$list', 'hex') WHERE cycle = $bad");
+psql("SELECT lake.release_owner(o) FROM unnest('{@{[ join(',', @owners) ]}}'::text[]) o");
 is(states(), $want, 'repaired and released, every owner is where its log leaves it');
 
 done_testing();

@@ -1,0 +1,141 @@
+# The owner index across crashes and failover (issue 11; src/owner_index.h).
+# Cycles are indexed per block of 64: the seal of a block's last cycle
+# writes one lake_data.owner_block row per owner from the owner lists of
+# the block's cycles, and a trajectory reads the cycles after the last
+# closed block through their owner lists. Nothing of a block is kept in
+# memory, so a crash in the middle of one loses nothing:
+# - an immediate stop, then a SIGKILLed worker, each with the head in the
+#   middle of a block: afterwards every acknowledged landing is in its
+#   owner's trajectory (no more, no gap), lake.recover() applies nothing,
+#   and more casts close the block with every trajectory still complete;
+# - a streaming standby shows the same trajectories, and once promoted
+#   (the primary stopped in the middle of a block) its worker closes the
+#   block and every trajectory stays complete.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my @owners = qw(x1 x2 x3);
+my $primary = lake_node('ixprimary', init => { allows_streaming => 1 }, conf => "fsync = on\nrestart_after_crash = on\n");
+$primary->start;
+$primary->safe_psql('postgres',
+	"CREATE EXTENSION lake; SELECT lake.create_owner(o) FROM unnest('{x1,x2,x3}'::text[]) o");
+
+my %acked = map { $_ => [] } @owners;    # owner -> "position:n" acknowledged, in order
+my $n = 0;
+
+# $count durable casts, one statement each (one cycle each): owner x1..x3
+# in turn, payload the cast's number.
+sub cast_durably
+{
+	my ($node, $count) = @_;
+	my @sql;
+	return if $count <= 0;
+	for (1 .. $count)
+	{
+		$n++;
+		my $o = $owners[ $n % 3 ];
+		push @sql, "SELECT '$o', (lake.cast_durable('$o', NULL, NULL, int4send($n))).position, $n;";
+	}
+	for (split /\n/, $node->safe_psql('postgres', join("\n", @sql)))
+	{
+		my ($o, $pos, $k) = split /\|/;
+		push @{ $acked{$o} }, "$pos:$k";
+	}
+}
+
+sub head { return $_[0]->safe_psql('postgres', 'SELECT coalesce(max(cycle), 0) FROM lake_data.cycle') }
+# The first cycle of the block still open.
+sub open_block
+{
+	return $_[0]->safe_psql('postgres', 'SELECT indexed_through + 1 FROM lake_data.cycle ORDER BY cycle DESC LIMIT 1');
+}
+
+# Each owner's trajectory is exactly its acknowledged landings, in order.
+sub complete
+{
+	my ($node, $what) = @_;
+	my @wrong;
+	for my $o (@owners)
+	{
+		my $got = $node->safe_psql('postgres',
+			"SELECT string_agg(position || ':' || ('x' || encode(payload, 'hex'))::bit(32)::int, ',' ORDER BY position) "
+			  . "FROM lake.trajectory('$o')");
+		my $want = join(',', @{ $acked{$o} });
+		push @wrong, "$o: got $got, want $want" if $got ne $want;
+	}
+	is_deeply(\@wrong, [], "$what: every acknowledged landing is in its owner's trajectory, nothing else");
+}
+
+sub serving
+{
+	my ($node, $old) = @_;
+	# (Not poll_query_until: its psql may find the cluster still restarting.)
+	defined wait_until(60, sub {
+		my $r = eval { $node->safe_psql('postgres',
+			"SELECT worker_state = 'serving' AND worker_pid IS DISTINCT FROM $old FROM lake.stats()") };
+		return defined $r && $r eq 't';
+	}) or die 'the worker did not come back';
+}
+
+sub recovers_nothing
+{
+	my ($node, $what) = @_;
+	is($node->safe_psql('postgres', 'SELECT coalesce(sum(applied), 0) FROM lake.recover()'),
+		'0', "$what: lake.recover() applies nothing");
+}
+
+# Past one closed block, into the next.
+cast_durably($primary, 90);
+is(open_block($primary), 65, 'the head (cycle ' . head($primary) . ') is in the middle of the second block');
+is($primary->safe_psql('postgres', 'SELECT count(*) FROM lake_data.owner_block WHERE first_cycle = 1'),
+	'3', 'the first block has one index row per owner');
+complete($primary, 'before any crash');
+
+# An immediate stop in the middle of a block.
+my $crash_block = open_block($primary);
+$primary->stop('immediate');
+$primary->start;
+serving($primary, 0);
+complete($primary, 'after an immediate stop in the middle of a block');
+recovers_nothing($primary, 'after the immediate stop');
+
+# The worker SIGKILLed in the middle of the same block.
+cast_durably($primary, 10);
+my $wpid = $primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+kill 'KILL', $wpid;
+serving($primary, $wpid);
+complete($primary, 'after the worker was SIGKILLed');
+recovers_nothing($primary, 'after the SIGKILL');
+
+# More casts close the block the crashes fell in.
+cast_durably($primary, $crash_block + 64 + 5 - head($primary));
+is($primary->safe_psql('postgres', "SELECT count(*) FROM lake_data.owner_block WHERE first_cycle = $crash_block"),
+	'3', 'the block the crashes fell in is closed, one index row per owner');
+complete($primary, 'once that block is closed');
+
+# A streaming standby, then its promotion in the middle of a block.
+$primary->backup('ixbackup');
+my $standby = PostgreSQL::Test::Cluster->new('ixstandby');
+$standby->init_from_backup($primary, 'ixbackup', has_streaming => 1);
+$standby->start;
+cast_durably($primary, 40);
+$primary->wait_for_catchup($standby);
+complete($standby, 'on the standby');
+$primary->stop('immediate');
+$standby->promote;
+serving($standby, 0);
+complete($standby, 'on the promoted standby');
+recovers_nothing($standby, 'on the promoted standby');
+my $open = open_block($standby);
+cast_durably($standby, $open + 64 + 3 - head($standby));
+is($standby->safe_psql('postgres', "SELECT count(*) FROM lake_data.owner_block WHERE first_cycle = $open"),
+	'3', 'the promoted node closes the block the failover fell in');
+complete($standby, 'on the promoted node, past that block');
+
+$standby->stop;
+done_testing();
