@@ -26,13 +26,16 @@
 
 #include "access/genam.h"
 #include "access/relscan.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/pg_am_d.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
 #include "common/hashfn.h"
 #include "digest.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "store_dict.h"
 #include "store_version.h"
 #include "utils/builtins.h"
@@ -341,6 +344,49 @@ store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const char *data, s
 	store_insert(rel, values, nulls);
 }
 
+/*
+ * Insert a version row and its two index entries directly, as
+ * simple_heap_insert and index_insert do for a catalog: no executor state,
+ * no index expression evaluated (the operation's hash is at hand). The
+ * version_pkey entry is checked for uniqueness as an INSERT would. Should
+ * the table have other indexes than the install script's (an
+ * administrator's own), store_insert maintains them all instead.
+ */
+static void
+insert_version_row(Relation rel, Datum *values, bool *nulls, int32 hash)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Relation	pkey = store_open("version_pkey", RowExclusiveLock);
+	Relation	opkey = store_open("version_operation", RowExclusiveLock);
+	HeapTuple	tup;
+	IndexInfo  *info;
+	Datum		key[2];
+	bool		key_nulls[2] = {false, false};
+
+	if (list_length(indexes) != 2 ||
+		!list_member_oid(indexes, RelationGetRelid(pkey)) ||
+		!list_member_oid(indexes, RelationGetRelid(opkey)))
+	{
+		index_close(opkey, RowExclusiveLock);
+		index_close(pkey, RowExclusiveLock);
+		store_insert(rel, values, nulls);
+		return;
+	}
+	tup = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+	simple_heap_insert(rel, tup);
+	/* Both are plain btrees over two int columns: btree reads no IndexInfo. */
+	info = makeIndexInfo(2, 2, BTREE_AM_OID, NIL, NIL, false, false, true, false);
+	key[0] = values[VA_DATASET - 1];
+	key[1] = values[VA_VERSION - 1];
+	index_insert(pkey, key, key_nulls, &tup->t_self, rel, UNIQUE_CHECK_YES, false, info);
+	key[1] = Int32GetDatum(hash);
+	index_insert(opkey, key, key_nulls, &tup->t_self, rel, UNIQUE_CHECK_NO, false, info);
+	index_close(opkey, RowExclusiveLock);
+	index_close(pkey, RowExclusiveLock);
+	list_free(indexes);
+	CommandCounterIncrement();
+}
+
 static void
 insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant,
 			   const char *operation_id, const uint8 *digest, int64 bytes,
@@ -366,7 +412,8 @@ insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant
 	values[VA_TENANT - 1] = CStringGetTextDatum(tenant);
 	values[VA_OPERATION - 1] = CStringGetTextDatum(operation_id);
 	values[VA_DIGEST - 1] = store_digest_datum(digest);
-	store_insert(rel, values, nulls);
+	insert_version_row(rel, values, nulls,
+					   operation_hash(tenant, strlen(tenant), operation_id, strlen(operation_id)));
 }
 
 /* Name the blob that holds a version's chunks (all, or all but chunk 0). */

@@ -117,3 +117,18 @@ SELECT lake.append('collide_one', 'acme', 'op-11777', '\x01'::bytea) AS v;
 SELECT t.err($$SELECT lake.read_operation('collide_one', 'acme', 'op-78570')$$);
 SELECT version, operation_id, bytes, digest = sha256(lake.read('collide', version)) AS digest_ok
 FROM lake.versions('collide') ORDER BY version;
+
+-- Version rows go in with their two index entries directly
+-- (store_version.c): amcheck finds every row in both indexes. An
+-- administrator's own index on the table makes appends maintain every
+-- index, that one too.
+CREATE EXTENSION amcheck;
+SELECT bt_index_check('lake_data.version_pkey', true)::text = '' AS pkey_complete,
+       bt_index_check('lake_data.version_operation', true)::text = '' AS operation_complete;
+CREATE INDEX version_own ON lake_data.version (operation_id);
+SELECT lake.append('collide', 'acme', 'own-index', '\x05'::bytea) IS NOT NULL AS appended;
+SELECT bt_index_check('lake_data.version_own', true)::text = '' AS own_complete,
+       bt_index_check('lake_data.version_pkey', true)::text = '' AS pkey_complete,
+       bt_index_check('lake_data.version_operation', true)::text = '' AS operation_complete;
+DROP INDEX lake_data.version_own;
+DROP EXTENSION amcheck;
