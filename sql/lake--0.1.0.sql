@@ -71,34 +71,49 @@ CREATE TABLE lake_data.dataset (
 -- hands its chunks to the version without copying them.
 CREATE SEQUENCE lake_data.blob_seq;
 
--- One row per version. A payload of one chunk is stored inline (data) with
--- blob 0 (none); larger payloads and staged ones keep their chunks in
--- lake_data.chunk under blob (chunk 0 inline when data is set, else from
--- lake_data.chunk too). The row is kept narrow, for the WAL of every small
--- append: no column that can be derived (the stored size is the sum of the
--- stored chunks' lengths, lake.versions computes it), and no NULL in the
--- common row (blob is 0, not NULL: no null bitmap). Tenants and operation
--- ids are opaque keys compared byte for byte (COLLATE "C": the same
--- equality as any deterministic collation, without strcoll on every index
--- comparison).
+-- One row per version, kept narrow for the WAL of every small append: a
+-- payload of one chunk is stored inline (data), and that is the whole
+-- version. Larger payloads and staged ones keep their chunks in
+-- lake_data.chunk under a blob named by lake_data.version_blob (chunk 0
+-- inline when data is set, else from lake_data.chunk too). No column that
+-- can be derived (the stored size is the sum of the stored chunks'
+-- lengths, lake.versions computes it), none that only a few versions need,
+-- no NULL in the common row (no null bitmap), the 8-byte columns first and
+-- data on a 4-byte boundary (no padding), bytes in 32 bits
+-- (lake.max_stream_bytes is an int). Tenants and operation ids are opaque
+-- keys compared byte for byte (COLLATE "C").
 CREATE TABLE lake_data.version (
-    dataset_id    int NOT NULL,
-    nchunks       int NOT NULL,
     version       bigint NOT NULL,
-    bytes         bigint NOT NULL,
-    blob          bigint NOT NULL,
     committed_at  timestamptz NOT NULL,
+    dataset_id    int NOT NULL,
+    bytes         int NOT NULL,
+    data          bytea,
     tenant        text COLLATE "C" NOT NULL,
     operation_id  text COLLATE "C" NOT NULL,
     digest        bytea NOT NULL,
-    data          bytea,
-    CONSTRAINT version_pkey PRIMARY KEY (dataset_id, version),
-    CONSTRAINT version_operation UNIQUE (dataset_id, tenant, operation_id)
+    CONSTRAINT version_pkey PRIMARY KEY (dataset_id, version)
 );
--- A commit of a stage that was already committed and retired finds its
+-- An operation's version is found by a 32-bit hash of its tenant and
+-- operation id (store_version.c): 16-byte index entries whatever the ids'
+-- length. Not unique: equal hashes are told apart by the row's own tenant
+-- and operation id, and an operation has at most one version because
+-- versions are written only under the dataset's append lock after a look
+-- with a fresh snapshot (operation.c).
+CREATE FUNCTION lake_data.operation_hash(tenant text, operation_id text) RETURNS int
+    AS 'MODULE_PATHNAME', 'lake_operation_hash'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE INDEX version_operation ON lake_data.version
+    (dataset_id, lake_data.operation_hash(tenant, operation_id));
+-- The versions whose chunks are (also) in lake_data.chunk, by blob: a
+-- commit of a stage that was already committed and retired finds its
 -- version here.
-CREATE UNIQUE INDEX version_blob ON lake_data.version (blob)
-    WHERE blob OPERATOR(pg_catalog.<>) 0;
+CREATE TABLE lake_data.version_blob (
+    blob          bigint PRIMARY KEY,
+    dataset_id    int NOT NULL,
+    nchunks       int NOT NULL,
+    version       bigint NOT NULL,
+    CONSTRAINT version_blob_version UNIQUE (dataset_id, version)
+);
 
 -- Stored chunks (codec.h): of versions, and of open stages.
 CREATE TABLE lake_data.chunk (
@@ -298,6 +313,7 @@ SELECT pg_catalog.setval(pg_catalog.pg_get_serial_sequence('lake_data.lifecycle'
 
 SELECT pg_catalog.pg_extension_config_dump('lake_data.dataset', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.version', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.version_blob', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.chunk', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.stage', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.tenant_grant', '');

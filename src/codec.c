@@ -7,6 +7,8 @@
  */
 #include "c.h"
 
+/* ZSTD_f_zstd1_magicless: set through the stable setParameter calls. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include "codec.h"
@@ -87,6 +89,36 @@ worth_compressing(ZSTD_CCtx *cctx, const uint8_t *in, size_t len)
 }
 
 /*
+ * One zstd frame without its magic number (the tag says what follows):
+ * four bytes fewer in every stored chunk. The rest of the header is what
+ * the decoder needs: the content size, and a dictionary's id when one was
+ * used; no frame checksum (the chunk's own covers the raw bytes).
+ */
+static size_t
+compress_frame(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict,
+			   uint8_t *out, size_t cap, const uint8_t *in, size_t len)
+{
+	size_t		r = ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(cctx, ZSTD_c_format, ZSTD_f_zstd1_magicless);
+	if (!ZSTD_isError(r))
+		r = cdict != NULL ? ZSTD_CCtx_refCDict(cctx, cdict) :
+			ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+	if (!ZSTD_isError(r))
+		r = ZSTD_compress2(cctx, out, cap, in, len);
+	return r;
+}
+
+/* A stored frame's header, or false if it is not one. */
+static bool
+frame_header(const uint8_t *frame, size_t len, ZSTD_frameHeader *zfh)
+{
+	return ZSTD_getFrameHeader_advanced(zfh, frame, len, ZSTD_f_zstd1_magicless) == 0 &&
+		zfh->frameType == ZSTD_frame;
+}
+
+/*
  * Encode with a context and either a level or a prepared dictionary: the
  * probe for incompressible data, then zstd, or raw when it does not help.
  */
@@ -98,11 +130,7 @@ encode(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict, const uint8_t *in,
 	size_t		zlen = 0;
 
 	if (len > 0 && worth_compressing(cctx, in, len))
-		zlen = cdict != NULL ?
-			ZSTD_compress_usingCDict(cctx, body, ZSTD_compressBound(len),
-									 in, len, cdict) :
-			ZSTD_compressCCtx(cctx, body, ZSTD_compressBound(len),
-							  in, len, level);
+		zlen = compress_frame(cctx, level, cdict, body, ZSTD_compressBound(len), in, len);
 	else
 		zlen = len;				/* stored raw below */
 	if (len > 0 && !ZSTD_isError(zlen) && zlen < len)
@@ -139,15 +167,18 @@ lake_chunk_encode_dict(ZSTD_CCtx *cctx, const ZSTD_CDict *cdict,
 uint32_t
 lake_chunk_dict_id(const uint8_t *in, size_t len)
 {
-	if (len <= LAKE_CHUNK_HEADER || in[0] != LAKE_CODEC_ZSTD)
+	ZSTD_frameHeader zfh;
+
+	if (len <= LAKE_CHUNK_HEADER || in[0] != LAKE_CODEC_ZSTD ||
+		!frame_header(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER, &zfh))
 		return 0;
-	return ZSTD_getDictID_fromFrame(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER);
+	return zfh.dictID;
 }
 
 LakeCodecStatus
 lake_chunk_decoded_size(const uint8_t *in, size_t len, size_t *size)
 {
-	unsigned long long n;
+	ZSTD_frameHeader zfh;
 
 	if (len > 0 && in[0] != LAKE_CODEC_RAW && in[0] != LAKE_CODEC_ZSTD)
 		return LAKE_CODEC_BAD_TAG;
@@ -158,12 +189,12 @@ lake_chunk_decoded_size(const uint8_t *in, size_t len, size_t *size)
 		*size = len - LAKE_CHUNK_HEADER;
 		return LAKE_CODEC_OK;
 	}
-	n = ZSTD_getFrameContentSize(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER);
-	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR)
+	if (!frame_header(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER, &zfh) ||
+		zfh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN)
 		return LAKE_CODEC_BAD_FRAME;
-	if (n > (unsigned long long) SIZE_MAX)
+	if (zfh.frameContentSize > (unsigned long long) SIZE_MAX)
 		return LAKE_CODEC_TOO_BIG;
-	*size = (size_t) n;
+	*size = (size_t) zfh.frameContentSize;
 	return LAKE_CODEC_OK;
 }
 
@@ -202,13 +233,18 @@ lake_chunk_decode_dict(ZSTD_DCtx *dctx, const ZSTD_DDict *ddict,
 	{
 		const uint8_t *frame = in + LAKE_CHUNK_HEADER;
 		size_t		framelen = len - LAKE_CHUNK_HEADER;
+		ZSTD_DCtx  *own = dctx == NULL ? ZSTD_createDCtx() : NULL;
 
-		if (ddict != NULL)
-			got = ZSTD_decompress_usingDDict(dctx, out, size, frame, framelen, ddict);
-		else if (dctx != NULL)
-			got = ZSTD_decompressDCtx(dctx, out, size, frame, framelen);
-		else
-			got = ZSTD_decompress(out, size, frame, framelen);
+		if (own != NULL)
+			dctx = own;
+		if (dctx == NULL)
+			return LAKE_CODEC_BAD_FRAME;	/* no memory for a context */
+		got = ZSTD_DCtx_setParameter(dctx, ZSTD_d_format, ZSTD_f_zstd1_magicless);
+		if (!ZSTD_isError(got))
+			got = ddict != NULL ?
+				ZSTD_decompress_usingDDict(dctx, out, size, frame, framelen, ddict) :
+				ZSTD_decompressDCtx(dctx, out, size, frame, framelen);
+		ZSTD_freeDCtx(own);
 		if (ZSTD_isError(got))
 			return LAKE_CODEC_BAD_FRAME;
 		if (got != size)

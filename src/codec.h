@@ -4,7 +4,10 @@
  * A stored chunk is one tag byte, a checksum as a little-endian uint32,
  * then its body:
  *   'R' raw:  the body is the raw bytes as they are;
- *   'Z' zstd: the body is one zstd frame that records its content size;
+ *   'Z' zstd: the body is one zstd frame without its magic number
+ *             (ZSTD_f_zstd1_magicless: four bytes fewer per chunk, the
+ *             tag already says what follows) that records its content
+ *             size and carries no frame checksum;
  *             a frame compressed with a dataset's trained dictionary
  *             carries that dictionary's id in its header (store_dict.h),
  *             and decodes only with it.
@@ -17,8 +20,9 @@
  * incompressible data grows by exactly five bytes per chunk.
  * Every decode verifies the checksum over the bytes it hands out: damage
  * anywhere in a stored record is refused, never read as other bytes. The
- * checksum-less tags of earlier builds ('r', 'z') are refused as unknown:
- * nothing was released with them.
+ * checksum-less tags of earlier builds ('r', 'z') are refused as unknown,
+ * and frames with a magic number as corrupt: nothing was released with
+ * them.
  *
  * Payload chunks are stored so, and so is every cycle record and owner
  * snapshot (landing.h) as one chunk.

@@ -2,14 +2,22 @@
  * store_version.c — datasets, versions and their chunks.
  *
  *   lake_data.dataset  (id, name, created_at)
- *   lake_data.version  (dataset_id, nchunks, version, bytes, blob,
- *                       committed_at, tenant, operation_id, digest, data)
- *   lake_data.chunk    (blob, chunk_no, bytes, data)
+ *   lake_data.version       (version, committed_at, dataset_id, bytes,
+ *                            data, tenant, operation_id, digest)
+ *   lake_data.version_blob  (blob, dataset_id, nchunks, version)
+ *   lake_data.chunk         (blob, chunk_no, bytes, data)
  *
  * A payload of one chunk lives in its version row (data), so the common
- * small append writes one heap row. Larger payloads keep their chunks in
- * lake_data.chunk under a blob id; a stage's id is the blob its chunks are
- * uploaded to, so committing a stage hands them to the version as they are.
+ * small append writes one heap row and two index entries. Larger payloads
+ * keep their chunks in lake_data.chunk under a blob id, which a
+ * version_blob row names; a stage's id is the blob its chunks are uploaded
+ * to, so committing a stage hands them to the version as they are.
+ *
+ * An operation's version is found through version_operation, an index on
+ * (dataset_id, operation_hash(tenant, operation_id)): equal hashes are
+ * told apart by the rows' own ids. Its uniqueness is operation.c's: one
+ * version per operation because versions are written under the dataset's
+ * append lock after a look with a fresh snapshot.
  *
  * The hot paths (an append, a replay, a read) go through the table and
  * index AMs (store.h); SPI serves the rare and administrative statements.
@@ -17,12 +25,17 @@
 #include "lake.h"
 
 #include "access/genam.h"
+#include "access/relscan.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/pg_am_d.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
+#include "common/hashfn.h"
 #include "digest.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "store_dict.h"
 #include "store_version.h"
 #include "utils/builtins.h"
@@ -32,6 +45,8 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(lake_operation_hash);
 
 /* ----------------------------------------------------------------------
  * Datasets
@@ -163,17 +178,22 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
  * ---------------------------------------------------------------------- */
 
 /* Columns of lake_data.version, as created by the install script. */
-#define VERSION_NATTS 10
-#define VA_DATASET 1
-#define VA_NCHUNKS 2
-#define VA_VERSION 3
+#define VERSION_NATTS 8
+#define VA_VERSION 1
+#define VA_COMMITTED 2
+#define VA_DATASET 3
 #define VA_BYTES 4
-#define VA_BLOB 5
-#define VA_COMMITTED 6
-#define VA_TENANT 7
-#define VA_OPERATION 8
-#define VA_DIGEST 9
-#define VA_DATA 10
+#define VA_DATA 5
+#define VA_TENANT 6
+#define VA_OPERATION 7
+#define VA_DIGEST 8
+
+/* Columns of lake_data.version_blob. */
+#define VERSION_BLOB_NATTS 4
+#define VB_BLOB 1
+#define VB_DATASET 2
+#define VB_NCHUNKS 3
+#define VB_VERSION 4
 
 /* Columns of lake_data.chunk, as created by the install script. */
 #define CHUNK_NATTS 4
@@ -181,17 +201,89 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
 #define CA_CHUNK_NO 2
 #define CA_DATA 4
 
+/* The key version_operation finds an operation by (its second column). */
+static int32
+operation_hash(const char *tenant, size_t tenant_len, const char *operation_id,
+			   size_t operation_len)
+{
+	return (int32) hash_combine(hash_bytes((const unsigned char *) tenant, (int) tenant_len),
+								hash_bytes((const unsigned char *) operation_id,
+										   (int) operation_len));
+}
+
+/* lake_data.operation_hash(tenant, operation_id), the index's expression. */
+Datum
+lake_operation_hash(PG_FUNCTION_ARGS)
+{
+	text	   *tenant = PG_GETARG_TEXT_PP(0);
+	text	   *operation_id = PG_GETARG_TEXT_PP(1);
+
+	PG_RETURN_INT32(operation_hash(VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant),
+								   VARDATA_ANY(operation_id),
+								   VARSIZE_ANY_EXHDR(operation_id)));
+}
+
 /* A version's header from its row, as store_fetch deformed it. */
 static void
 head_from_row(Datum *values, bool *nulls, VersionHead *head)
 {
+	head->dataset_id = DatumGetInt32(values[VA_DATASET - 1]);
+	head->version = DatumGetInt64(values[VA_VERSION - 1]);
 	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
-	head->bytes = DatumGetInt64(values[VA_BYTES - 1]);
+	head->bytes = DatumGetInt32(values[VA_BYTES - 1]);
 	store_copy_digest(values[VA_DIGEST - 1], head->digest);
-	head->nchunks = DatumGetInt32(values[VA_NCHUNKS - 1]);
-	head->blob = DatumGetInt64(values[VA_BLOB - 1]);
 	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
 		DatumGetByteaPP(values[VA_DATA - 1]);
+}
+
+static bool
+text_is(Datum d, const char *s, size_t len)
+{
+	text	   *t = DatumGetTextPP(d);
+
+	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+/*
+ * The operation's version row under 'snapshot', into values/nulls: the
+ * first of the dataset's rows whose hash is the operation's and whose
+ * tenant and operation id are its own.
+ */
+static bool
+fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
+				Snapshot snapshot, Datum *values, bool *nulls)
+{
+	Relation	rel = store_open("version", AccessShareLock);
+	Relation	idx = store_open("version_operation", AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	size_t		tenant_len = strlen(tenant);
+	size_t		operation_len = strlen(operation_id);
+	ScanKeyData key[2];
+	IndexScanDesc scan;
+	bool		found = false;
+
+	if (snapshot == InvalidSnapshot)
+		snapshot = GetTransactionSnapshot();
+	/* Index column numbers: the second column is an expression. */
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(dataset_id));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(operation_hash(tenant, tenant_len, operation_id, operation_len)));
+	scan = index_beginscan(rel, idx, snapshot, 2, 0);
+	index_rescan(scan, key, 2, NULL, 0);
+	while (!found && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		slot_getallattrs(slot);
+		found = text_is(slot->tts_values[VA_TENANT - 1], tenant, tenant_len) &&
+			text_is(slot->tts_values[VA_OPERATION - 1], operation_id, operation_len);
+		if (found)
+			heap_deform_tuple(ExecCopySlotHeapTuple(slot), RelationGetDescr(rel),
+							  values, nulls);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return found;
 }
 
 /* The operation's version under 'snapshot', if it has one. */
@@ -199,16 +291,12 @@ static void
 find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 			   Snapshot snapshot, OperationLookup *out)
 {
-	ScanKeyData key[3];
 	Datum		values[VERSION_NATTS];
 	bool		nulls[VERSION_NATTS];
 
-	store_key_int4(&key[0], VA_DATASET, dataset_id);
-	store_key_id(&key[1], VA_TENANT, tenant);
-	store_key_id(&key[2], VA_OPERATION, operation_id);
 	out->dataset_id = dataset_id;
-	out->found = store_fetch("version", "version_operation", snapshot, key, 3,
-							 ForwardScanDirection, values, nulls);
+	out->found = fetch_operation(dataset_id, tenant, operation_id, snapshot,
+								 values, nulls);
 	if (out->found)
 	{
 		out->version = DatumGetInt64(values[VA_VERSION - 1]);
@@ -256,20 +344,59 @@ store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const char *data, s
 	store_insert(rel, values, nulls);
 }
 
+/*
+ * Insert a version row and its two index entries directly, as
+ * simple_heap_insert and index_insert do for a catalog: no executor state,
+ * no index expression evaluated (the operation's hash is at hand). The
+ * version_pkey entry is checked for uniqueness as an INSERT would. Should
+ * the table have other indexes than the install script's (an
+ * administrator's own), store_insert maintains them all instead.
+ */
+static void
+insert_version_row(Relation rel, Datum *values, bool *nulls, int32 hash)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Relation	pkey = store_open("version_pkey", RowExclusiveLock);
+	Relation	opkey = store_open("version_operation", RowExclusiveLock);
+	HeapTuple	tup;
+	IndexInfo  *info;
+	Datum		key[2];
+	bool		key_nulls[2] = {false, false};
+
+	if (list_length(indexes) != 2 ||
+		!list_member_oid(indexes, RelationGetRelid(pkey)) ||
+		!list_member_oid(indexes, RelationGetRelid(opkey)))
+	{
+		index_close(opkey, RowExclusiveLock);
+		index_close(pkey, RowExclusiveLock);
+		store_insert(rel, values, nulls);
+		return;
+	}
+	tup = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+	simple_heap_insert(rel, tup);
+	/* Both are plain btrees over two int columns: btree reads no IndexInfo. */
+	info = makeIndexInfo(2, 2, BTREE_AM_OID, NIL, NIL, false, false, true, false);
+	key[0] = values[VA_DATASET - 1];
+	key[1] = values[VA_VERSION - 1];
+	index_insert(pkey, key, key_nulls, &tup->t_self, rel, UNIQUE_CHECK_YES, false, info);
+	key[1] = Int32GetDatum(hash);
+	index_insert(opkey, key, key_nulls, &tup->t_self, rel, UNIQUE_CHECK_NO, false, info);
+	index_close(opkey, RowExclusiveLock);
+	index_close(pkey, RowExclusiveLock);
+	list_free(indexes);
+	CommandCounterIncrement();
+}
+
 static void
 insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant,
 			   const char *operation_id, const uint8 *digest, int64 bytes,
-			   int32 nchunks, int64 blob, bytea *inline_chunk)
+			   bytea *inline_chunk)
 {
 	Datum		values[VERSION_NATTS];
 	bool		nulls[VERSION_NATTS];
 
 	memset(nulls, false, sizeof(nulls));
-	values[VA_DATASET - 1] = Int32GetDatum(dataset_id);
-	values[VA_NCHUNKS - 1] = Int32GetDatum(nchunks);
 	values[VA_VERSION - 1] = Int64GetDatum(version);
-	values[VA_BYTES - 1] = Int64GetDatum(bytes);
-	values[VA_BLOB - 1] = Int64GetDatum(blob);
 
 	/*
 	 * committed_at is the clock at insert, taken under the dataset lock, so
@@ -277,12 +404,29 @@ insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant
 	 * start of a transaction that may have waited for the lock).
 	 */
 	values[VA_COMMITTED - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[VA_DATASET - 1] = Int32GetDatum(dataset_id);
+	/* At most lake.max_stream_bytes, an int. */
+	values[VA_BYTES - 1] = Int32GetDatum((int32) bytes);
+	values[VA_DATA - 1] = PointerGetDatum(inline_chunk);
+	nulls[VA_DATA - 1] = inline_chunk == NULL;
 	values[VA_TENANT - 1] = CStringGetTextDatum(tenant);
 	values[VA_OPERATION - 1] = CStringGetTextDatum(operation_id);
 	values[VA_DIGEST - 1] = store_digest_datum(digest);
-	values[VA_DATA - 1] = PointerGetDatum(inline_chunk);
-	nulls[VA_DATA - 1] = inline_chunk == NULL;
+	insert_version_row(rel, values, nulls,
+					   operation_hash(tenant, strlen(tenant), operation_id, strlen(operation_id)));
+}
+
+/* Name the blob that holds a version's chunks (all, or all but chunk 0). */
+static void
+insert_version_blob(int64 blob, int32 dataset_id, int32 nchunks, int64 version)
+{
+	Relation	rel = store_open("version_blob", RowExclusiveLock);
+	Datum		values[VERSION_BLOB_NATTS] = {Int64GetDatum(blob), Int32GetDatum(dataset_id),
+		Int32GetDatum(nchunks), Int64GetDatum(version)};
+	bool		nulls[VERSION_BLOB_NATTS] = {false, false, false, false};
+
 	store_insert(rel, values, nulls);
+	table_close(rel, RowExclusiveLock);
 }
 
 void
@@ -291,14 +435,13 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 					const char *payload, int64 len)
 {
 	int32		nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
-	int64		blob = 0;
 	Relation	rel;
 
 	if (nchunks > 1)
 	{
 		Relation	chunks = store_open("chunk", RowExclusiveLock);
+		int64		blob = store_next_blob();
 
-		blob = store_next_blob();
 		for (int32 i = 1; i < nchunks; i++)
 		{
 			int64		off = (int64) i * LAKE_CHUNK_BYTES;
@@ -307,11 +450,11 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 							   Min(len - off, LAKE_CHUNK_BYTES));
 		}
 		table_close(chunks, RowExclusiveLock);
+		insert_version_blob(blob, dataset_id, nchunks, version);
 	}
 	/* Chunk 0 last: the encode buffer then holds it for the version row. */
 	rel = store_open("version", RowExclusiveLock);
 	insert_version(rel, dataset_id, version, tenant, operation_id, digest, len,
-				   nchunks, blob,
 				   store_dict_encode_chunk(dataset_id, payload, Min(len, LAKE_CHUNK_BYTES)));
 	table_close(rel, RowExclusiveLock);
 }
@@ -324,9 +467,9 @@ store_add_version(int32 dataset_id, int64 version, const char *tenant,
 {
 	Relation	rel = store_open("version", RowExclusiveLock);
 
-	insert_version(rel, dataset_id, version, tenant, operation_id, digest, bytes,
-				   nchunks, blob, NULL);
+	insert_version(rel, dataset_id, version, tenant, operation_id, digest, bytes, NULL);
 	table_close(rel, RowExclusiveLock);
+	insert_version_blob(blob, dataset_id, nchunks, version);
 }
 
 /* The version whose chunks are blob's, with its tenant and operation id. */
@@ -334,17 +477,22 @@ bool
 store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 					  char **operation_id)
 {
-	ScanKeyData key[1];
+	ScanKeyData key[2];
 	Datum		values[VERSION_NATTS];
 	bool		nulls[VERSION_NATTS];
 
-	store_key_int8(&key[0], VA_BLOB, blob);
-	if (!store_fetch("version", "version_blob", InvalidSnapshot, key, 1,
+	store_key_int8(&key[0], VB_BLOB, blob);
+	if (!store_fetch("version_blob", "version_blob_pkey", InvalidSnapshot, key, 1,
 					 ForwardScanDirection, values, nulls))
 		return false;
-	op->dataset_id = DatumGetInt32(values[VA_DATASET - 1]);
+	op->dataset_id = DatumGetInt32(values[VB_DATASET - 1]);
+	op->version = DatumGetInt64(values[VB_VERSION - 1]);
+	store_key_int4(&key[0], VA_DATASET, op->dataset_id);
+	store_key_int8(&key[1], VA_VERSION, op->version);
+	if (!store_fetch("version", "version_pkey", InvalidSnapshot, key, 2,
+					 ForwardScanDirection, values, nulls))
+		return false;
 	op->found = true;
-	op->version = DatumGetInt64(values[VA_VERSION - 1]);
 	head_from_row(values, nulls, &op->head);
 	memcpy(op->digest, op->head.digest, LAKE_DIGEST_LEN);
 	*tenant = op->head.tenant;
@@ -365,6 +513,24 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
 					 ForwardScanDirection, values, nulls))
 		return false;
 	head_from_row(values, nulls, head);
+	return true;
+}
+
+/* The blob holding a version's chunks outside its row, and how many: false if none. */
+static bool
+version_blob(const VersionHead *head, int64 *blob, int32 *nchunks)
+{
+	ScanKeyData key[2];
+	Datum		values[VERSION_BLOB_NATTS];
+	bool		nulls[VERSION_BLOB_NATTS];
+
+	store_key_int4(&key[0], VB_DATASET, head->dataset_id);
+	store_key_int8(&key[1], VB_VERSION, head->version);
+	if (!store_fetch("version_blob", "version_blob_version", InvalidSnapshot, key, 2,
+					 ForwardScanDirection, values, nulls))
+		return false;
+	*blob = DatumGetInt64(values[VB_BLOB - 1]);
+	*nchunks = DatumGetInt32(values[VB_NCHUNKS - 1]);
 	return true;
 }
 
@@ -502,30 +668,37 @@ verify_visit(const char *data, size_t len, void *arg)
 		v->visit(data, len, v->arg);
 }
 
+/*
+ * A version's chunks: chunk 0 in its row, and the rest, if its row does
+ * not hold all its bytes, in the blob its version_blob row names.
+ */
 static const char *
 visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
 {
 	size_t		first_len = 0;
+	int64		blob;
+	int32		nchunks;
 	const char *why;
 
 	if (head->inline_chunk == NULL)
-		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, visit, arg);
+		return version_blob(head, &blob, &nchunks) ?
+			store_visit_chunks(blob, 0, nchunks, head->bytes, visit, arg) :
+			"chunk 0 is missing";
 
 	why = visit_stored(head->inline_chunk, (size_t) head->bytes, visit, arg, &first_len);
-	if (why != NULL)
+	if (why != NULL || first_len == (size_t) head->bytes)
 		return why;
-	if (head->nchunks == 1)
-		return first_len == (size_t) head->bytes ? NULL :
-			psprintf("chunks hold %zu of " INT64_FORMAT " bytes", first_len, head->bytes);
-	return store_visit_chunks(head->blob, 1, head->nchunks - 1,
-							  head->bytes - (int64) first_len, visit, arg);
+	if (!version_blob(head, &blob, &nchunks))
+		return psprintf("chunks hold %zu of " INT64_FORMAT " bytes", first_len, head->bytes);
+	return store_visit_chunks(blob, 1, nchunks - 1, head->bytes - (int64) first_len,
+							  visit, arg);
 }
 
 const char *
 store_visit_version(const VersionHead *head, ChunkVisitor visit, void *arg)
 {
 	/* A payload in its row alone (every small append) is one piece. */
-	bool		one = head->inline_chunk != NULL && head->nchunks == 1;
+	bool		one = head->inline_chunk != NULL && head->bytes <= LAKE_CHUNK_BYTES;
 	VerifyVisit v = {one ? NULL : lake_digest_begin(), {0}, visit, arg};
 	const char *why = visit_version_chunks(head, verify_visit, &v);
 
@@ -604,10 +777,12 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 	SPIPlanPtr	plan;
 
 #define VERSION_COLUMNS \
-	"SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes, " \
+	"SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes::pg_catalog.int8, " \
 	"       COALESCE(pg_catalog.octet_length(v.data), 0) OPERATOR(pg_catalog.+) COALESCE(( " \
-	"         SELECT pg_catalog.sum(pg_catalog.octet_length(c.data)) FROM lake_data.chunk c " \
-	"         WHERE c.blob OPERATOR(pg_catalog.=) v.blob AND v.blob OPERATOR(pg_catalog.<>) 0), 0), " \
+	"         SELECT pg_catalog.sum(pg_catalog.octet_length(c.data)) " \
+	"         FROM lake_data.version_blob b JOIN lake_data.chunk c ON c.blob OPERATOR(pg_catalog.=) b.blob " \
+	"         WHERE b.dataset_id OPERATOR(pg_catalog.=) v.dataset_id " \
+	"           AND b.version OPERATOR(pg_catalog.=) v.version), 0), " \
 	"       v.committed_at FROM lake_data.version v " \
 	"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 " \
 	"  AND v.version OPERATOR(pg_catalog.>) $2 "

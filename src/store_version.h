@@ -9,10 +9,10 @@
 /* A version's header row, as store_version_head finds it. */
 typedef struct VersionHead
 {
+	int32		dataset_id;
+	int64		version;
 	char	   *tenant;
 	int64		bytes;
-	int32		nchunks;
-	int64		blob;			/* 0: no chunks outside the row */
 	uint8		digest[LAKE_DIGEST_LEN];
 	bytea	   *inline_chunk;	/* chunk 0 when stored in the row, else NULL */
 } VersionHead;

@@ -65,10 +65,11 @@ export_rows() {   # export_rows KIND NAME-PREFIX SQL: one file per row of hex
     i=$((i + 1))
     local f="corpus/$kind/$prefix-$i"
     perl -ne 'chomp; print pack("H*", $_)' <<<"$hex" > "$f"
-    # codec.h: tag, 4-byte checksum, body.
+    # codec.h: tag, 4-byte checksum, body (a zstd frame without its magic
+    # number, which the zstd tool needs in front).
     case "$kind:$(head -c 1 "$f")" in
       chunk:*) ;;
-      *:Z) tail -c +6 "$f" | zstd -d -q -c > "$f.raw" ;;
+      *:Z) { printf '\x28\xb5\x2f\xfd'; tail -c +6 "$f"; } | zstd -d -q -c > "$f.raw" ;;
       *:R) tail -c +6 "$f" > "$f.raw" ;;
     esac
   done < <(sql -c "$query")

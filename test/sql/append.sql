@@ -94,3 +94,41 @@ ROLLBACK;
 SELECT lake.append('events', 'acme', 'tx-c', '\x0d'::bytea) AS v;
 SELECT count(*) AS versions, bool_and(version = n) AS gap_free
 FROM (SELECT version, row_number() OVER (ORDER BY version) AS n FROM lake.versions('events')) s;
+
+-- Operations are found by a 32-bit hash of their tenant and operation id
+-- (store_version.c), told apart by the row's own ids: two operations whose
+-- hashes are equal are two operations, each with its own version, replay,
+-- content check and read. (These ids collide under PostgreSQL's hash_bytes
+-- on a little-endian machine; same_hash says whether they still do.)
+SELECT lake.create_dataset('collide');
+SELECT lake.create_dataset('collide_one');
+SELECT lake_data.operation_hash('acme', 'op-11777') = lake_data.operation_hash('acme', 'op-78570') AS same_hash,
+       lake_data.operation_hash('acme', 'op-178797') = lake_data.operation_hash('acme', 'op-28742') AS same_hash_2;
+SELECT lake.append('collide', 'acme', 'op-11777', '\x01'::bytea) AS first;
+SELECT lake.append('collide', 'acme', 'op-78570', '\x02'::bytea) AS second_not_a_replay;
+SELECT lake.append('collide', 'acme', 'op-78570', '\x02'::bytea) AS replay_second;
+SELECT lake.append('collide', 'acme', 'op-11777', '\x01'::bytea) AS replay_first;
+SELECT t.err($$SELECT lake.append('collide', 'acme', 'op-78570', '\x01'::bytea)$$);
+SELECT t.err($$SELECT lake.append('collide', 'acme', 'op-11777', '\x02'::bytea)$$);
+SELECT lake.read_operation('collide', 'acme', 'op-11777') AS read_first,
+       lake.read_operation('collide', 'acme', 'op-78570') AS read_second;
+-- Only one of the two has a version: the other has none.
+SELECT lake.append('collide_one', 'acme', 'op-11777', '\x01'::bytea) AS v;
+SELECT t.err($$SELECT lake.read_operation('collide_one', 'acme', 'op-78570')$$);
+SELECT version, operation_id, bytes, digest = sha256(lake.read('collide', version)) AS digest_ok
+FROM lake.versions('collide') ORDER BY version;
+
+-- Version rows go in with their two index entries directly
+-- (store_version.c): amcheck finds every row in both indexes. An
+-- administrator's own index on the table makes appends maintain every
+-- index, that one too.
+CREATE EXTENSION amcheck;
+SELECT bt_index_check('lake_data.version_pkey', true)::text = '' AS pkey_complete,
+       bt_index_check('lake_data.version_operation', true)::text = '' AS operation_complete;
+CREATE INDEX version_own ON lake_data.version (operation_id);
+SELECT lake.append('collide', 'acme', 'own-index', '\x05'::bytea) IS NOT NULL AS appended;
+SELECT bt_index_check('lake_data.version_own', true)::text = '' AS own_complete,
+       bt_index_check('lake_data.version_pkey', true)::text = '' AS pkey_complete,
+       bt_index_check('lake_data.version_operation', true)::text = '' AS operation_complete;
+DROP INDEX lake_data.version_own;
+DROP EXTENSION amcheck;

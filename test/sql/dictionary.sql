@@ -11,13 +11,13 @@ CREATE FUNCTION t.dj(n int) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
 $$;
 -- The stored chunk of a version, and whether its zstd frame names a
 -- dictionary (the frame header descriptor's Dictionary_ID_flag, codec.h:
--- tag, checksum, then the frame's magic number and descriptor).
+-- tag, checksum, then the frame's descriptor: frames carry no magic number).
 CREATE FUNCTION t.dchunk(ds text, v bigint) RETURNS bytea LANGUAGE sql AS $$
   SELECT x.data FROM lake_data.version x JOIN lake_data.dataset d ON d.id = x.dataset_id
   WHERE d.name = ds AND x.version = v
 $$;
 CREATE FUNCTION t.dnamed(c bytea) RETURNS bool LANGUAGE sql AS $$
-  SELECT get_byte(c, 0) = ascii('Z') AND get_byte(c, 9) & 3 <> 0
+  SELECT get_byte(c, 0) = ascii('Z') AND get_byte(c, 5) & 3 <> 0
 $$;
 
 SELECT lake.create_dataset('dict_ds');

@@ -111,7 +111,7 @@ SELECT convert_from(lake.read('i_ds', :staged), 'UTF8') AS committed;
 -- version number as if all were well.
 -- A single-shot append of two chunks (chunk 1 in lake_data.chunk).
 SELECT lake.append('i_ds', 'acme', 'i-big', convert_to(repeat('lake ', 209716), 'UTF8')) AS big \gset
-SELECT blob AS big_blob, nchunks FROM lake_data.version
+SELECT blob AS big_blob, nchunks FROM lake_data.version_blob
 WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :big \gset
 SELECT :nchunks AS nchunks;
 CREATE TABLE t.i_big AS SELECT * FROM lake_data.chunk WHERE blob = :big_blob;

@@ -24,8 +24,8 @@ FROM lake.versions('orders') ORDER BY version;
 
 -- Damage, repaired after each case. Version 6 of orders has three chunks:
 -- the first inline, two in lake_data.chunk under the version's blob.
-SELECT v.nchunks, v.blob AS blob6 FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
-WHERE d.name = 'orders' AND v.version = 6 \gset
+SELECT b.nchunks, b.blob AS blob6 FROM lake_data.version_blob b JOIN lake_data.dataset d ON d.id = b.dataset_id
+WHERE d.name = 'orders' AND b.version = 6 \gset
 \echo :nchunks
 CREATE TEMP TABLE saved AS SELECT * FROM lake_data.chunk WHERE blob = :blob6;
 

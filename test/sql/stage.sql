@@ -127,8 +127,9 @@ SELECT lake.read_operation('uploads', 'acme', 'json') =
        (SELECT string_agg(part, ''::bytea ORDER BY i) FROM (
           SELECT i, convert_to(string_agg(format('{"part": %s, "row": %s}', i, j), E'\n'), 'UTF8') AS part
           FROM generate_series(1, 3) i, generate_series(1, 5000) j GROUP BY i) parts) AS reads_back;
-SELECT v.version AS jsv, v.blob AS jsblob, v.nchunks, v.data IS NULL AS all_chunks_outside
+SELECT v.version AS jsv, b.blob AS jsblob, b.nchunks, v.data IS NULL AS all_chunks_outside
 FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
+  JOIN lake_data.version_blob b ON b.dataset_id = v.dataset_id AND b.version = v.version
 WHERE d.name = 'uploads' AND v.operation_id = 'json' \gset
 \echo :nchunks :all_chunks_outside
 
@@ -174,3 +175,16 @@ WHERE blob = :zstage AND chunk_no = 0;
 SELECT t.err(format('SELECT lake.append_chunk(%s, 0, %L::bytea)', :zstage,
                     convert_to(repeat('lake ', 4000), 'UTF8')));
 SELECT lake.abort_append(:zstage);
+
+-- A staged commit of an operation whose hash (append.sql) another
+-- operation's version has is a new version; a late commit of the retired
+-- stage reconciles to its own version, not the other's.
+SELECT lake.create_dataset('collide_staged');
+SELECT lake.append('collide_staged', 'acme', 'op-28742', '\x03'::bytea) AS v;
+SELECT lake.begin_append('collide_staged', 'acme', 'op-178797') AS cs \gset
+SELECT lake.append_chunk(:cs, 0, '\x04'::bytea);
+SELECT lake.commit_append(:cs) AS staged;
+SELECT lake.commit_append(:cs) AS late_commit;
+SELECT lake.append('collide_staged', 'acme', 'op-28742', '\x03'::bytea) AS replay_single;
+SELECT version, operation_id, digest = sha256(lake.read('collide_staged', version)) AS digest_ok
+FROM lake.versions('collide_staged') ORDER BY version;
