@@ -22,8 +22,17 @@ for suite in check-regress check-isolation check-tap check-fuzz; do
     for f in "$work"/src/regression.diffs "$work"/src/output_iso/*/regression.diffs; do
       [ -f "$f" ] && { echo "---- $f"; cat "$f"; }
     done
+    # Only the TAP files that failed: a passing one ends with its plan
+    # ("1..N") and has no "not ok" line.
     for f in "$work"/src/tmp_check/log/regress_log_*; do
-      [ -f "$f" ] && { echo "---- tail of $f"; tail -n 60 "$f"; }
+      [ -f "$f" ] || continue
+      if grep -q '^\[.*) not ok' "$f" || ! grep -q '^\[.*) 1\.\.[0-9]*$' "$f"; then
+        echo "---- tail of $f"; tail -n 80 "$f"
+        n=${f##*/regress_log_}
+        for l in "$work"/src/tmp_check/log/${n}_*.log; do
+          [ -f "$l" ] && { echo "---- tail of $l"; tail -n 30 "$l"; }
+        done
+      fi
     done
   fi
 done

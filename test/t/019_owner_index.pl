@@ -74,12 +74,9 @@ sub complete
 sub serving
 {
 	my ($node, $old) = @_;
-	# (Not poll_query_until: its psql may find the cluster still restarting.)
-	defined wait_until(60, sub {
-		my $r = eval { $node->safe_psql('postgres',
-			"SELECT worker_state = 'serving' AND worker_pid IS DISTINCT FROM $old FROM lake.stats()") };
-		return defined $r && $r eq 't';
-	}) or die 'the worker did not come back';
+	$node->poll_query_until('postgres',
+		"SELECT worker_state = 'serving' AND worker_pid IS DISTINCT FROM $old FROM lake.stats()")
+	  or die 'the worker did not come back';
 }
 
 sub recovers_nothing

@@ -10,10 +10,47 @@ use warnings;
 
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use IPC::Run;
+use Test::More ();
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(lake_node sql_error wait_until kanban_next kanban_replay read_log
   live_states kanban_statements cast_sql client_sql);
+
+# PostgreSQL 15's poll_query_until feeds its query to psql through a pipe.
+# While a crashed server restarts, psql can fail to connect and exit before
+# IPC::Run writes to that pipe; IPC::Run then dies with EPIPE and takes the
+# whole test file with it (exit status 32, no plan). The tests poll across
+# crash restarts on purpose, so poll with the query on the command line and
+# nothing on stdin; the contract (expected output, empty stderr, 0.1 s
+# steps, the default timeout) is unchanged.
+{
+	no warnings 'redefine';
+
+	*PostgreSQL::Test::Cluster::poll_query_until = sub {
+		my ($self, $dbname, $query, $expected) = @_;
+		local %ENV = $self->_get_env();
+		$expected //= 't';
+		my ($stdout, $stderr) = ('', '');
+		for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+		{
+			IPC::Run::run(
+				[
+					$self->installed_command('psql'), '-XAt', '-d', $self->connstr($dbname),
+					'-c', $query
+				],
+				'<', '/dev/null', '>', \$stdout, '2>', \$stderr);
+			chomp($stdout);
+			chomp($stderr);
+			return 1 if $stdout eq $expected && $stderr eq '';
+			usleep(100_000);
+		}
+		Test::More::diag("poll_query_until timed out executing this query:\n$query\n"
+			  . "expecting this output:\n$expected\nlast actual query output:\n$stdout\n"
+			  . "with stderr:\n$stderr");
+		return 0;
+	};
+}
 
 # lake_node(name, init => {...}, conf => "lines", preload => 1)
 #
