@@ -76,17 +76,18 @@ CREATE SEQUENCE lake_data.blob_seq;
 -- version. Larger payloads and staged ones keep their chunks in
 -- lake_data.chunk under a blob named by lake_data.version_blob (chunk 0
 -- inline when data is set, else from lake_data.chunk too). No column that
--- can be derived (the stored size is the sum of the stored chunks'
--- lengths, lake.versions computes it), none that only a few versions need,
--- no NULL in the common row (no null bitmap), the 8-byte columns first and
--- data on a 4-byte boundary (no padding), bytes in 32 bits
--- (lake.max_stream_bytes is an int). Tenants and operation ids are opaque
--- keys compared byte for byte (COLLATE "C").
+-- can be derived: the payload's size is chunk 0's decoded size, which its
+-- header records, or version_blob's bytes when there is more than chunk 0;
+-- the stored size is the sum of the stored chunks' lengths (lake.versions
+-- computes both). Chunk 0 here is bare (codec.h): the version's digest,
+-- verified at every read, is its checksum. None that only a few versions
+-- need, no NULL in the common row (no null bitmap), the 8-byte columns
+-- first and data on a 4-byte boundary (no padding). Tenants and operation
+-- ids are opaque keys compared byte for byte (COLLATE "C").
 CREATE TABLE lake_data.version (
     version       bigint NOT NULL,
     committed_at  timestamptz NOT NULL,
     dataset_id    int NOT NULL,
-    bytes         int NOT NULL,
     data          bytea,
     tenant        text COLLATE "C" NOT NULL,
     operation_id  text COLLATE "C" NOT NULL,
@@ -104,14 +105,20 @@ CREATE FUNCTION lake_data.operation_hash(tenant text, operation_id text) RETURNS
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE INDEX version_operation ON lake_data.version
     (dataset_id, lake_data.operation_hash(tenant, operation_id));
--- The versions whose chunks are (also) in lake_data.chunk, by blob: a
--- commit of a stage that was already committed and retired finds its
--- version here.
+-- The decoded size of a version's chunk 0 as its header records it
+-- (codec.h), without decoding it; XX001 if the header is damaged.
+CREATE FUNCTION lake_data.chunk_bytes(data bytea) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'lake_chunk_bytes'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+-- The versions whose chunks are (also) in lake_data.chunk, by blob, and
+-- their payload's whole size: a commit of a stage that was already
+-- committed and retired finds its version here.
 CREATE TABLE lake_data.version_blob (
     blob          bigint PRIMARY KEY,
     dataset_id    int NOT NULL,
     nchunks       int NOT NULL,
     version       bigint NOT NULL,
+    bytes         bigint NOT NULL,
     CONSTRAINT version_blob_version UNIQUE (dataset_id, version)
 );
 

@@ -130,7 +130,9 @@ read_version(const char *dataset, int32 dataset_id, int64 version)
 	/* Named by what the caller passed: the version's tenant is not told. */
 	access_require_tenant_for(head.tenant,
 							  psprintf("version " INT64_FORMAT " of dataset \"%s\"", version, dataset));
-	if (head.bytes < 0 || head.bytes > (int64) (MaxAllocSize - VARHDRSZ))
+	if (head.damage != NULL)
+		store_lineage_broken(dataset, version, head.damage);
+	if (head.bytes > (int64) (MaxAllocSize - VARHDRSZ))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("version " INT64_FORMAT " of dataset \"%s\" is too large to read as one value",

@@ -33,12 +33,32 @@ checksum(const uint8_t *body, size_t bodylen, const uint8_t *decoded,
 	return crc;
 }
 
-static void
-put_header(uint8_t *out, uint8_t tag, uint32_t crc)
+/* Tag, then the checksum unless the chunk is bare; returns the header's length. */
+static size_t
+put_header(uint8_t *out, uint8_t tag, bool bare, uint32_t crc)
 {
-	out[0] = tag;
+	out[0] = bare ? tag + LAKE_CODEC_BARE : tag;
+	if (bare)
+		return LAKE_BARE_HEADER;
 	for (int i = 0; i < 4; i++)
 		out[1 + i] = (uint8_t) (crc >> (8 * i));
+	return LAKE_CHUNK_HEADER;
+}
+
+/*
+ * The encoding of a stored chunk of the form the reader expects (checked or
+ * bare), and its header's length; 0 for a tag of the other form or none: a
+ * flipped tag bit never turns a checked chunk into one read unverified.
+ */
+static uint8_t
+tag_of(const uint8_t *in, size_t len, bool bare, size_t *header)
+{
+	uint8_t		form = bare ? LAKE_CODEC_BARE : 0;
+
+	if (len == 0 || (in[0] != LAKE_CODEC_RAW + form && in[0] != LAKE_CODEC_ZSTD + form))
+		return 0;
+	*header = bare ? LAKE_BARE_HEADER : LAKE_CHUNK_HEADER;
+	return in[0] - form;
 }
 
 static uint32_t
@@ -124,9 +144,10 @@ frame_header(const uint8_t *frame, size_t len, ZSTD_frameHeader *zfh)
  */
 static size_t
 encode(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict, const uint8_t *in,
-	   size_t len, uint8_t *out)
+	   size_t len, bool bare, uint8_t *out)
 {
-	uint8_t    *body = out + LAKE_CHUNK_HEADER;
+	size_t		header = bare ? LAKE_BARE_HEADER : LAKE_CHUNK_HEADER;
+	uint8_t    *body = out + header;
 	size_t		zlen = 0;
 
 	if (len > 0 && worth_compressing(cctx, in, len))
@@ -134,62 +155,65 @@ encode(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict, const uint8_t *in,
 	else
 		zlen = len;				/* stored raw below */
 	if (len > 0 && !ZSTD_isError(zlen) && zlen < len)
-	{
-		put_header(out, LAKE_CODEC_ZSTD, checksum(body, zlen, in, len));
-		return LAKE_CHUNK_HEADER + zlen;
-	}
-	return lake_chunk_encode_raw(in, len, out);
+		return put_header(out, LAKE_CODEC_ZSTD, bare,
+						  bare ? 0 : checksum(body, zlen, in, len)) + zlen;
+	return lake_chunk_encode_raw(in, len, bare, out);
 }
 
 size_t
-lake_chunk_encode_raw(const uint8_t *in, size_t len, uint8_t *out)
+lake_chunk_encode_raw(const uint8_t *in, size_t len, bool bare, uint8_t *out)
 {
-	put_header(out, LAKE_CODEC_RAW, checksum(in, len, NULL, 0));
+	size_t		header = put_header(out, LAKE_CODEC_RAW, bare,
+									bare ? 0 : checksum(in, len, NULL, 0));
+
 	if (len > 0)
-		memcpy(out + LAKE_CHUNK_HEADER, in, len);
-	return LAKE_CHUNK_HEADER + len;
+		memcpy(out + header, in, len);
+	return header + len;
 }
 
 size_t
 lake_chunk_encode(ZSTD_CCtx *cctx, int level, const uint8_t *in, size_t len,
-				  uint8_t *out)
+				  bool bare, uint8_t *out)
 {
-	return encode(cctx, level, NULL, in, len, out);
+	return encode(cctx, level, NULL, in, len, bare, out);
 }
 
 size_t
 lake_chunk_encode_dict(ZSTD_CCtx *cctx, const ZSTD_CDict *cdict,
-					   const uint8_t *in, size_t len, uint8_t *out)
+					   const uint8_t *in, size_t len, bool bare, uint8_t *out)
 {
-	return encode(cctx, 0, cdict, in, len, out);
+	return encode(cctx, 0, cdict, in, len, bare, out);
 }
 
 uint32_t
-lake_chunk_dict_id(const uint8_t *in, size_t len)
+lake_chunk_dict_id(const uint8_t *in, size_t len, bool bare)
 {
 	ZSTD_frameHeader zfh;
+	size_t		header = 0;
 
-	if (len <= LAKE_CHUNK_HEADER || in[0] != LAKE_CODEC_ZSTD ||
-		!frame_header(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER, &zfh))
+	if (tag_of(in, len, bare, &header) != LAKE_CODEC_ZSTD || len <= header ||
+		!frame_header(in + header, len - header, &zfh))
 		return 0;
 	return zfh.dictID;
 }
 
 LakeCodecStatus
-lake_chunk_decoded_size(const uint8_t *in, size_t len, size_t *size)
+lake_chunk_decoded_size(const uint8_t *in, size_t len, bool bare, size_t *size)
 {
 	ZSTD_frameHeader zfh;
+	size_t		header = 0;
+	uint8_t		tag = tag_of(in, len, bare, &header);
 
-	if (len > 0 && in[0] != LAKE_CODEC_RAW && in[0] != LAKE_CODEC_ZSTD)
+	if (len > 0 && tag == 0)
 		return LAKE_CODEC_BAD_TAG;
-	if (len < LAKE_CHUNK_HEADER)
+	if (len < (bare ? LAKE_BARE_HEADER : LAKE_CHUNK_HEADER))
 		return LAKE_CODEC_SHORT;
-	if (in[0] == LAKE_CODEC_RAW)
+	if (tag == LAKE_CODEC_RAW)
 	{
-		*size = len - LAKE_CHUNK_HEADER;
+		*size = len - header;
 		return LAKE_CODEC_OK;
 	}
-	if (!frame_header(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER, &zfh) ||
+	if (!frame_header(in + header, len - header, &zfh) ||
 		zfh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN)
 		return LAKE_CODEC_BAD_FRAME;
 	if (zfh.frameContentSize > (unsigned long long) SIZE_MAX)
@@ -202,27 +226,28 @@ LakeCodecStatus
 lake_chunk_decode(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out,
 				  size_t cap, size_t *outlen)
 {
-	return lake_chunk_decode_dict(dctx, NULL, in, len, out, cap, outlen);
+	return lake_chunk_decode_dict(dctx, NULL, in, len, false, out, cap, outlen);
 }
 
 LakeCodecStatus
 lake_chunk_decode_dict(ZSTD_DCtx *dctx, const ZSTD_DDict *ddict,
-					   const uint8_t *in, size_t len, uint8_t *out, size_t cap,
-					   size_t *outlen)
+					   const uint8_t *in, size_t len, bool bare, uint8_t *out,
+					   size_t cap, size_t *outlen)
 {
 	size_t		size;
 	size_t		got = 0;
-	LakeCodecStatus st = lake_chunk_decoded_size(in, len, &size);
+	size_t		header = 0;
+	LakeCodecStatus st = lake_chunk_decoded_size(in, len, bare, &size);
 
 	if (st != LAKE_CODEC_OK)
 		return st;
 	if (size > cap)
 		return LAKE_CODEC_TOO_BIG;
-	if (in[0] == LAKE_CODEC_RAW)
+	if (tag_of(in, len, bare, &header) == LAKE_CODEC_RAW)
 	{
 		const uint8_t *view;
 
-		st = lake_chunk_view(in, len, &view, &got);
+		st = lake_chunk_view(in, len, bare, &view, &got);
 		if (st == LAKE_CODEC_OK && got > 0)
 			memcpy(out, view, got);
 		if (st == LAKE_CODEC_OK)
@@ -231,8 +256,8 @@ lake_chunk_decode_dict(ZSTD_DCtx *dctx, const ZSTD_DDict *ddict,
 	}
 	else
 	{
-		const uint8_t *frame = in + LAKE_CHUNK_HEADER;
-		size_t		framelen = len - LAKE_CHUNK_HEADER;
+		const uint8_t *frame = in + header;
+		size_t		framelen = len - header;
 		ZSTD_DCtx  *own = dctx == NULL ? ZSTD_createDCtx() : NULL;
 
 		if (own != NULL)
@@ -250,26 +275,26 @@ lake_chunk_decode_dict(ZSTD_DCtx *dctx, const ZSTD_DDict *ddict,
 		if (got != size)
 			return LAKE_CODEC_SIZE_MISMATCH;
 	}
-	if (checksum(in + LAKE_CHUNK_HEADER, len - LAKE_CHUNK_HEADER,
-				 in[0] == LAKE_CODEC_ZSTD ? out : NULL, got) != get_checksum(in))
+	if (!bare && checksum(in + header, len - header, out, got) != get_checksum(in))
 		return LAKE_CODEC_BAD_CHECKSUM;
 	*outlen = got;
 	return LAKE_CODEC_OK;
 }
 
 LakeCodecStatus
-lake_chunk_view(const uint8_t *in, size_t len, const uint8_t **view,
+lake_chunk_view(const uint8_t *in, size_t len, bool bare, const uint8_t **view,
 				size_t *viewlen)
 {
 	size_t		size;
-	LakeCodecStatus st = lake_chunk_decoded_size(in, len, &size);
+	size_t		header = 0;
+	LakeCodecStatus st = lake_chunk_decoded_size(in, len, bare, &size);
 
 	*view = NULL;
-	if (st != LAKE_CODEC_OK || in[0] != LAKE_CODEC_RAW)
+	if (st != LAKE_CODEC_OK || tag_of(in, len, bare, &header) != LAKE_CODEC_RAW)
 		return st;
-	if (checksum(in + LAKE_CHUNK_HEADER, size, NULL, 0) != get_checksum(in))
+	if (!bare && checksum(in + header, size, NULL, 0) != get_checksum(in))
 		return LAKE_CODEC_BAD_CHECKSUM;
-	*view = in + LAKE_CHUNK_HEADER;
+	*view = in + header;
 	*viewlen = size;
 	return LAKE_CODEC_OK;
 }

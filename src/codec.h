@@ -24,6 +24,15 @@
  * and frames with a magic number as corrupt: nothing was released with
  * them.
  *
+ * A bare chunk ('r', 'z': the tag's lower case) is the same without the
+ * checksum: one tag byte, then the body. It is for a record whose reader
+ * verifies the raw bytes by other means, and only for that: a version's
+ * chunk 0 in its row, which every read verifies against the version's
+ * SHA-256 digest (store_version.c), so its CRC-32C was four bytes of WAL
+ * per append that caught nothing the digest does not. Every read names the
+ * form it expects and refuses the other, so a flipped tag bit never turns
+ * a checked chunk into one read unverified.
+ *
  * Payload chunks are stored so, and so is every cycle record and owner
  * snapshot (landing.h) as one chunk.
  *
@@ -34,6 +43,7 @@
 #ifndef LAKE_CODEC_H
 #define LAKE_CODEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,8 +52,11 @@
 
 #define LAKE_CODEC_RAW	'R'
 #define LAKE_CODEC_ZSTD 'Z'
-/* Tag and checksum. */
+/* Added to a tag for the bare form ('r', 'z'). */
+#define LAKE_CODEC_BARE ('a' - 'A')
+/* Tag and checksum; a bare chunk's tag alone. */
 #define LAKE_CHUNK_HEADER 5
+#define LAKE_BARE_HEADER 1
 
 typedef enum LakeCodecStatus
 {
@@ -61,11 +74,13 @@ extern size_t lake_chunk_bound(size_t len);
 
 /*
  * Encode 'len' bytes at 'in' into 'out' (capacity lake_chunk_bound(len))
- * with a reusable zstd context; returns the encoded length.
+ * with a reusable zstd context, checked or bare; returns the encoded
+ * length.
  */
 struct ZSTD_CCtx_s;
 extern size_t lake_chunk_encode(struct ZSTD_CCtx_s *cctx, int level,
-								const uint8_t *in, size_t len, uint8_t *out);
+								const uint8_t *in, size_t len, bool bare,
+								uint8_t *out);
 
 /*
  * The same with a prepared zstd dictionary (NULL: none, as above), at the
@@ -74,23 +89,30 @@ extern size_t lake_chunk_encode(struct ZSTD_CCtx_s *cctx, int level,
 struct ZSTD_CDict_s;
 extern size_t lake_chunk_encode_dict(struct ZSTD_CCtx_s *cctx,
 									 const struct ZSTD_CDict_s *cdict,
-									 const uint8_t *in, size_t len, uint8_t *out);
+									 const uint8_t *in, size_t len, bool bare,
+									 uint8_t *out);
 
 /*
  * Store 'len' bytes raw, with their checksum, into 'out' (room for
  * LAKE_CHUNK_HEADER + len): for small records that would not compress.
  */
-extern size_t lake_chunk_encode_raw(const uint8_t *in, size_t len, uint8_t *out);
+extern size_t lake_chunk_encode_raw(const uint8_t *in, size_t len, bool bare,
+									uint8_t *out);
+
+/*
+ * The reading functions below take the form the caller expects ('bare')
+ * and refuse a chunk of the other form as LAKE_CODEC_BAD_TAG.
+ */
 
 /* The id of the dictionary a stored chunk needs, 0 for none. */
-extern uint32_t lake_chunk_dict_id(const uint8_t *in, size_t len);
+extern uint32_t lake_chunk_dict_id(const uint8_t *in, size_t len, bool bare);
 
 /* The decoded size of a stored chunk, without decoding or verifying it. */
 extern LakeCodecStatus lake_chunk_decoded_size(const uint8_t *in, size_t len,
-											   size_t *size);
+											   bool bare, size_t *size);
 
 /*
- * Decode a stored chunk into 'out', which has room for 'cap' bytes, and
+ * Decode a checked chunk into 'out', which has room for 'cap' bytes, and
  * verify its checksum, with a reusable zstd context (NULL: a fresh one,
  * which costs an allocation of a few hundred kB per call); '*outlen' receives the decoded length. On any
  * status but LAKE_CODEC_OK the bytes in 'out' mean nothing.
@@ -101,23 +123,24 @@ extern LakeCodecStatus lake_chunk_decode(struct ZSTD_DCtx_s *dctx,
 										 uint8_t *out, size_t cap, size_t *outlen);
 
 /*
- * The same with the dictionary the chunk names (lake_chunk_dict_id; NULL:
- * none, as above); dctx is then required. A frame decoded without the
- * dictionary it names, or with another, is LAKE_CODEC_BAD_FRAME.
+ * The same, of either form, with the dictionary the chunk names
+ * (lake_chunk_dict_id; NULL: none, as above); dctx is then required. A
+ * frame decoded without the dictionary it names, or with another, is
+ * LAKE_CODEC_BAD_FRAME. A bare chunk is decoded, not verified.
  */
 struct ZSTD_DDict_s;
 extern LakeCodecStatus lake_chunk_decode_dict(struct ZSTD_DCtx_s *dctx,
 											  const struct ZSTD_DDict_s *ddict,
 											  const uint8_t *in, size_t len,
-											  uint8_t *out, size_t cap,
+											  bool bare, uint8_t *out, size_t cap,
 											  size_t *outlen);
 
 /*
- * A raw chunk's bytes where they lie, once its checksum is verified:
- * *view points into 'in'. For a zstd chunk, *view is NULL (decode it);
- * any other status means the chunk is damaged.
+ * A raw chunk's bytes where they lie, once its checksum (if checked) is
+ * verified: *view points into 'in'. For a zstd chunk, *view is NULL
+ * (decode it); any other status means the chunk is damaged.
  */
-extern LakeCodecStatus lake_chunk_view(const uint8_t *in, size_t len,
+extern LakeCodecStatus lake_chunk_view(const uint8_t *in, size_t len, bool bare,
 									   const uint8_t **view, size_t *viewlen);
 
 extern const char *lake_codec_status_text(LakeCodecStatus status);

@@ -60,7 +60,7 @@ log_unwrap(Datum data, uint8_t **raw, size_t *len)
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
 	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
 	size_t		size = 0;
-	LakeCodecStatus cst = lake_chunk_decoded_size(in, inlen, &size);
+	LakeCodecStatus cst = lake_chunk_decoded_size(in, inlen, false, &size);
 
 	*raw = NULL;
 	*len = 0;

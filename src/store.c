@@ -674,7 +674,7 @@ store_encode(const char *data, size_t len)
 {
 	bytea	   *out = palloc(VARHDRSZ + lake_chunk_bound(len));
 	size_t		n = lake_chunk_encode(compression_context(), lake_compression_level,
-									  (const uint8_t *) data, len,
+									  (const uint8_t *) data, len, false,
 									  (uint8_t *) VARDATA(out));
 
 	SET_VARSIZE(out, VARHDRSZ + n);
@@ -686,7 +686,7 @@ store_encode_raw(const char *data, size_t len)
 {
 	bytea	   *out = palloc(VARHDRSZ + LAKE_CHUNK_HEADER + len);
 
-	SET_VARSIZE(out, VARHDRSZ + lake_chunk_encode_raw((const uint8_t *) data, len,
+	SET_VARSIZE(out, VARHDRSZ + lake_chunk_encode_raw((const uint8_t *) data, len, false,
 													  (uint8_t *) VARDATA(out)));
 	return out;
 }
@@ -696,11 +696,12 @@ store_encode_raw(const char *data, size_t len)
  * the life of the backend at the size of the largest chunk so far (at most
  * lake_chunk_bound(LAKE_CHUNK_BYTES)): no megabyte allocated per chunk. The
  * result is valid until the next call. With a prepared dictionary
- * (store_dict.h) the chunk is compressed with it, at its level.
+ * (store_dict.h) the chunk is compressed with it, at its level; 'bare'
+ * leaves out the checksum (codec.h: a version's chunk 0 only).
  */
 bytea *
 store_encode_chunk_dict(const char *data, size_t len,
-						const struct ZSTD_CDict_s *cdict)
+						const struct ZSTD_CDict_s *cdict, bool bare)
 {
 	static bytea *buffer = NULL;
 	static size_t capacity = 0;
@@ -716,9 +717,9 @@ store_encode_chunk_dict(const char *data, size_t len,
 	}
 	n = cdict != NULL ?
 		lake_chunk_encode_dict(compression_context(), cdict,
-							   (const uint8_t *) data, len, (uint8_t *) VARDATA(buffer)) :
+							   (const uint8_t *) data, len, bare, (uint8_t *) VARDATA(buffer)) :
 		lake_chunk_encode(compression_context(), lake_compression_level,
-						  (const uint8_t *) data, len, (uint8_t *) VARDATA(buffer));
+						  (const uint8_t *) data, len, bare, (uint8_t *) VARDATA(buffer));
 	SET_VARSIZE(buffer, VARHDRSZ + n);
 	return buffer;
 }
@@ -726,7 +727,7 @@ store_encode_chunk_dict(const char *data, size_t len,
 bytea *
 store_encode_chunk(const char *data, size_t len)
 {
-	return store_encode_chunk_dict(data, len, NULL);
+	return store_encode_chunk_dict(data, len, NULL, false);
 }
 
 /*

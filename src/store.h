@@ -63,10 +63,13 @@ struct ZSTD_DCtx_s;
 extern struct ZSTD_DCtx_s *store_decompression_context(void);
 /* The same into the backend's reused buffer: valid until the next call. */
 extern bytea *store_encode_chunk(const char *data, size_t len);
-/* The same, compressed with a prepared dictionary (NULL: none). */
+/*
+ * The same, compressed with a prepared dictionary (NULL: none), checked or
+ * bare (codec.h).
+ */
 struct ZSTD_CDict_s;
 extern bytea *store_encode_chunk_dict(const char *data, size_t len,
-									  const struct ZSTD_CDict_s *cdict);
+									  const struct ZSTD_CDict_s *cdict, bool bare);
 
 /* SPI helpers for the table families' statements. */
 extern void store_run(SPIPlanPtr plan, Datum *values, int expected);

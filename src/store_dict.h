@@ -32,20 +32,21 @@
 #define LAKE_DICT_BYTES (16 * 1024)
 
 /*
- * Encode a version's payload chunk as store_encode_chunk does, with the
- * dataset's dictionary when it has one and the chunk is small enough.
- * XX001 if that dictionary is damaged.
+ * Encode a version's chunk 0, bare (codec.h: the version's digest verifies
+ * it), into store_encode_chunk's buffer, with the dataset's dictionary when
+ * it has one and the chunk is small enough. XX001 if that dictionary is
+ * damaged.
  */
 extern bytea *store_dict_encode_chunk(int32 dataset_id, const char *data,
 									  size_t len);
 
 /*
- * Decode a stored chunk (codec.h) into 'out' (room for 'cap' bytes) with
- * the dictionary it names, if any: NULL, or why it cannot be read (the
- * chunk damaged, its dictionary missing or damaged).
+ * Decode a stored chunk (codec.h) of the form the caller expects into 'out'
+ * (room for 'cap' bytes) with the dictionary it names, if any: NULL, or why
+ * it cannot be read (the chunk damaged, its dictionary missing or damaged).
  */
-extern const char *store_dict_decode(const uint8 *in, size_t len, uint8 *out,
-									 size_t cap, size_t *outlen);
+extern const char *store_dict_decode(const uint8 *in, size_t len, bool bare,
+									 uint8 *out, size_t cap, size_t *outlen);
 
 /*
  * Store a trained dictionary (ZDICT format, modified in place: its header

@@ -2,9 +2,9 @@
  * store_version.c — datasets, versions and their chunks.
  *
  *   lake_data.dataset  (id, name, created_at)
- *   lake_data.version       (version, committed_at, dataset_id, bytes,
- *                            data, tenant, operation_id, digest)
- *   lake_data.version_blob  (blob, dataset_id, nchunks, version)
+ *   lake_data.version       (version, committed_at, dataset_id, data,
+ *                            tenant, operation_id, digest)
+ *   lake_data.version_blob  (blob, dataset_id, nchunks, version, bytes)
  *   lake_data.chunk         (blob, chunk_no, bytes, data)
  *
  * A payload of one chunk lives in its version row (data), so the common
@@ -12,6 +12,9 @@
  * keep their chunks in lake_data.chunk under a blob id, which a
  * version_blob row names; a stage's id is the blob its chunks are uploaded
  * to, so committing a stage hands them to the version as they are.
+ * Chunk 0 in the row is bare (codec.h): the version's SHA-256 digest,
+ * checked at every read, verifies it, and its decoded size, which its
+ * header records, is the payload's unless a version_blob row says more.
  *
  * An operation's version is found through version_operation, an index on
  * (dataset_id, operation_hash(tenant, operation_id)): equal hashes are
@@ -24,6 +27,7 @@
  */
 #include "lake.h"
 
+#include "access/detoast.h"
 #include "access/genam.h"
 #include "access/relscan.h"
 #include "access/heapam.h"
@@ -47,6 +51,7 @@
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(lake_operation_hash);
+PG_FUNCTION_INFO_V1(lake_chunk_bytes);
 
 /* ----------------------------------------------------------------------
  * Datasets
@@ -178,22 +183,22 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
  * ---------------------------------------------------------------------- */
 
 /* Columns of lake_data.version, as created by the install script. */
-#define VERSION_NATTS 8
+#define VERSION_NATTS 7
 #define VA_VERSION 1
 #define VA_COMMITTED 2
 #define VA_DATASET 3
-#define VA_BYTES 4
-#define VA_DATA 5
-#define VA_TENANT 6
-#define VA_OPERATION 7
-#define VA_DIGEST 8
+#define VA_DATA 4
+#define VA_TENANT 5
+#define VA_OPERATION 6
+#define VA_DIGEST 7
 
 /* Columns of lake_data.version_blob. */
-#define VERSION_BLOB_NATTS 4
+#define VERSION_BLOB_NATTS 5
 #define VB_BLOB 1
 #define VB_DATASET 2
 #define VB_NCHUNKS 3
 #define VB_VERSION 4
+#define VB_BYTES 5
 
 /* Columns of lake_data.chunk, as created by the install script. */
 #define CHUNK_NATTS 4
@@ -223,17 +228,86 @@ lake_operation_hash(PG_FUNCTION_ARGS)
 								   VARSIZE_ANY_EXHDR(operation_id)));
 }
 
-/* A version's header from its row, as store_fetch deformed it. */
+/* lake_data.chunk_bytes(data): a bare chunk 0's decoded size (lake.versions). */
+Datum
+lake_chunk_bytes(PG_FUNCTION_ARGS)
+{
+	/*
+	 * The header alone is fetched (a tag and at most 18 bytes of frame
+	 * header), with the stored length: a raw chunk's size is its length, a
+	 * frame's is in its header, and neither read goes past the header.
+	 */
+	bytea	   *head = PG_GETARG_BYTEA_P_SLICE(0, 0, 32);
+	size_t		len = toast_raw_datum_size(PG_GETARG_DATUM(0)) - VARHDRSZ;
+	size_t		size;
+	LakeCodecStatus st;
+
+	Assert(VARSIZE_ANY_EXHDR(head) == Min(len, 32));
+	st = lake_chunk_decoded_size((const uint8 *) VARDATA_ANY(head), len, true, &size);
+
+	if (st != LAKE_CODEC_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a version's stored chunk 0 is damaged"),
+				 errdetail("%s", lake_codec_status_text(st))));
+	PG_RETURN_INT64((int64) size);
+}
+
+/* The version_blob row of a version, if it has one. */
+static bool
+find_version_blob(VersionHead *head)
+{
+	ScanKeyData key[2];
+	Datum		values[VERSION_BLOB_NATTS];
+	bool		nulls[VERSION_BLOB_NATTS];
+
+	store_key_int4(&key[0], VB_DATASET, head->dataset_id);
+	store_key_int8(&key[1], VB_VERSION, head->version);
+	if (!store_fetch("version_blob", "version_blob_version", InvalidSnapshot, key, 2,
+					 ForwardScanDirection, values, nulls))
+		return false;
+	head->blob = DatumGetInt64(values[VB_BLOB - 1]);
+	head->nchunks = DatumGetInt32(values[VB_NCHUNKS - 1]);
+	head->bytes = DatumGetInt64(values[VB_BYTES - 1]);
+	return true;
+}
+
+/*
+ * A version's header from its row, as store_fetch deformed it. The size
+ * comes from chunk 0's header; only a chunk 0 of a whole chunk's size (or
+ * none) can have more in a blob, and only then is version_blob read: the
+ * common small version costs no second lookup.
+ */
 static void
 head_from_row(Datum *values, bool *nulls, VersionHead *head)
 {
 	head->dataset_id = DatumGetInt32(values[VA_DATASET - 1]);
 	head->version = DatumGetInt64(values[VA_VERSION - 1]);
 	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
-	head->bytes = DatumGetInt32(values[VA_BYTES - 1]);
 	store_copy_digest(values[VA_DIGEST - 1], head->digest);
 	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
 		DatumGetByteaPP(values[VA_DATA - 1]);
+	head->blob = 0;
+	head->nchunks = 1;
+	head->bytes = 0;
+	head->damage = NULL;
+	if (head->inline_chunk != NULL)
+	{
+		size_t		size = 0;
+		LakeCodecStatus st =
+			lake_chunk_decoded_size((const uint8 *) VARDATA_ANY(head->inline_chunk),
+									VARSIZE_ANY_EXHDR(head->inline_chunk), true, &size);
+
+		if (st == LAKE_CODEC_OK && size > LAKE_CHUNK_BYTES)
+			st = LAKE_CODEC_TOO_BIG;
+		if (st != LAKE_CODEC_OK)
+			head->damage = lake_codec_status_text(st);
+		head->bytes = (int64) size;
+		if (st == LAKE_CODEC_OK && size == LAKE_CHUNK_BYTES)
+			find_version_blob(head);
+	}
+	else if (!find_version_blob(head))
+		head->damage = "chunk 0 is missing";
 }
 
 static bool
@@ -389,8 +463,7 @@ insert_version_row(Relation rel, Datum *values, bool *nulls, int32 hash)
 
 static void
 insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant,
-			   const char *operation_id, const uint8 *digest, int64 bytes,
-			   bytea *inline_chunk)
+			   const char *operation_id, const uint8 *digest, bytea *inline_chunk)
 {
 	Datum		values[VERSION_NATTS];
 	bool		nulls[VERSION_NATTS];
@@ -405,8 +478,6 @@ insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant
 	 */
 	values[VA_COMMITTED - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
 	values[VA_DATASET - 1] = Int32GetDatum(dataset_id);
-	/* At most lake.max_stream_bytes, an int. */
-	values[VA_BYTES - 1] = Int32GetDatum((int32) bytes);
 	values[VA_DATA - 1] = PointerGetDatum(inline_chunk);
 	nulls[VA_DATA - 1] = inline_chunk == NULL;
 	values[VA_TENANT - 1] = CStringGetTextDatum(tenant);
@@ -416,14 +487,18 @@ insert_version(Relation rel, int32 dataset_id, int64 version, const char *tenant
 					   operation_hash(tenant, strlen(tenant), operation_id, strlen(operation_id)));
 }
 
-/* Name the blob that holds a version's chunks (all, or all but chunk 0). */
+/*
+ * Name the blob that holds a version's chunks (all, or all but chunk 0),
+ * with the payload's size.
+ */
 static void
-insert_version_blob(int64 blob, int32 dataset_id, int32 nchunks, int64 version)
+insert_version_blob(int64 blob, int32 dataset_id, int32 nchunks, int64 version,
+					int64 bytes)
 {
 	Relation	rel = store_open("version_blob", RowExclusiveLock);
 	Datum		values[VERSION_BLOB_NATTS] = {Int64GetDatum(blob), Int32GetDatum(dataset_id),
-		Int32GetDatum(nchunks), Int64GetDatum(version)};
-	bool		nulls[VERSION_BLOB_NATTS] = {false, false, false, false};
+		Int32GetDatum(nchunks), Int64GetDatum(version), Int64GetDatum(bytes)};
+	bool		nulls[VERSION_BLOB_NATTS] = {false, false, false, false, false};
 
 	store_insert(rel, values, nulls);
 	table_close(rel, RowExclusiveLock);
@@ -450,11 +525,11 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 							   Min(len - off, LAKE_CHUNK_BYTES));
 		}
 		table_close(chunks, RowExclusiveLock);
-		insert_version_blob(blob, dataset_id, nchunks, version);
+		insert_version_blob(blob, dataset_id, nchunks, version, len);
 	}
 	/* Chunk 0 last: the encode buffer then holds it for the version row. */
 	rel = store_open("version", RowExclusiveLock);
-	insert_version(rel, dataset_id, version, tenant, operation_id, digest, len,
+	insert_version(rel, dataset_id, version, tenant, operation_id, digest,
 				   store_dict_encode_chunk(dataset_id, payload, Min(len, LAKE_CHUNK_BYTES)));
 	table_close(rel, RowExclusiveLock);
 }
@@ -467,9 +542,9 @@ store_add_version(int32 dataset_id, int64 version, const char *tenant,
 {
 	Relation	rel = store_open("version", RowExclusiveLock);
 
-	insert_version(rel, dataset_id, version, tenant, operation_id, digest, bytes, NULL);
+	insert_version(rel, dataset_id, version, tenant, operation_id, digest, NULL);
 	table_close(rel, RowExclusiveLock);
-	insert_version_blob(blob, dataset_id, nchunks, version);
+	insert_version_blob(blob, dataset_id, nchunks, version, bytes);
 }
 
 /* The version whose chunks are blob's, with its tenant and operation id. */
@@ -516,45 +591,28 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
 	return true;
 }
 
-/* The blob holding a version's chunks outside its row, and how many: false if none. */
-static bool
-version_blob(const VersionHead *head, int64 *blob, int32 *nchunks)
-{
-	ScanKeyData key[2];
-	Datum		values[VERSION_BLOB_NATTS];
-	bool		nulls[VERSION_BLOB_NATTS];
-
-	store_key_int4(&key[0], VB_DATASET, head->dataset_id);
-	store_key_int8(&key[1], VB_VERSION, head->version);
-	if (!store_fetch("version_blob", "version_blob_version", InvalidSnapshot, key, 2,
-					 ForwardScanDirection, values, nulls))
-		return false;
-	*blob = DatumGetInt64(values[VB_BLOB - 1]);
-	*nchunks = DatumGetInt32(values[VB_NCHUNKS - 1]);
-	return true;
-}
-
 /*
- * Decode and verify one stored chunk and hand it to 'visit'. Returns NULL,
- * or why the chunk is unreadable. A raw chunk's checksum is verified
- * before anyone sees its bytes, which are then visited in place.
+ * Decode one stored chunk and hand it to 'visit'. Returns NULL, or why the
+ * chunk is unreadable. A checked chunk is verified before anyone sees its
+ * bytes (a raw one is then visited in place); a bare one (chunk 0 in a
+ * version row) is verified by the caller, through the version's digest.
  */
 static const char *
-visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
+visit_stored(bytea *stored, bool bare, size_t room, ChunkVisitor visit, void *arg,
 			 size_t *decoded)
 {
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
 	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
 	size_t		size;
 	const uint8_t *view;
-	LakeCodecStatus st = lake_chunk_decoded_size(in, inlen, &size);
+	LakeCodecStatus st = lake_chunk_decoded_size(in, inlen, bare, &size);
 	char	   *out;
 	const char *why;
 
 	if (st == LAKE_CODEC_OK && size > room)
 		st = LAKE_CODEC_TOO_BIG;
 	if (st == LAKE_CODEC_OK)
-		st = lake_chunk_view(in, inlen, &view, decoded);
+		st = lake_chunk_view(in, inlen, bare, &view, decoded);
 	if (st != LAKE_CODEC_OK)
 		return lake_codec_status_text(st);
 	if (view != NULL)
@@ -564,7 +622,7 @@ visit_stored(bytea *stored, size_t room, ChunkVisitor visit, void *arg,
 		return NULL;
 	}
 	out = palloc(Max(size, 1));
-	why = store_dict_decode(in, inlen, (uint8 *) out, size, decoded);
+	why = store_dict_decode(in, inlen, bare, (uint8 *) out, size, decoded);
 	if (why != NULL)
 		return why;
 	visit(out, *decoded, arg);
@@ -624,8 +682,8 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 			break;
 		}
 		old = MemoryContextSwitchTo(chunkcxt);
-		why = visit_stored(DatumGetByteaPP(values[CA_DATA - 1]), (size_t) (total - filled),
-						   visit, arg, &decoded);
+		why = visit_stored(DatumGetByteaPP(values[CA_DATA - 1]), false,
+						   (size_t) (total - filled), visit, arg, &decoded);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(chunkcxt);
 		if (why != NULL)
@@ -676,21 +734,20 @@ static const char *
 visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
 {
 	size_t		first_len = 0;
-	int64		blob;
-	int32		nchunks;
 	const char *why;
 
+	if (head->damage != NULL)
+		return head->damage;
 	if (head->inline_chunk == NULL)
-		return version_blob(head, &blob, &nchunks) ?
-			store_visit_chunks(blob, 0, nchunks, head->bytes, visit, arg) :
-			"chunk 0 is missing";
+		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, visit, arg);
 
-	why = visit_stored(head->inline_chunk, (size_t) head->bytes, visit, arg, &first_len);
+	why = visit_stored(head->inline_chunk, true, (size_t) head->bytes, visit, arg,
+					   &first_len);
 	if (why != NULL || first_len == (size_t) head->bytes)
 		return why;
-	if (!version_blob(head, &blob, &nchunks))
+	if (head->blob == 0)
 		return psprintf("chunks hold %zu of " INT64_FORMAT " bytes", first_len, head->bytes);
-	return store_visit_chunks(blob, 1, nchunks - 1, head->bytes - (int64) first_len,
+	return store_visit_chunks(head->blob, 1, head->nchunks - 1, head->bytes - (int64) first_len,
 							  visit, arg);
 }
 
@@ -698,7 +755,7 @@ const char *
 store_visit_version(const VersionHead *head, ChunkVisitor visit, void *arg)
 {
 	/* A payload in its row alone (every small append) is one piece. */
-	bool		one = head->inline_chunk != NULL && head->bytes <= LAKE_CHUNK_BYTES;
+	bool		one = head->inline_chunk != NULL && head->blob == 0;
 	VerifyVisit v = {one ? NULL : lake_digest_begin(), {0}, visit, arg};
 	const char *why = visit_version_chunks(head, verify_visit, &v);
 
@@ -777,13 +834,14 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 	SPIPlanPtr	plan;
 
 #define VERSION_COLUMNS \
-	"SELECT v.version, v.tenant, v.operation_id, v.digest, v.bytes::pg_catalog.int8, " \
+	"SELECT v.version, v.tenant, v.operation_id, v.digest, " \
+	"       COALESCE(b.bytes, lake_data.chunk_bytes(v.data)), " \
 	"       COALESCE(pg_catalog.octet_length(v.data), 0) OPERATOR(pg_catalog.+) COALESCE(( " \
-	"         SELECT pg_catalog.sum(pg_catalog.octet_length(c.data)) " \
-	"         FROM lake_data.version_blob b JOIN lake_data.chunk c ON c.blob OPERATOR(pg_catalog.=) b.blob " \
-	"         WHERE b.dataset_id OPERATOR(pg_catalog.=) v.dataset_id " \
-	"           AND b.version OPERATOR(pg_catalog.=) v.version), 0), " \
+	"         SELECT pg_catalog.sum(pg_catalog.octet_length(c.data)) FROM lake_data.chunk c " \
+	"         WHERE c.blob OPERATOR(pg_catalog.=) b.blob), 0), " \
 	"       v.committed_at FROM lake_data.version v " \
+	"  LEFT JOIN lake_data.version_blob b ON b.dataset_id OPERATOR(pg_catalog.=) v.dataset_id " \
+	"   AND b.version OPERATOR(pg_catalog.=) v.version " \
 	"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 " \
 	"  AND v.version OPERATOR(pg_catalog.>) $2 "
 
@@ -818,9 +876,14 @@ store_recent_versions(int32 dataset_id, int64 max_bytes, int limit,
 
 	store_run(store_plan(&plan,
 				"SELECT v.version FROM lake_data.version v "
+				"  LEFT JOIN lake_data.version_blob b "
+				"    ON b.dataset_id OPERATOR(pg_catalog.=) v.dataset_id "
+				"   AND b.version OPERATOR(pg_catalog.=) v.version "
 				"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 "
-				"  AND v.bytes OPERATOR(pg_catalog.>) 0 "
-				"  AND v.bytes OPERATOR(pg_catalog.<=) $2 "
+				"  AND COALESCE(b.bytes, lake_data.chunk_bytes(v.data)) "
+				"      OPERATOR(pg_catalog.>) 0 "
+				"  AND COALESCE(b.bytes, lake_data.chunk_bytes(v.data)) "
+				"      OPERATOR(pg_catalog.<=) $2 "
 				"ORDER BY v.version DESC LIMIT $3",
 				3, types),
 		values, SPI_OK_SELECT);

@@ -12,9 +12,12 @@ typedef struct VersionHead
 	int32		dataset_id;
 	int64		version;
 	char	   *tenant;
-	int64		bytes;
+	int64		bytes;			/* the payload's size */
 	uint8		digest[LAKE_DIGEST_LEN];
 	bytea	   *inline_chunk;	/* chunk 0 when stored in the row, else NULL */
+	int64		blob;			/* the blob of the other chunks, 0: none */
+	int32		nchunks;		/* chunks in all */
+	const char *damage;			/* why the size is unknown (chunk 0 damaged) */
 } VersionHead;
 
 /* What the version history says about one operation. */

@@ -81,7 +81,7 @@ fuzz_unwrap(const uint8_t *data, size_t size, size_t *len)
 	size_t		declared;
 	uint8_t    *raw;
 
-	if (lake_chunk_decoded_size(data, size, &declared) != LAKE_CODEC_OK ||
+	if (lake_chunk_decoded_size(data, size, false, &declared) != LAKE_CODEC_OK ||
 		declared > FUZZ_MAX_RECORD)
 		return NULL;
 	raw = malloc(declared > 0 ? declared : 1);

@@ -4,10 +4,12 @@
  *
  * Any input must be decoded or refused with a status — the server turns a
  * refusal into LK005 / XX001 — never crash, write past the room it was
- * given or read past the input. What decodes must re-encode and decode back
- * to the same bytes, growing by at most the header (tag and checksum), and
- * with any one of its bits flipped must be refused: the checksum covers
- * every stored bit.
+ * given or read past the input. A lower-case first byte reads the input as
+ * a bare chunk (a version's chunk 0), any other as a checked one. What
+ * decodes must re-encode in its form and decode back to the same bytes,
+ * growing by at most the header; a checked chunk with any one of its bits
+ * flipped must be refused (the checksum covers every stored bit), and
+ * neither form is accepted by a reader of the other.
  */
 #include <string.h>
 #include <zstd.h>
@@ -31,34 +33,42 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t    *enc;
 	uint8_t    *back;
 	size_t		enclen;
+	bool		bare;
+	size_t		header;
 
 	if (cctx == NULL)
 		cctx = ZSTD_createCCtx();
 	if (dctx == NULL)
 		dctx = ZSTD_createDCtx();
+	bare = size > 0 && data[0] >= 'a' && data[0] <= 'z';
+	header = bare ? LAKE_BARE_HEADER : LAKE_CHUNK_HEADER;
 
-	st = lake_chunk_decoded_size(data, size, &declared);
+	st = lake_chunk_decoded_size(data, size, bare, &declared);
+	/* The other form's reader refuses it by its tag. */
+	if (st == LAKE_CODEC_OK)
+		FUZZ_CHECK(lake_chunk_decoded_size(data, size, !bare, &again) == LAKE_CODEC_BAD_TAG);
 	if (st == LAKE_CODEC_OK && declared > LAKE_CHUNK_BYTES)
 	{
 		/* The room a reader gives is what its version declares. */
 		uint8_t		small[16];
 
-		FUZZ_CHECK(lake_chunk_decode(NULL, data, size, small, sizeof(small), &got) ==
-				   LAKE_CODEC_TOO_BIG);
+		FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, data, size, bare, small,
+										  sizeof(small), &got) == LAKE_CODEC_TOO_BIG);
 		return 0;
 	}
 
 	/* Exactly the declared room: a write past it is a heap overflow. */
 	out = malloc(declared > 0 ? declared : 1);
-	dst = lake_chunk_decode(dctx, data, size, out, declared, &got);
+	dst = lake_chunk_decode_dict(dctx, NULL, data, size, bare, out, declared, &got);
 
 	/* The in-place view of a raw chunk agrees with its decode. */
 	{
 		const uint8_t *view;
 		size_t		viewlen = 0;
-		LakeCodecStatus vst = lake_chunk_view(data, size, &view, &viewlen);
+		LakeCodecStatus vst = lake_chunk_view(data, size, bare, &view, &viewlen);
 
-		if (st == LAKE_CODEC_OK && data[0] == LAKE_CODEC_RAW)
+		if (st == LAKE_CODEC_OK && (data[0] == LAKE_CODEC_RAW ||
+									data[0] == LAKE_CODEC_RAW + LAKE_CODEC_BARE))
 		{
 			FUZZ_CHECK(vst == dst);
 			if (vst == LAKE_CODEC_OK)
@@ -77,10 +87,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_CHECK(got == declared);
-	if (data[0] == LAKE_CODEC_RAW)
-		FUZZ_CHECK(memcmp(out, data + LAKE_CHUNK_HEADER, got) == 0);
+	if (data[0] == LAKE_CODEC_RAW || data[0] == LAKE_CODEC_RAW + LAKE_CODEC_BARE)
+		FUZZ_CHECK(memcmp(out, data + header, got) == 0);
 
-	/* One flipped bit, at a place that depends on the input, is damage. */
+	/*
+	 * One flipped bit, at a place that depends on the input, is damage to a
+	 * checked chunk (a bare one's reader verifies the digest instead).
+	 */
+	if (!bare)
 	{
 		uint8_t    *bad = malloc(size);
 		uint8_t    *scratch = malloc(declared > 0 ? declared : 1);
@@ -95,14 +109,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* One byte less room than declared is refused, never truncated. */
 	if (declared > 0)
-		FUZZ_CHECK(lake_chunk_decode(NULL, data, size, out, declared - 1, &again) ==
-				   LAKE_CODEC_TOO_BIG);
+		FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, data, size, bare, out, declared - 1,
+										  &again) == LAKE_CODEC_TOO_BIG);
 
 	enc = malloc(lake_chunk_bound(got));
-	enclen = lake_chunk_encode(cctx, 1, out, got, enc);
-	FUZZ_CHECK(enclen <= got + LAKE_CHUNK_HEADER);
+	enclen = lake_chunk_encode(cctx, 1, out, got, bare, enc);
+	FUZZ_CHECK(enclen <= got + header);
 	back = malloc(got > 0 ? got : 1);
-	FUZZ_CHECK(lake_chunk_decode(NULL, enc, enclen, back, got, &again) == LAKE_CODEC_OK);
+	FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, enc, enclen, bare, back, got, &again) ==
+			   LAKE_CODEC_OK);
 	FUZZ_CHECK(again == got && memcmp(back, out, got) == 0);
 
 	free(back);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the seed corpus (test/fuzz/corpus/) from real records: starts
 # a throwaway cluster with lake installed, appends and casts a small mixed
-# workload, then exports the stored bytes of chunks (lake_data.version.data and
-# lake_data.chunk.data), sealed cycles (lake_data.cycle.data), owner index
+# workload, then exports the stored bytes of chunks (lake_data.version.data, bare,
+# and lake_data.chunk.data, checked), sealed cycles (lake_data.cycle.data), owner index
 # records (lake_data.cycle.owners, lake_data.owner_block.entry) and snapshots
 # (lake_data.snapshot.data). Each cycle and snapshot is also exported as its
 # raw record bytes (framing stripped, decompressed: NAME.raw), so the fuzzer
@@ -37,6 +37,11 @@ SELECT lake.append('seed', 't', 'json', convert_to(string_agg(format('{"n": %s, 
 SELECT lake.append('seed', 't', 'random', decode(string_agg(md5(i::text), ''), 'hex'))
   FROM generate_series(1, 16) i;
 SELECT lake.append('seed', 't', 'repeat', convert_to(repeat('lake ', 2000), 'UTF8'));
+-- Staged: checked chunks in lake_data.chunk (a version row's chunk 0 is bare).
+SELECT lake.begin_append('seed', 't', 'staged') AS stage \gset
+SELECT lake.append_chunk(:stage, 0, convert_to(repeat('staged ', 300), 'UTF8'));
+SELECT lake.append_chunk(:stage, 1, decode(md5('x'), 'hex'));
+SELECT lake.commit_append(:stage);
 SELECT lake.define_lifecycle('door', 'Closed', ARRAY[['Closed','Open'],['Open','Closed']]);
 SELECT lake.create_owner('o' || i, CASE WHEN i % 2 = 0 THEN 'kanban' ELSE 'door' END) FROM generate_series(1, 6) i;
 SQL
@@ -75,6 +80,7 @@ export_rows() {   # export_rows KIND NAME-PREFIX SQL: one file per row of hex
   done < <(sql -c "$query")
 }
 export_rows chunk version "SELECT encode(data, 'hex') FROM lake_data.version WHERE data IS NOT NULL ORDER BY version"
+export_rows chunk blob "SELECT encode(data, 'hex') FROM lake_data.chunk ORDER BY blob, chunk_no"
 export_rows cycle cycle "SELECT encode(data, 'hex') FROM lake_data.cycle ORDER BY cycle"
 export_rows index owners "SELECT encode(owners, 'hex') FROM lake_data.cycle ORDER BY cycle LIMIT 4"
 export_rows index block "SELECT encode(entry, 'hex') FROM lake_data.owner_block ORDER BY owner_id, first_cycle"

@@ -60,6 +60,13 @@ BEGIN
            || raw;
 END $$;
 
+-- t.bare_chunk(raw): the same as a version's chunk 0 is stored in its row
+-- (codec.h), bare: tag 'r' and the bytes, no checksum (the version's
+-- digest is its checksum).
+CREATE FUNCTION t.bare_chunk(raw bytea) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
+    SELECT '\x72'::bytea || raw
+$$;
+
 -- No function carries a SET clause: the store fixes search_path around the
 -- SQL it runs (store.c; search_path.sql plants a hostile one).
 SELECT p.proname, p.proconfig

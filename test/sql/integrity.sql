@@ -58,8 +58,9 @@ SELECT lake.append('i_ds', 'acme', 'i-small', convert_to('100 EUR', 'UTF8')) AS 
 CREATE TABLE t.i_chunk AS
 SELECT v.data FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
 WHERE d.name = 'i_ds' AND v.version = :v;
--- The server's framing is the one codec.h describes, checksum included.
-SELECT data = t.raw_chunk(convert_to('100 EUR', 'UTF8')) AS framed_as_documented FROM t.i_chunk;
+-- The server's framing is the one codec.h describes: chunk 0 in a version
+-- row is bare (no checksum; the version's digest is verified instead).
+SELECT data = t.bare_chunk(convert_to('100 EUR', 'UTF8')) AS framed_as_documented FROM t.i_chunk;
 CREATE FUNCTION t.i_version_flips(v bigint) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
     good bytea := (SELECT data FROM t.i_chunk);

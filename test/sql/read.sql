@@ -49,6 +49,10 @@ SELECT t.err($$SELECT lake.read('orders', 6)$$);
 UPDATE lake_data.chunk SET data = ''::bytea WHERE blob = :blob6 AND chunk_no = 2;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);
 -- A valid chunk from another place: right format, wrong bytes.
+UPDATE lake_data.chunk SET data = t.raw_chunk('\x01') WHERE blob = :blob6 AND chunk_no = 2;
+SELECT t.err($$SELECT lake.read('orders', 6)$$);
+-- Chunk 0 in a version row is bare, a chunk in lake_data.chunk checked:
+-- each place refuses the other form by its tag (a bare one here).
 UPDATE lake_data.chunk c SET data = v.data FROM lake_data.version v, lake_data.dataset d
 WHERE c.blob = :blob6 AND c.chunk_no = 2
   AND d.name = 'orders' AND v.dataset_id = d.id AND v.version = 1;
@@ -56,16 +60,29 @@ SELECT t.err($$SELECT lake.read('orders', 6)$$);
 UPDATE lake_data.chunk c SET data = s.data FROM saved s
 WHERE c.blob = :blob6 AND c.chunk_no = 2 AND s.chunk_no = 2;
 -- A well-formed raw inline chunk of other bytes: only the digest can tell.
-UPDATE lake_data.version v SET data = t.raw_chunk('\xff') FROM lake_data.dataset d
+UPDATE lake_data.version v SET data = t.bare_chunk('\xff') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 SELECT t.err($$SELECT lake.read('orders', 1)$$);
-UPDATE lake_data.version v SET data = t.raw_chunk('\x01') FROM lake_data.dataset d
+UPDATE lake_data.version v SET data = t.bare_chunk('\x01') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
--- An inline chunk that decodes shorter than the version.
-UPDATE lake_data.version v SET data = t.raw_chunk('') FROM lake_data.dataset d
+-- An inline chunk of another length: the version's size is read from
+-- chunk 0's header, so only the digest can tell.
+UPDATE lake_data.version v SET data = t.bare_chunk('') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 SELECT t.err($$SELECT lake.read('orders', 1)$$);
+UPDATE lake_data.version v SET data = t.bare_chunk('\x01') FROM lake_data.dataset d
+WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
+-- A chunk 0 whose header is unreadable: its size is unknown, so the
+-- listing is XX001 and the read LK005, not a guess.
+UPDATE lake_data.version v SET data = '\x7a'::bytea FROM lake_data.dataset d
+WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
+SELECT t.err($$SELECT count(*) FROM lake.versions('orders')$$);
+SELECT t.err($$SELECT lake.read('orders', 1)$$);
+-- ... and a checked one in a version row.
 UPDATE lake_data.version v SET data = t.raw_chunk('\x01') FROM lake_data.dataset d
+WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
+SELECT t.err($$SELECT lake.read('orders', 1)$$);
+UPDATE lake_data.version v SET data = t.bare_chunk('\x01') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 -- An extra chunk beyond those the version declares.
 INSERT INTO lake_data.chunk SELECT blob, 3, bytes, data FROM saved WHERE chunk_no = 2;
