@@ -233,8 +233,8 @@ Datum
 lake_chunk_bytes(PG_FUNCTION_ARGS)
 {
 	/*
-	 * The header alone is fetched (a tag and at most 18 bytes of frame
-	 * header), with the stored length: a raw chunk's size is its length, a
+	 * The header alone is fetched (a tag and at most 14 bytes of magicless
+	 * frame header), with the stored length: a raw chunk's size is its length, a
 	 * frame's is in its header, and neither read goes past the header.
 	 */
 	bytea	   *head = PG_GETARG_BYTEA_P_SLICE(0, 0, 32);
@@ -244,6 +244,8 @@ lake_chunk_bytes(PG_FUNCTION_ARGS)
 
 	Assert(VARSIZE_ANY_EXHDR(head) == Min(len, 32));
 	st = lake_chunk_decoded_size((const uint8 *) VARDATA_ANY(head), len, true, &size);
+	if (st == LAKE_CODEC_OK && size > LAKE_CHUNK_BYTES)
+		st = LAKE_CODEC_TOO_BIG;
 
 	if (st != LAKE_CODEC_OK)
 		ereport(ERROR,
@@ -269,6 +271,10 @@ find_version_blob(VersionHead *head)
 	head->blob = DatumGetInt64(values[VB_BLOB - 1]);
 	head->nchunks = DatumGetInt32(values[VB_NCHUNKS - 1]);
 	head->bytes = DatumGetInt64(values[VB_BYTES - 1]);
+	/* Sizes are allocated from before the digest is checked: never trust a negative one. */
+	if (head->bytes < 0 || head->nchunks < 1)
+		head->damage = psprintf("its version_blob row declares " INT64_FORMAT " bytes in %d chunks",
+								head->bytes, head->nchunks);
 	return true;
 }
 
@@ -875,16 +881,16 @@ store_recent_versions(int32 dataset_id, int64 max_bytes, int limit,
 	Int32GetDatum(limit)};
 
 	store_run(store_plan(&plan,
-				"SELECT v.version FROM lake_data.version v "
+				"SELECT s.version FROM ( "
+				"  SELECT v.version, COALESCE(b.bytes, lake_data.chunk_bytes(v.data)) AS bytes "
+				"  FROM lake_data.version v "
 				"  LEFT JOIN lake_data.version_blob b "
 				"    ON b.dataset_id OPERATOR(pg_catalog.=) v.dataset_id "
 				"   AND b.version OPERATOR(pg_catalog.=) v.version "
-				"WHERE v.dataset_id OPERATOR(pg_catalog.=) $1 "
-				"  AND COALESCE(b.bytes, lake_data.chunk_bytes(v.data)) "
-				"      OPERATOR(pg_catalog.>) 0 "
-				"  AND COALESCE(b.bytes, lake_data.chunk_bytes(v.data)) "
-				"      OPERATOR(pg_catalog.<=) $2 "
-				"ORDER BY v.version DESC LIMIT $3",
+				"  WHERE v.dataset_id OPERATOR(pg_catalog.=) $1) s "
+				"WHERE s.bytes OPERATOR(pg_catalog.>) 0 "
+				"  AND s.bytes OPERATOR(pg_catalog.<=) $2 "
+				"ORDER BY s.version DESC LIMIT $3",
 				3, types),
 		values, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)

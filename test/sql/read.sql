@@ -84,6 +84,11 @@ WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
 SELECT t.err($$SELECT lake.read('orders', 1)$$);
 UPDATE lake_data.version v SET data = t.bare_chunk('\x01') FROM lake_data.dataset d
 WHERE d.id = v.dataset_id AND d.name = 'orders' AND v.version = 1;
+-- A version_blob row with a negative size: damage, refused before any
+-- buffer is sized from it.
+UPDATE lake_data.version_blob SET bytes = -1 WHERE blob = :blob6;
+SELECT t.err($$SELECT lake.read('orders', 6)$$);
+UPDATE lake_data.version_blob SET bytes = 3145728 WHERE blob = :blob6;
 -- An extra chunk beyond those the version declares.
 INSERT INTO lake_data.chunk SELECT blob, 3, bytes, data FROM saved WHERE chunk_no = 2;
 SELECT t.err($$SELECT lake.read('orders', 6)$$);

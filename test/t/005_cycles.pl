@@ -27,7 +27,7 @@ $node->safe_psql('postgres',
 # One statement per client: $CASTS durable casts around the kanban loop
 # Planning -> CognitiveWork -> Evaluation -> Commit -> Planning, printing
 # each coordinate it was given.
-sub client_sql
+sub durable_loop_sql
 {
 	my ($i) = @_;
 	return qq{
@@ -51,7 +51,7 @@ for my $i (1 .. $CLIENTS)
 	push @runs,
 	  IPC::Run::start(
 		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
-		  '-c', client_sql($i) ],
+		  '-c', durable_loop_sql($i) ],
 		'>', \$o, '2>', \$e);
 }
 my $all_ok = 1;
