@@ -13,7 +13,7 @@ OBJS        = src/lake.o src/guc.o src/args.o src/admission.o src/codec.o \
               src/access.o src/head.o src/operation.o \
               src/append.o src/dict.o src/stage.o src/lifecycle.o src/owner.o \
               src/landing.o src/owner_index.o src/cycle.o src/waiter.o src/publish.o src/seal.o \
-              src/logread.o src/recovery.o src/checkpoint.o src/cast.o \
+              src/logread.o src/history.o src/recovery.o src/checkpoint.o src/cast.o \
               src/worker.o
 DATA        = sql/lake--$(EXTVERSION).sql
 SHLIB_LINK  = -lzstd -lcrypto

@@ -451,6 +451,30 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 	return o;
 }
 
+/*
+ * What the live table knows of owner 'id' (named 'name'): the durable
+ * position it reached and a cycle at or after the one holding it. False
+ * when the table has no entry for it, as on a standby.
+ */
+bool
+cycle_owner_reached(const char *name, int32 id, int64 *position, int64 *cycle)
+{
+	uint32		hash = owner_hash(name);
+	OwnerState *o;
+	bool		known;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	o = owner_find(name, hash);
+	known = o != NULL && o->id == id;
+	if (known)
+	{
+		*position = o->position;
+		*cycle = o->position_cycle;
+	}
+	LWLockRelease(&cs->lock);
+	return known;
+}
+
 /* A pending idempotent cast of this owner with this operation id (lock held). */
 static CastRecord *
 pending_operation(const OwnerState *o, const char *operation_id)
@@ -958,6 +982,7 @@ cycle_apply_seal(const CycleCut *cut, int64 cycle,
 		so->owner->phase = so->phase;
 		so->owner->lap = so->lap;
 		so->owner->position = so->position;
+		so->owner->position_cycle = cycle;
 		so->owner->pending -= so->count;
 	}
 	role_bytes_sealed(cs->head, cut->end);

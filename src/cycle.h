@@ -125,6 +125,9 @@ struct Lifecycle;
 extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **lifecycle,
 									 bool as_tenant, char **why);
 
+extern bool cycle_owner_reached(const char *name, int32 id, int64 *position,
+								int64 *cycle);
+
 /* Worker */
 extern bool cycle_needs_recovery(Oid generation);
 extern bool cycle_serves(Oid generation);

@@ -1,5 +1,6 @@
 /*
- * logread.c — lake.trajectory, lake.log, lake.cycles and receipt lookups.
+ * logread.c — reading the sealed log: one owner's landings through the
+ * owner index, the whole log in cycle order, and receipt lookups.
  *
  * A trajectory visits only the cycles the owner index (owner_index.h)
  * names for the owner: its rows in lake_data.owner_block for the closed
@@ -8,8 +9,9 @@
  * entries but for the newest, read without their landings). Its
  * cost follows the owner's landings, not the length of the log. The index
  * is checked as it is used: the owner's positions must run from 1 without
- * a gap to the last one the index claims, so a damaged or missing index
- * entry is XX001, never a shorter trajectory.
+ * a gap to the last one the index claims, and up to where the owner is
+ * known to have got to (LogReach), so a damaged or missing index entry is
+ * XX001, never a shorter trajectory.
  * Cycles are read through lake_data.cycle's primary key, one in memory at
  * a time.
  * Receipt and operation lookups read with the latest snapshot: a seal is
@@ -21,22 +23,16 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
-#include "access.h"
-#include "args.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
 #include "executor/spi.h"
-#include "funcapi.h"
-#include "lifecycle.h"
 #include "logread.h"
 #include "miscadmin.h"
 #include "owner_index.h"
-#include "store_owner.h"
-#include "utils/builtins.h"
+#include "store.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
@@ -256,94 +252,6 @@ log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
 	out->position = f.position;
 	out->owner_id = f.owner_id;
 	return true;
-}
-
-/* ----------------------------------------------------------------------
- * Set-returning readers
- * ---------------------------------------------------------------------- */
-
-/* Emits landings into a tuplestore, optionally of one owner only. */
-typedef struct Emit
-{
-	ReturnSetInfo *rsinfo;
-	LogCycle	at;
-	int32		owner_id;		/* trajectory: only this owner; else 0 */
-	int64		after_position;
-	HTAB	   *names;			/* log: owner id -> name, of owners shown */
-	bool		all;			/* log: also landings of unregistered owners */
-} Emit;
-
-typedef struct OwnerName
-{
-	int32		id;
-	char		name[NAMEDATALEN];
-} OwnerName;
-
-static Datum
-text_or_null(const char *s, size_t len, bool present, bool *isnull)
-{
-	*isnull = !present;
-	return present ? PointerGetDatum(cstring_to_text_with_len(s, len)) : (Datum) 0;
-}
-
-static int
-emit_landing(const LakeLanding *l, void *arg)
-{
-	Emit	   *e = (Emit *) arg;
-	Datum		v[10];
-	bool		n[10] = {0};
-	int			i = 0;
-
-	if (e->owner_id != 0 && (l->owner_id != e->owner_id || l->position <= e->after_position))
-		return 0;
-	if (e->owner_id == 0)
-	{
-		OwnerName  *on = hash_search(e->names, &l->owner_id, HASH_FIND, NULL);
-
-		if (on == NULL && !e->all)
-			return 0;
-		v[i++] = Int64GetDatum(e->at.cycle);
-		v[i] = on ? CStringGetTextDatum(on->name) : (Datum) 0;
-		n[i++] = (on == NULL);
-		v[i++] = Int64GetDatum(l->position);
-	}
-	else
-	{
-		v[i++] = Int64GetDatum(l->position);
-		v[i++] = Int64GetDatum(e->at.cycle);
-	}
-	v[i++] = Int32GetDatum(e->at.epoch);
-	v[i++] = Int64GetDatum(l->seq);
-	v[i] = text_or_null(l->from_phase, l->from_len, l->flags & LANDING_MOVE, &n[i]);
-	i++;
-	v[i] = text_or_null(l->to_phase, l->to_len, l->flags & LANDING_MOVE, &n[i]);
-	i++;
-	v[i++] = Int64GetDatum(l->lap);
-	n[i] = !(l->flags & LANDING_PAYLOAD);
-	if (!n[i])
-	{
-		bytea	   *b = palloc(VARHDRSZ + l->payload_len);
-
-		SET_VARSIZE(b, VARHDRSZ + l->payload_len);
-		memcpy(VARDATA(b), l->payload, l->payload_len);
-		v[i] = PointerGetDatum(b);
-	}
-	i++;
-	v[i] = text_or_null(l->operation_id, l->operation_len, l->flags & LANDING_OPERATION, &n[i]);
-	tuplestore_putvalues(e->rsinfo->setResult, e->rsinfo->setDesc, v, n);
-	return 0;
-}
-
-static int64
-arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-	int64		after = lake_arg_int64(fcinfo, argno, what);
-
-	if (after < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must not be negative, not " INT64_FORMAT, what, after)));
-	return after;
 }
 
 /*
@@ -732,8 +640,9 @@ walk_tail(OwnerWalk *w, int64 closed)
  * are exactly those up to the newest cycle it sees.
  */
 void
-log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
-				LakeLandingVisitor visit, LogDamageHandler damaged, void *arg)
+log_visit_owner(int32 owner_id, int64 after_position, const LogReach *reach,
+				LogCycle *where, LakeLandingVisitor visit,
+				LogDamageHandler damaged, void *arg)
 {
 	OwnerWalk	w = {0};
 	SysScanDesc scan;
@@ -762,95 +671,11 @@ log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
 	{
 		walk_blocks(&w, st.indexed_through);
 		walk_tail(&w, st.indexed_through);
+		/* Nothing after the last position found shows its entry is missing. */
+		if (!w.done && reach != NULL && reach->cycle <= st.cycle &&
+			w.expect - 1 < reach->position)
+			walk_damaged(&w, st.cycle, psprintf("the index ends at position " INT64_FORMAT " but the owner reached position " INT64_FORMAT " by cycle " INT64_FORMAT,
+												w.expect - 1, reach->position, reach->cycle));
 	}
 	cycle_reader_close(&w.cr);
-}
-
-PG_FUNCTION_INFO_V1(lake_trajectory);
-PG_FUNCTION_INFO_V1(lake_log);
-PG_FUNCTION_INFO_V1(lake_cycles);
-
-Datum
-lake_trajectory(PG_FUNCTION_ARGS)
-{
-	char	   *owner;
-	Emit		e = {0};
-	char	   *tenant;
-	int32		lifecycle;
-
-	lake_require_preload();
-	owner = lake_arg_short_name(fcinfo, 0, "owner");
-	e.after_position = arg_after(fcinfo, 1, "after_position");
-	InitMaterializedSRF(fcinfo, 0);
-	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	store_connect();
-	if (!store_owner_lookup(owner, &e.owner_id, &lifecycle, &tenant))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("owner \"%s\" does not exist", owner)));
-	access_require_owner(tenant, owner);
-	log_visit_owner(e.owner_id, e.after_position, &e.at, emit_landing, NULL, &e);
-	store_finish();
-	return (Datum) 0;
-}
-
-Datum
-lake_log(PG_FUNCTION_ARGS)
-{
-	Emit		e = {0};
-	int64		after_cycle;
-	HASHCTL		ctl;
-	OwnerRow   *rows;
-	uint64		n;
-
-	lake_require_preload();
-	after_cycle = arg_after(fcinfo, 0, "after_cycle");
-	InitMaterializedSRF(fcinfo, 0);
-	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	ctl.keysize = sizeof(int32);
-	ctl.entrysize = sizeof(OwnerName);
-	ctl.hcxt = CurrentMemoryContext;
-	e.names = hash_create("lake owner names", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
-	/*
-	 * Only the landings of owners whose tenant the caller holds: the names
-	 * looked up are those owners'; every landing of another is skipped.
-	 */
-	store_connect();
-	e.all = access_all_tenants();
-	rows = store_owner_rows(e.all ? InvalidOid : store_caller(), false, &n);
-	for (uint64 i = 0; i < n; i++)
-	{
-		OwnerName  *on = hash_search(e.names, &rows[i].id, HASH_ENTER, NULL);
-
-		strlcpy(on->name, rows[i].name, NAMEDATALEN);
-	}
-	log_scan_cycles(after_cycle, &e.at, emit_landing, NULL, &e);
-	store_finish();
-	return (Datum) 0;
-}
-
-Datum
-lake_cycles(PG_FUNCTION_ARGS)
-{
-	static SPIPlanPtr plan;
-	ReturnSetInfo *rsinfo;
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
-
-	lake_require_preload();
-	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
-	InitMaterializedSRF(fcinfo, 0);
-	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	store_connect();
-	store_fill(store_plan(&plan,
-						  "SELECT c.cycle, c.epoch, c.sealed_at, c.casts, c.bytes, "
-						  "       c.stored_bytes, c.lsn FROM lake_data.cycle c "
-						  "WHERE c.cycle OPERATOR(pg_catalog.>) $1 ORDER BY c.cycle",
-						  1, types),
-			   values, rsinfo);
-	store_finish();
-	return (Datum) 0;
 }

@@ -1,6 +1,6 @@
 /*
- * logread.h — reading the sealed log (SPEC §4): trajectories, the global
- * log, cycles, and the durable answers to receipts and operation ids.
+ * logread.h — reading the sealed log (SPEC §4): one owner's landings, the
+ * global log, and the durable answers to receipts and operation ids.
  * Readers only ever see sealed (committed) cycles.
  */
 #ifndef LAKE_LOGREAD_H
@@ -64,7 +64,26 @@ typedef void (*LogOwnerListVisitor) (int64 cycle, const LakeCycleOwner *owners,
 
 extern void log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
 								 LogOwnerListVisitor visit, void *arg);
-extern void log_visit_owner(int32 owner_id, int64 after_position, LogCycle *where,
+
+/*
+ * Where an owner is known to have got to, from outside the owner index (the
+ * primary's live owner table): durable position 'position', held by a cycle
+ * at or before 'cycle'.
+ */
+typedef struct LogReach
+{
+	int64		position;
+	int64		cycle;
+} LogReach;
+
+/*
+ * Visit one owner's landings above 'after_position' through the owner index.
+ * With 'reach', a walk that sees 'reach->cycle' must find the owner's
+ * positions up to 'reach->position': a missing last index entry is damage
+ * too, not a shorter trajectory.
+ */
+extern void log_visit_owner(int32 owner_id, int64 after_position,
+							const LogReach *reach, LogCycle *where,
 							LakeLandingVisitor visit, LogDamageHandler damaged,
 							void *arg);
 

@@ -82,6 +82,7 @@ owner_enter(const char *name, int32 id, int32 lifecycle, const char *tenant,
 	o->phase = 0;
 	o->lap = 0;
 	o->position = 0;
+	o->position_cycle = 0;
 	o->projected_phase = 0;
 	o->projected_lap = 0;
 	o->pending = 0;

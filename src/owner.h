@@ -23,6 +23,7 @@ typedef struct OwnerState
 	int16		phase;
 	int64		lap;
 	int64		position;
+	int64		position_cycle; /* a cycle at or after the one holding 'position' */
 	/* projected: after every accepted cast, sealed or not */
 	int16		projected_phase;
 	int64		projected_lap;

@@ -74,13 +74,17 @@ misfit(const OwnerState *o, const Lifecycle *lc, const LakeLanding *l, int *to)
 	return NULL;
 }
 
-/* Apply l to o's durable state (and projected, when nothing is pending). */
+/*
+ * Apply l, from 'cycle', to o's durable state (and projected, when nothing
+ * is pending).
+ */
 static void
-advance(OwnerState *o, const LakeLanding *l, int to)
+advance(OwnerState *o, const LakeLanding *l, int to, int64 cycle)
 {
 	o->phase = (int16) to;
 	o->lap = l->lap;
 	o->position = l->position;
+	o->position_cycle = cycle;
 	if (o->pending == 0)
 	{
 		o->projected_phase = o->phase;
@@ -119,7 +123,7 @@ typedef struct Replay
 	int			unfit;			/* owners the shared table had no room for */
 	int32		lc_id;			/* the last lifecycle looked up ... */
 	const Lifecycle *lc;		/* ... when it was well formed */
-	LogCycle	at;				/* the cycle being replayed */
+	LogCycle	at;				/* the cycle being replayed, or the snapshot's */
 	RecoveryFigures fig;
 } Replay;
 
@@ -232,7 +236,7 @@ apply_landing(const LakeLanding *l, void *arg)
 	}
 	/* No session reads owners during recovery: the lock is for form. */
 	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-	advance(o, l, to);
+	advance(o, l, to, rp->at.cycle);
 	LWLockRelease(cycle_lock());
 	rp->fig.applied++;
 	return 0;
@@ -358,6 +362,7 @@ load_image(const LakeOwnerImage *im, void *arg)
 	o->phase = o->projected_phase = (int16) phase;
 	o->lap = o->projected_lap = im->lap;
 	o->position = im->position;
+	o->position_cycle = rp->at.cycle;
 	return 0;
 }
 
@@ -382,6 +387,7 @@ load_snapshot(Replay *rp)
 					 BackwardScanDirection, row, nulls))
 		return 0;
 	cycle = DatumGetInt64(row[0]);
+	rp->at.cycle = cycle;
 	why = log_unwrap(row[5], &raw, &got);
 	if (why == NULL)
 	{
@@ -407,7 +413,7 @@ load_snapshot(Replay *rp)
 
 			o->phase = o->projected_phase = 0;
 			o->lap = o->projected_lap = 0;
-			o->position = 0;
+			o->position = o->position_cycle = 0;
 			o->quarantined = false;
 			b->newly = false;
 		}
@@ -534,6 +540,7 @@ recovery_run(RecoveryResult *out)
 
 typedef struct OwnerReplay
 {
+	LogCycle	at;				/* the cycle being replayed */
 	OwnerState *owner;
 	const Lifecycle *lc;		/* NULL when not well formed: why says so */
 	int			applied;
@@ -554,7 +561,7 @@ apply_owner_landing(const LakeLanding *l, void *arg)
 	r->why = misfit(r->owner, r->lc, l, &to);
 	if (r->why == NULL)
 	{
-		advance(r->owner, l, to);
+		advance(r->owner, l, to, r->at.cycle);
 		r->applied++;
 	}
 	LWLockRelease(cycle_lock());
@@ -576,10 +583,8 @@ owner_cycle_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
 static void
 replay_owner(OwnerReplay *r)
 {
-	LogCycle	at;
-
-	log_visit_owner(r->owner->id, r->owner->position, &at, apply_owner_landing,
-					owner_cycle_damaged, r);
+	log_visit_owner(r->owner->id, r->owner->position, NULL, &r->at,
+					apply_owner_landing, owner_cycle_damaged, r);
 }
 
 /*

@@ -65,6 +65,20 @@ WHERE (b.owner_id, b.first_cycle) = (k.owner_id, k.first_cycle);
 SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_a')$$) AS missing;
 SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_a', 140)$$) AS missing_before_the_cut;
 INSERT INTO lake_data.owner_block SELECT * FROM t.ix_block;
+-- The owner's last entry missing, with none of its landings in the tail
+-- after it: the positions read show no gap, but the primary's owner table
+-- knows the position the owner reached and by which cycle, so the
+-- trajectory is refused, not cut short.
+SELECT max(cycle) <= (SELECT indexed_through FROM lake_data.cycle ORDER BY cycle DESC LIMIT 1)
+       AS ix_b_wholly_indexed FROM lake.trajectory('ix_b');
+CREATE TABLE t.ix_b_last AS
+SELECT owner_id, first_cycle, entry FROM lake_data.owner_block
+WHERE owner_id = t.ix_id('ix_b') ORDER BY first_cycle DESC LIMIT 1;
+DELETE FROM lake_data.owner_block b USING t.ix_b_last k
+WHERE (b.owner_id, b.first_cycle) = (k.owner_id, k.first_cycle);
+SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_b')$$) AS last_entry_missing;
+SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_b', 49)$$) AS last_entry_missing_past_the_cut;
+INSERT INTO lake_data.owner_block SELECT * FROM t.ix_b_last;
 -- An entry that names a cycle without the owner's landings (a cycle of
 -- ix_b's entry, its bitmap moved by one) does not add up to its positions.
 CREATE TABLE t.ix_b_block AS

@@ -10,7 +10,11 @@
 #   and more casts close the block with every trajectory still complete;
 # - a streaming standby shows the same trajectories, and once promoted
 #   (the primary stopped in the middle of a block) its worker closes the
-#   block and every trajectory stays complete.
+#   block and every trajectory stays complete;
+# - after the restart and after the promotion, an owner whose last index
+#   entry is missing, with no landing after it, is refused (XX001) rather
+#   than read short: the live owner table, rebuilt from the snapshot and
+#   the log, knows where the owner got to.
 use strict;
 use warnings;
 
@@ -86,20 +90,42 @@ sub recovers_nothing
 		'0', "$what: lake.recover() applies nothing");
 }
 
+# x4 lands only in the first block.
+$primary->safe_psql('postgres',
+	"SELECT lake.create_owner('x4'); SELECT lake.cast_durable('x4', NULL, NULL, int4send(i)) FROM generate_series(1, 3) i");
+
+# Its trajectory without its (only) index entry, in a transaction rolled back.
+sub missing_entry_refused
+{
+	my ($node, $what) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"BEGIN; DELETE FROM lake_data.owner_block WHERE owner_id = (SELECT id FROM lake_data.owner WHERE name = 'x4');"
+		  . " SELECT count(*) FROM lake.trajectory('x4'); ROLLBACK;",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($err, qr/XX001: the owner index of owner id \d+ is damaged.*the owner reached position 3 by cycle/s,
+		"$what: a missing last index entry is refused, not read short");
+	is($node->safe_psql('postgres', "SELECT string_agg(position::text, ',' ORDER BY position) FROM lake.trajectory('x4')"),
+		'1,2,3', "$what: with its entry, x4's trajectory is whole");
+}
+
 # Past one closed block, into the next.
 cast_durably($primary, 90);
 is(open_block($primary), 65, 'the head (cycle ' . head($primary) . ') is in the middle of the second block');
 is($primary->safe_psql('postgres', 'SELECT count(*) FROM lake_data.owner_block WHERE first_cycle = 1'),
-	'3', 'the first block has one index row per owner');
+	'4', 'the first block has one index row per owner (x4 too)');
 complete($primary, 'before any crash');
 
-# An immediate stop in the middle of a block.
+missing_entry_refused($primary, 'before any crash');
+
+# An immediate stop in the middle of a block, after a snapshot.
+$primary->safe_psql('postgres', 'SELECT lake.checkpoint()');
 my $crash_block = open_block($primary);
 $primary->stop('immediate');
 $primary->start;
 serving($primary, 0);
 complete($primary, 'after an immediate stop in the middle of a block');
 recovers_nothing($primary, 'after the immediate stop');
+missing_entry_refused($primary, 'after the immediate stop (owners from the snapshot)');
 
 # The worker SIGKILLed in the middle of the same block.
 cast_durably($primary, 10);
@@ -128,6 +154,7 @@ $standby->promote;
 serving($standby, 0);
 complete($standby, 'on the promoted standby');
 recovers_nothing($standby, 'on the promoted standby');
+missing_entry_refused($standby, 'on the promoted standby');
 my $open = open_block($standby);
 cast_durably($standby, $open + 64 + 3 - head($standby));
 is($standby->safe_psql('postgres', "SELECT count(*) FROM lake_data.owner_block WHERE first_cycle = $open"),
