@@ -445,6 +445,12 @@ CREATE FUNCTION lake.release_owner(owner text) RETURNS void
     AS 'MODULE_PATHNAME', 'lake_release_owner'
     LANGUAGE C;
 
+-- The owner index rewritten from the cycles' owner lists, after damage to
+-- it; the rows written (administrators, in a transaction of its own).
+CREATE FUNCTION lake.rebuild_owner_index() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'lake_rebuild_owner_index'
+    LANGUAGE C;
+
 CREATE FUNCTION lake.trajectory(owner text, after_position bigint DEFAULT 0)
     RETURNS TABLE("position" bigint, cycle bigint, epoch int, seq bigint,
                   from_phase text, to_phase text, lap bigint, payload bytea,

@@ -45,6 +45,7 @@
 
 PG_FUNCTION_INFO_V1(lake_recover);
 PG_FUNCTION_INFO_V1(lake_release_owner);
+PG_FUNCTION_INFO_V1(lake_rebuild_owner_index);
 
 /* Why landing l cannot apply to o, or NULL; *to gets the phase it moves to. */
 static char *
@@ -696,4 +697,27 @@ lake_release_owner(PG_FUNCTION_ARGS)
 			(errmsg("owner \"%s\" released at position " INT64_FORMAT " (%d landings applied)",
 					name, r.owner->position, r.applied)));
 	PG_RETURN_VOID();
+}
+
+/*
+ * lake.rebuild_owner_index(): the owner index is derived data, written by
+ * the seals from the cycles' owner lists. After damage to it (a trajectory
+ * refused with XX001 naming the owner index), an administrator rewrites it
+ * whole from the same lists, under the sealing lock.
+ */
+Datum
+lake_rebuild_owner_index(PG_FUNCTION_ARGS)
+{
+	int64		rows;
+
+	lake_require_preload();
+	access_require_admin();
+	checkpoint_require_own_transaction("lake.rebuild_owner_index()");
+	cycle_wait_ready();
+
+	store_connect();
+	seal_lock();
+	rows = seal_rebuild_owner_index();
+	store_finish();
+	PG_RETURN_INT64(rows);
 }

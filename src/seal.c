@@ -38,6 +38,7 @@
 #include "guc.h"
 #include "landing.h"
 #include "logread.h"
+#include "miscadmin.h"
 #include "owner_index.h"
 #include "publish.h"
 #include "seal.h"
@@ -245,40 +246,42 @@ block_add(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
 	}
 }
 
-/*
- * Write the owner index rows of the block of cycles first_cycle .. 'cycle'
- * that 'cycle' closes, from the owner lists of its other cycles, as stored,
- * and of this one.
- */
 static void
-close_block(int64 first_cycle, int64 cycle, const LakeCycleOwner *these, int nthese)
+block_begin(BlockBuild *bb, int64 first_cycle)
 {
-	BlockBuild	bb;
 	HASHCTL		ctl;
-	HASH_SEQ_STATUS seq;
-	BlockOwner *bo;
-	Datum	   *rows;
-	bool	   *nulls;
-	int			n = 0;
 
 	ctl.keysize = sizeof(int32);
 	ctl.entrysize = sizeof(BlockOwner);
 	ctl.hcxt = CurrentMemoryContext;
-	bb.owners = hash_create("lake block owners", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	bb.first_cycle = first_cycle;
-	bb.cycles = 0;
-	/* Every earlier cycle of the block is committed: we hold the sealing lock. */
-	log_scan_owner_lists(first_cycle - 1, GetLatestSnapshot(), block_add, &bb);
-	if (bb.cycles != cycle - first_cycle)
+	bb->owners = hash_create("lake block owners", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	bb->first_cycle = first_cycle;
+	bb->cycles = 0;
+}
+
+/* Warn unless the owners of every cycle of the block up to 'last' were read. */
+static void
+block_check(const BlockBuild *bb, int64 last)
+{
+	if (bb->cycles != last - bb->first_cycle + 1)
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("lake: the owners of only %d of the " INT64_FORMAT " cycles before cycle " INT64_FORMAT " could be read for the owner index",
-						bb.cycles, cycle - first_cycle, cycle)));
-	block_add(cycle, these, nthese, &bb);
+				 errmsg("lake: the owners of only %d of the cycles " INT64_FORMAT " to " INT64_FORMAT " could be read for the owner index",
+						bb->cycles, bb->first_cycle, last)));
+}
 
-	rows = palloc(sizeof(Datum) * 3 * Max(hash_get_num_entries(bb.owners), 1));
-	nulls = palloc0(sizeof(bool) * 3 * Max(hash_get_num_entries(bb.owners), 1));
-	hash_seq_init(&seq, bb.owners);
+/* Write the block's rows of the owner index; how many. */
+static int
+block_write(BlockBuild *bb)
+{
+	long		nentries = hash_get_num_entries(bb->owners);
+	Datum	   *rows = palloc(sizeof(Datum) * 3 * Max(nentries, 1));
+	bool	   *nulls = palloc0(sizeof(bool) * 3 * Max(nentries, 1));
+	HASH_SEQ_STATUS seq;
+	BlockOwner *bo;
+	int			n = 0;
+
+	hash_seq_init(&seq, bb->owners);
 	while ((bo = hash_seq_search(&seq)) != NULL)
 	{
 		uint8		entry[LAKE_OWNER_BLOCK_BOUND];
@@ -291,6 +294,92 @@ close_block(int64 first_cycle, int64 cycle, const LakeCycleOwner *these, int nth
 	}
 	if (n > 0)
 		insert_rows(SEAL_OWNER_BLOCK, n, rows, nulls);
+	hash_destroy(bb->owners);
+	pfree(rows);
+	pfree(nulls);
+	return n;
+}
+
+/*
+ * Write the owner index rows of the block of cycles first_cycle .. 'cycle'
+ * that 'cycle' closes, from the owner lists of its other cycles, as stored,
+ * and of this one.
+ */
+static void
+close_block(int64 first_cycle, int64 cycle, const LakeCycleOwner *these, int nthese)
+{
+	BlockBuild	bb;
+
+	block_begin(&bb, first_cycle);
+	/* Every earlier cycle of the block is committed: we hold the sealing lock. */
+	log_scan_owner_lists(first_cycle - 1, GetLatestSnapshot(), block_add, &bb);
+	block_check(&bb, cycle - 1);
+	block_add(cycle, these, nthese, &bb);
+	(void) block_write(&bb);
+}
+
+/* ----------------------------------------------------------------------
+ * Rebuilding the owner index
+ * ---------------------------------------------------------------------- */
+
+typedef struct Rebuild
+{
+	int64	   *ends;			/* the cycles that closed a block, ascending */
+	uint64		nends;
+	uint64		next;			/* ends[next] closes the block being built */
+	BlockBuild	bb;
+	int64		rows;
+} Rebuild;
+
+/* Write the block being built and begin the next one. */
+static void
+rebuild_next_block(Rebuild *rb)
+{
+	block_check(&rb->bb, rb->ends[rb->next]);
+	rb->rows += block_write(&rb->bb);
+	block_begin(&rb->bb, rb->ends[rb->next] + 1);
+	rb->next++;
+}
+
+static void
+rebuild_add(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
+{
+	Rebuild    *rb = (Rebuild *) arg;
+
+	CHECK_FOR_INTERRUPTS();
+	while (rb->next < rb->nends && cycle > rb->ends[rb->next])
+		rebuild_next_block(rb);
+	if (rb->next < rb->nends)
+		block_add(cycle, owners, nowners, &rb->bb);
+}
+
+int64
+seal_rebuild_owner_index(void)
+{
+	static SPIPlanPtr ends_plan;
+	static SPIPlanPtr clear_plan;
+	Rebuild		rb = {0};
+
+	/* The blocks as the seals closed them: each closing cycle records it. */
+	store_run(store_plan(&ends_plan,
+						 "SELECT c.cycle FROM lake_data.cycle c "
+						 "WHERE c.indexed_through OPERATOR(pg_catalog.=) c.cycle ORDER BY c.cycle",
+						 0, NULL),
+			  NULL, SPI_OK_SELECT);
+	rb.nends = SPI_processed;
+	rb.ends = palloc(sizeof(int64) * Max(rb.nends, 1));
+	for (uint64 i = 0; i < rb.nends; i++)
+		rb.ends[i] = DatumGetInt64(store_colv(i, 1));
+	store_run(store_plan(&clear_plan, "DELETE FROM lake_data.owner_block", 0, NULL),
+			  NULL, SPI_OK_DELETE);
+
+	/* One pass over the owner lists; the tail after the last block stays unindexed. */
+	block_begin(&rb.bb, 1);
+	log_scan_owner_lists(0, GetLatestSnapshot(), rebuild_add, &rb);
+	while (rb.next < rb.nends)
+		rebuild_next_block(&rb);
+	hash_destroy(rb.bb.owners);
+	return rb.rows;
 }
 
 int64

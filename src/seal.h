@@ -12,6 +12,13 @@
  */
 extern int64 seal_run(void);
 
+/*
+ * Rewrite lake_data.owner_block from the owner lists of the closed blocks'
+ * cycles, as their seals wrote it; the rows written. The caller holds the
+ * sealing lock and the store is connected.
+ */
+extern int64 seal_rebuild_owner_index(void);
+
 /* Take the lock every sealer (and recovery) holds to its commit. */
 extern void seal_lock(void);
 

@@ -557,8 +557,8 @@ SELECT count(*) AS cycles_above_huge FROM lake.cycles(9223372036854775807);
 SELECT (SELECT count(*) FROM lake.log(0)) = (SELECT sum(casts) FROM lake.cycles(0)) AS log_matches_cycles;
 -- recover and release_owner: owner empty / 64 bytes / 1 MB 22023 (NULL is
 -- every owner for recover, 22004 for release_owner); an unknown owner
--- 42704. seal, checkpoint, recover and release_owner refuse a
--- transaction block (25001) before doing anything.
+-- 42704. seal, checkpoint, recover, release_owner and rebuild_owner_index
+-- refuse a transaction block (25001) before doing anything.
 SELECT t.err($$SELECT * FROM lake.recover('')$$);
 SELECT t.err($$SELECT * FROM lake.recover(repeat('o', 64))$$);
 SELECT t.err($$SELECT lake.recover(mb) FROM h$$);
@@ -568,6 +568,7 @@ SELECT t.err($$SELECT lake.release_owner(repeat('o', 64))$$);
 SELECT t.err($$SELECT lake.release_owner(mb) FROM h$$);
 SELECT t.err($$SELECT lake.seal()$$);
 SELECT t.err($$SELECT lake.checkpoint()$$);
+SELECT t.err($$SELECT lake.rebuild_owner_index()$$);
 SELECT t.err($$SELECT * FROM lake.recover('h_o')$$);
 SELECT t.err($$SELECT lake.release_owner('h_o')$$);
 \set VERBOSITY sqlstate

@@ -79,7 +79,8 @@ INSERT INTO t.p_case VALUES
  (24, 'cycles',           $$SELECT * FROM lake.cycles()$$),
  (25, 'admission',        $$SELECT * FROM lake.admission()$$),
  (26, 'stats',            $$SELECT * FROM lake.stats()$$),
- (27, 'train_dictionary', $$SELECT lake.train_dictionary('p_ds')$$);
+ (27, 'train_dictionary', $$SELECT lake.train_dictionary('p_ds')$$),
+ (28, 'rebuild_owner_index', $$SELECT lake.rebuild_owner_index()$$);
 -- Every public function of the install script has its case (the trigger
 -- functions lifecycle_changed and lifecycle_check are not callable).
 SELECT p.proname AS function_without_case FROM pg_proc p
@@ -116,7 +117,8 @@ END $$;
 SELECT t.p_run_as('{lake_p_none,lake_p_usage,lake_p_tenant,lake_p_member,lake_p_admin,none}',
                   'p_case', 'p_result');
 
--- THE MATRIX. 25001 for seal/checkpoint/recover/release_owner means the
+-- THE MATRIX. 25001 for seal/checkpoint/recover/release_owner/
+-- rebuild_owner_index means the
 -- privilege check passed: those run only in a transaction of their own, and
 -- t.err runs them inside one (they are run at top level below); so does
 -- 55000 for train_dictionary (p_ds has too few payloads to train on).
@@ -125,7 +127,7 @@ SELECT t.p_run_as('{lake_p_none,lake_p_usage,lake_p_tenant,lake_p_member,lake_p_
 -- trajectory; p_owner is of tenant p_acme) need a grant of the tenant (42501
 -- otherwise); administrative ones (create_dataset, grant/revoke_tenant,
 -- define_lifecycle, seal, checkpoint, recover, release_owner,
--- train_dictionary) need
+-- train_dictionary, rebuild_owner_index) need
 -- lake_admin, the owner or a superuser; every call without USAGE on schema
 -- lake is 42501. The log (only the caller's tenants' landings), cycles and
 -- the statistics: any role with USAGE.
@@ -154,11 +156,13 @@ SELECT count(*) AS seal_ran FROM (SELECT lake.seal()) s;
 SELECT count(*) AS checkpoint_ran FROM (SELECT lake.checkpoint()) s;
 SELECT owner, applied, quarantined FROM lake.recover('p_owner');
 SELECT lake.release_owner('p_owner');
+SELECT lake.rebuild_owner_index() >= 0 AS rebuilt;
 RESET ROLE;
 SELECT count(*) AS seal_ran FROM (SELECT lake.seal()) s;
 SELECT count(*) AS checkpoint_ran FROM (SELECT lake.checkpoint()) s;
 SELECT owner, applied, quarantined FROM lake.recover('p_owner');
 SELECT lake.release_owner('p_owner');
+SELECT lake.rebuild_owner_index() >= 0 AS rebuilt;
 -- … and nobody else, at top level either.
 \set VERBOSITY terse
 SET ROLE lake_p_tenant;
@@ -166,6 +170,7 @@ SELECT lake.seal();
 SELECT lake.checkpoint();
 SELECT * FROM lake.recover();
 SELECT lake.release_owner('p_owner');
+SELECT lake.rebuild_owner_index();
 RESET ROLE;
 \set VERBOSITY default
 

@@ -185,7 +185,8 @@ for my $call (
 	'SELECT lake.seal()',
 	'SELECT lake.checkpoint()',
 	'SELECT * FROM lake.recover()',
-	"SELECT lake.release_owner('q1')")
+	"SELECT lake.release_owner('q1')",
+	'SELECT lake.rebuild_owner_index()')
 {
 	my ($state, $msg) = sql_error($standby, $call);
 	is($state, '55000', "standby: $call refuses with 55000 ($msg)");
