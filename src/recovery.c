@@ -235,7 +235,10 @@ apply_landing(const LakeLanding *l, void *arg)
 		quarantine(rp, b, why);
 		return 0;
 	}
-	/* No session reads owners during recovery: the lock is for form. */
+	/*
+	 * Trajectories read a position and its cycle even while recovery runs
+	 * (cycle_owner_reached): both change together, under the lock.
+	 */
 	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 	advance(o, l, to, rp->at.cycle);
 	LWLockRelease(cycle_lock());
@@ -703,7 +706,7 @@ lake_release_owner(PG_FUNCTION_ARGS)
  * lake.rebuild_owner_index(): the owner index is derived data, written by
  * the seals from the cycles' owner lists. After damage to it (a trajectory
  * refused with XX001 naming the owner index), an administrator rewrites it
- * whole from the same lists, under the sealing lock.
+ * from the same lists while the seals go on.
  */
 Datum
 lake_rebuild_owner_index(PG_FUNCTION_ARGS)
@@ -716,7 +719,6 @@ lake_rebuild_owner_index(PG_FUNCTION_ARGS)
 	cycle_wait_ready();
 
 	store_connect();
-	seal_lock();
 	rows = seal_rebuild_owner_index();
 	store_finish();
 	PG_RETURN_INT64(rows);

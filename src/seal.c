@@ -33,6 +33,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_type.h"
 #include "cycle.h"
 #include "executor/executor.h"
 #include "guc.h"
@@ -44,6 +45,7 @@
 #include "seal.h"
 #include "storage/lmgr.h"
 #include "store.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 #include "utils/pg_lsn.h"
@@ -325,60 +327,174 @@ close_block(int64 first_cycle, int64 cycle, const LakeCycleOwner *these, int nth
 typedef struct Rebuild
 {
 	int64	   *ends;			/* the cycles that closed a block, ascending */
-	uint64		nends;
-	uint64		next;			/* ends[next] closes the block being built */
+	int			nends;
+	int			next;			/* ends[next] closes the block being read */
+	int		   *readable;		/* per block: its cycles whose owners were read */
 	BlockBuild	bb;
+	MemoryContext cxt;			/* the block being built; reset after each */
 	int64		rows;
 } Rebuild;
 
-/* Write the block being built and begin the next one. */
-static void
-rebuild_next_block(Rebuild *rb)
+static int64
+block_first(const Rebuild *rb, int i)
 {
-	block_check(&rb->bb, rb->ends[rb->next]);
-	rb->rows += block_write(&rb->bb);
-	block_begin(&rb->bb, rb->ends[rb->next] + 1);
+	return i == 0 ? 1 : rb->ends[i - 1] + 1;
+}
+
+/*
+ * Whether block i can be rebuilt: the owners of every one of its cycles
+ * were read, and it is no longer than a seal makes one. Otherwise its old
+ * rows are kept, so that trajectories across what could not be read stay
+ * refused (XX001), never shorter.
+ */
+static bool
+block_whole(const Rebuild *rb, int i)
+{
+	int64		ncycles = rb->ends[i] - block_first(rb, i) + 1;
+
+	return ncycles <= LAKE_BLOCK_CYCLES && rb->readable[i] == ncycles;
+}
+
+/* Move on to the block that holds 'cycle'; false past the last closed one. */
+static bool
+rebuild_seek(Rebuild *rb, int64 cycle, void (*finish) (Rebuild *rb))
+{
+	CHECK_FOR_INTERRUPTS();
+	while (rb->next < rb->nends && cycle > rb->ends[rb->next])
+		finish(rb);
+	return rb->next < rb->nends;
+}
+
+static void
+count_next_block(Rebuild *rb)
+{
 	rb->next++;
 }
 
+/* First pass: count each block's cycles whose owners can be read. */
+static void
+rebuild_count(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
+{
+	Rebuild    *rb = (Rebuild *) arg;
+
+	if (rebuild_seek(rb, cycle, count_next_block) && nowners >= 0)
+		rb->readable[rb->next]++;
+}
+
+/* Write the block being built, if whole, and begin the next one. */
+static void
+write_next_block(Rebuild *rb)
+{
+	MemoryContext old = MemoryContextSwitchTo(rb->cxt);
+
+	if (block_whole(rb, rb->next))
+		rb->rows += block_write(&rb->bb);
+	MemoryContextReset(rb->cxt);
+	rb->next++;
+	if (rb->next < rb->nends)
+		block_begin(&rb->bb, block_first(rb, rb->next));
+	MemoryContextSwitchTo(old);
+}
+
+/* Second pass: the owners of the whole blocks. */
 static void
 rebuild_add(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
 {
 	Rebuild    *rb = (Rebuild *) arg;
 
-	CHECK_FOR_INTERRUPTS();
-	while (rb->next < rb->nends && cycle > rb->ends[rb->next])
-		rebuild_next_block(rb);
-	if (rb->next < rb->nends)
+	if (rebuild_seek(rb, cycle, write_next_block) && block_whole(rb, rb->next))
 		block_add(cycle, owners, nowners, &rb->bb);
 }
 
+/*
+ * Delete the index rows of the closed blocks, except those of the blocks
+ * kept (not whole); rows past the last closed block are a concurrent
+ * seal's, and stay.
+ */
+static void
+rebuild_clear(Rebuild *rb)
+{
+	static SPIPlanPtr plan;
+	Oid			types[3] = {INT8OID, INT8ARRAYOID, INT8ARRAYOID};
+	Datum	   *firsts = palloc(sizeof(Datum) * rb->nends);
+	Datum	   *lasts = palloc(sizeof(Datum) * rb->nends);
+	int			nkept = 0;
+	Datum		values[3];
+
+	for (int i = 0; i < rb->nends; i++)
+	{
+		if (block_whole(rb, i))
+			continue;
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake: the owner index of cycles " INT64_FORMAT " to " INT64_FORMAT " is kept as it is",
+						block_first(rb, i), rb->ends[i]),
+				 errdetail("The owners of only %d of its cycles can be read.", rb->readable[i]),
+				 errhint("Trajectories across the damaged cycles stay refused with XX001.")));
+		firsts[nkept] = Int64GetDatum(block_first(rb, i));
+		lasts[nkept] = Int64GetDatum(rb->ends[i]);
+		nkept++;
+	}
+	values[0] = Int64GetDatum(rb->ends[rb->nends - 1]);
+	values[1] = PointerGetDatum(construct_array(firsts, nkept, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[2] = PointerGetDatum(construct_array(lasts, nkept, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	store_run(store_plan(&plan,
+						 "DELETE FROM lake_data.owner_block b "
+						 "WHERE b.first_cycle OPERATOR(pg_catalog.<=) $1 AND NOT EXISTS ("
+						 "SELECT FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS k(first_cycle, last_cycle) "
+						 "WHERE b.first_cycle OPERATOR(pg_catalog.>=) k.first_cycle "
+						 "AND b.first_cycle OPERATOR(pg_catalog.<=) k.last_cycle)",
+						 3, types),
+			  values, SPI_OK_DELETE);
+}
+
+/*
+ * Rewrite the rows of every closed block from the cycles' owner lists, as
+ * the seals closed them (each closing cycle records it). No sealing lock:
+ * closed blocks never change, and a seal that closes a block meanwhile
+ * writes rows past the last one read here. Two passes over the owner
+ * lists: which blocks can be rebuilt whole, then their rows, one block in
+ * memory at a time.
+ */
 int64
 seal_rebuild_owner_index(void)
 {
 	static SPIPlanPtr ends_plan;
-	static SPIPlanPtr clear_plan;
 	Rebuild		rb = {0};
+	MemoryContext old;
 
-	/* The blocks as the seals closed them: each closing cycle records it. */
+	/* Rebuilds one at a time; seals go on. */
+	if (!ConditionalLockDatabaseObject(store_relid("owner_block"), 0, 0, ExclusiveLock))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("the owner index is being rebuilt by another session"),
+				 errhint("Wait for that lake.rebuild_owner_index() to finish.")));
 	store_run(store_plan(&ends_plan,
 						 "SELECT c.cycle FROM lake_data.cycle c "
 						 "WHERE c.indexed_through OPERATOR(pg_catalog.=) c.cycle ORDER BY c.cycle",
 						 0, NULL),
 			  NULL, SPI_OK_SELECT);
-	rb.nends = SPI_processed;
-	rb.ends = palloc(sizeof(int64) * Max(rb.nends, 1));
-	for (uint64 i = 0; i < rb.nends; i++)
+	if (SPI_processed == 0)
+		return 0;				/* no block closed yet */
+	rb.nends = (int) SPI_processed;
+	rb.ends = palloc(sizeof(int64) * rb.nends);
+	for (int i = 0; i < rb.nends; i++)
 		rb.ends[i] = DatumGetInt64(store_colv(i, 1));
-	store_run(store_plan(&clear_plan, "DELETE FROM lake_data.owner_block", 0, NULL),
-			  NULL, SPI_OK_DELETE);
+	rb.readable = palloc0(sizeof(int) * rb.nends);
+	log_scan_owner_lists(0, GetLatestSnapshot(), rebuild_count, &rb);
 
-	/* One pass over the owner lists; the tail after the last block stays unindexed. */
-	block_begin(&rb.bb, 1);
+	rebuild_clear(&rb);
+
+	rb.cxt = AllocSetContextCreate(CurrentMemoryContext, "lake owner index rebuild",
+								   ALLOCSET_DEFAULT_SIZES);
+	rb.next = 0;
+	old = MemoryContextSwitchTo(rb.cxt);
+	block_begin(&rb.bb, block_first(&rb, 0));
+	MemoryContextSwitchTo(old);
 	log_scan_owner_lists(0, GetLatestSnapshot(), rebuild_add, &rb);
 	while (rb.next < rb.nends)
-		rebuild_next_block(&rb);
-	hash_destroy(rb.bb.owners);
+		write_next_block(&rb);
+	MemoryContextDelete(rb.cxt);
 	return rb.rows;
 }
 
