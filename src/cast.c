@@ -304,11 +304,18 @@ lake_owner_state(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	name = lake_arg_short_name(fcinfo, 0, "owner");
 	InitMaterializedSRF(fcinfo, 0);
-	cycle_wait_ready();
-	o = cycle_owner_entry(name, &lc, true, NULL);
-	LWLockAcquire(cycle_lock(), LW_SHARED);
-	copy = *o;
-	LWLockRelease(cycle_lock());
+	for (;;)
+	{
+		uint64		filling;
+
+		CHECK_FOR_INTERRUPTS();
+		cycle_wait_ready();
+		filling = cycle_owner_table();
+		o = cycle_owner_entry(name, &lc, true, NULL);
+		if (cycle_owner_copy(o, filling, &copy))
+			break;
+		/* A recovery refilled the owner table meanwhile: look again. */
+	}
 
 	values[0] = CStringGetTextDatum(lc->phases[copy.phase]);
 	values[1] = Int64GetDatum(copy.lap);

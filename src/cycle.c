@@ -56,6 +56,7 @@ typedef struct CycleShared
 	/* recovery */
 	bool		ready;
 	Oid			generation;		/* OID of lake_data.owner the state belongs to */
+	uint64		owner_table;	/* bumped when recovery empties the owner table */
 	char		recovery_failure[256];	/* why the last attempt failed, or "" */
 	int32		epoch;
 	Latch	   *worker_latch;
@@ -208,6 +209,7 @@ cycle_begin_recovery(void)
 	cs->ready = false;
 	cs->recovery_failure[0] = '\0';
 	owner_clear_all();
+	cs->owner_table++;			/* every OwnerState pointer held is void now */
 	cs->head = cs->cut = cs->tail = 0;
 	cs->pending = 0;
 	cs->nrole_bytes = 0;
@@ -452,6 +454,38 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 }
 
 /*
+ * Which filling of the owner table an OwnerState pointer belongs to:
+ * recovery empties the table and enters the owners again, so a pointer
+ * taken before that may name a freed entry or another owner. Read it
+ * before cycle_owner_entry, and check it whenever the pointer is used
+ * again after the lock was let go.
+ */
+uint64
+cycle_owner_table(void)
+{
+	uint64		filling;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	filling = cs->owner_table;
+	LWLockRelease(&cs->lock);
+	return filling;
+}
+
+/* A copy of *o, if the table is still the filling it came from. */
+bool
+cycle_owner_copy(const OwnerState *o, uint64 filling, OwnerState *copy)
+{
+	bool		current;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	current = cs->owner_table == filling;
+	if (current)
+		*copy = *o;
+	LWLockRelease(&cs->lock);
+	return current;
+}
+
+/*
  * What the live table knows of owner 'id' (named 'name'): the durable
  * position it reached and a cycle at or after the one holding it. False
  * when the table has no entry for it, as on a standby.
@@ -655,6 +689,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 	bool		sleeping = false;
 	uint32		hash = owner_hash(req->owner);
 	Oid			caller = GetUserId();
+	uint64		filling = 0;	/* of the owner table, when 'o' was found */
 
 	/* Grant changes committed elsewhere reach the tenant cache first. */
 	AcceptInvalidationMessages();
@@ -675,11 +710,20 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		if (req->operation_id != NULL)
 		{
 			LogReceipt sealed;
+			OwnerState	now;
 
 			if (o == NULL)
+			{
+				filling = cycle_owner_table();
 				o = cycle_owner_entry(req->owner, &lc, true, NULL);
+			}
+			if (!cycle_owner_copy(o, filling, &now))
+			{
+				o = NULL;		/* recovery refilled the table meanwhile */
+				continue;
+			}
 			store_connect();
-			if (log_find_operation(o->id, req->operation_id, &sealed))
+			if (log_find_operation(now.id, req->operation_id, &sealed))
 			{
 				store_finish();
 				if (memcmp(sealed.digest, req->digest, LAKE_DIGEST_LEN) != 0)
@@ -701,6 +745,8 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 			o = NULL;
 			continue;
 		}
+		if (o != NULL && cs->owner_table != filling)
+			o = NULL;			/* taken before a recovery refilled the table */
 		if (o == NULL)
 		{
 			/*
@@ -708,6 +754,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 			 * its tenant known to be the caller's.
 			 */
 			o = owner_find(req->owner, hash);
+			filling = cs->owner_table;
 			lc = o ? lifecycle_cached(o->lifecycle) : NULL;
 			if (lc == NULL || !access_tenant_cached(caller, o->tenant))
 			{

@@ -127,6 +127,8 @@ extern OwnerState *cycle_owner_entry(const char *name, const struct Lifecycle **
 
 extern bool cycle_owner_reached(const char *name, int32 id, int64 *position,
 								int64 *cycle);
+extern uint64 cycle_owner_table(void);
+extern bool cycle_owner_copy(const OwnerState *o, uint64 filling, OwnerState *copy);
 
 /* Worker */
 extern bool cycle_needs_recovery(Oid generation);

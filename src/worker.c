@@ -253,7 +253,10 @@ snapshot_if_due(void)
  * new epoch), when the extension was re-created, and after an edit of
  * lake_data.lifecycle. When the live states belong to this incarnation, casts
  * are stopped and what is pending is sealed first, under the old epoch,
- * so a worker restart or a lifecycle edit loses no accepted cast.
+ * so a worker restart or a lifecycle edit loses no accepted cast. A seal
+ * that fails there (its sealing lock held past lock_timeout, say) puts the
+ * recovery off, as a failed recovery does: recovering would empty the ring
+ * of casts already acknowledged. The caller tries again after a pause.
  */
 static bool
 recover_owners(Oid generation)
@@ -268,7 +271,10 @@ recover_owners(Oid generation)
 		{
 			CHECK_FOR_INTERRUPTS();
 			if (!run_in_transaction("lake: sealing before recovery", seal, NULL))
-				break;
+			{
+				cycle_recovery_failed("the casts pending before it could not be sealed; they are kept");
+				return false;
+			}
 		}
 	}
 	if (!run_in_transaction("lake: recovering owners", recover, &r))

@@ -9,6 +9,10 @@
 #   re-recovery, started by the very lifecycle fix that makes the release
 #   possible, runs at the same moment: whichever goes first, the owner ends
 #   released, at its whole log, in the live state and durably.
+# - The seal of what is pending before a recovery fails: the recovery waits
+#   for it instead of emptying the ring of acknowledged casts.
+# - A cast held (outside the cycle lock) through a whole recovery finds its
+#   owner's entry anew.
 use strict;
 use warnings;
 
@@ -51,6 +55,7 @@ is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
 # every second: its seal of what is pending, then its recovery, each give
 # up at least once while the admin holds on.
 my $old = worker_pid();
+my $old_epoch = epoch();
 my $log_off = -s $node->logfile;
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($old)");
 ok( defined wait_until(
@@ -66,7 +71,7 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.cycle"),
 $gate->query_safe('SELECT pg_advisory_unlock(7001)');
 like($admin->query_until(qr/sealed/, ''), qr/sealed/, 'the admin\'s seal commits');
 ok( $node->poll_query_until('postgres',
-		"SELECT worker_state = 'serving' AND worker_pid <> $old FROM lake.stats()"),
+		"SELECT worker_state = 'serving' AND worker_pid <> $old AND epoch > $old_epoch FROM lake.stats()"),
 	'the new worker has recovered');
 is( $node->safe_psql('postgres',
 		"SELECT casts_pending, (SELECT count(*) FROM lake.trajectory('w')) FROM lake.stats()"),
@@ -156,6 +161,71 @@ recovered_since($e, 'held release: the re-recovery is done');
 q_is('A|2|f|t', 'held release: released in the live state and durably, at its whole log');
 $admin->quit;
 $gate->quit;
+
+# --- a seal before recovery that fails keeps what is pending -----------------
+# A lifecycle edit makes the worker seal what is pending, then recover. A
+# lock on lake_data.cycle holds that seal's insert past the worker's
+# lock_timeout (the sealing lock itself is free): recovering then would
+# empty the ring of casts already acknowledged. The worker puts the
+# recovery off until the seal goes through: every receipt is sealed, none
+# answers LK006.
+my @receipts = map {
+	$node->safe_psql('postgres', "SELECT lake.cast('w', NULL, NULL, '\\x1$_'::bytea)")
+} 1 .. 3;
+is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
+	'3', 'held drain: three casts are pending');
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN ACCESS EXCLUSIVE MODE');
+$log_off = -s $node->logfile;
+$e = epoch();
+$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+ok( defined wait_until(
+		60,
+		sub {
+			my @hits = slurp_file($node->logfile, $log_off) =~ /lock timeout/g;
+			return @hits >= 2;
+		}),
+	'held drain: the worker\'s seal before recovery gave up twice');
+is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
+	'3', 'held drain: the three casts are still pending');
+$locker->query_safe('COMMIT');
+recovered_since($e, 'held drain: the worker recovered once the lock was gone');
+is( $node->safe_psql('postgres',
+		join(' UNION ALL ', map { "SELECT (lake.await_durable('$_'::lake.receipt, 10000)).cycle IS NOT NULL" } @receipts)),
+	"t\nt\nt", 'held drain: every receipt has its coordinate');
+is($node->safe_psql('postgres', "SELECT count(*) FROM lake.trajectory('w') WHERE payload IN ('\\x11', '\\x12', '\\x13')"),
+	'3', 'held drain: the three landings are in the log');
+$locker->quit;
+
+# --- a cast that waited through a whole recovery -----------------------------
+# An idempotent cast looks its operation up in the sealed history before
+# it takes the cycle lock; held there (a lock on lake_data.cast_operation),
+# it outlives a recovery, which empties the owner table and fills it again
+# (the entries land elsewhere). The cast must find its owner anew, not
+# write through the entry it held: it lands on x1, at x1's next position.
+$node->safe_psql('postgres',
+	join("\n", map { "SELECT lake.create_owner('x$_'); SELECT lake.cast_durable('x$_', NULL, NULL);" } 1 .. 20));
+$locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE lake_data.cast_operation IN ACCESS EXCLUSIVE MODE');
+my $caster = $node->background_psql('postgres', on_error_stop => 0);
+my $caster_pid = $caster->query_safe('SELECT pg_backend_pid()');
+$caster->query_until(qr/begin_cast/,
+	"\\echo begin_cast\nSELECT (lake.cast_durable('x1', NULL, NULL, '\\x99'::bytea, operation_id => 'stale')).position;\n\\echo end_cast\n");
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE pid = $caster_pid AND relation = 'lake_data.cast_operation'::regclass AND NOT granted"),
+	'stale entry: the cast waits in its look-up of the sealed history');
+$e = epoch();
+$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+recovered_since($e, 'stale entry: the worker recovered meanwhile');
+$locker->query_safe('COMMIT');
+like($caster->query_until(qr/end_cast/, ''), qr/^2\b/m, 'stale entry: the cast is x1\'s second landing');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(o || ':' || n, ',' ORDER BY o) FROM (SELECT o, count(*) n FROM unnest(ARRAY(SELECT 'x' || g FROM generate_series(1, 20) g)) o, lake.trajectory(o) GROUP BY o) t WHERE n <> 1"),
+	'x1:2', 'stale entry: only x1 has a second landing');
+is($node->safe_psql('postgres', "SELECT position, payload FROM lake.trajectory('x1', 1)"),
+	'2|\\x99', 'stale entry: it is the cast\'s payload');
+$caster->quit;
+$locker->quit;
 
 $node->stop;
 done_testing();
