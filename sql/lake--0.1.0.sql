@@ -122,6 +122,15 @@ CREATE TABLE lake_data.version_blob (
     CONSTRAINT version_blob_version UNIQUE (dataset_id, version)
 );
 
+-- Stages whose commit found their operation already committed (a replay):
+-- the stage and its chunks are gone, the version it answered stays, so a
+-- retried commit of the stage gets the same answer, never "stage not found".
+CREATE TABLE lake_data.stage_replay (
+    stage         bigint PRIMARY KEY,
+    dataset_id    int NOT NULL,
+    version       bigint NOT NULL
+);
+
 -- Stored chunks (codec.h): of versions, and of open stages.
 CREATE TABLE lake_data.chunk (
     blob        bigint NOT NULL,
@@ -321,6 +330,7 @@ SELECT pg_catalog.setval(pg_catalog.pg_get_serial_sequence('lake_data.lifecycle'
 SELECT pg_catalog.pg_extension_config_dump('lake_data.dataset', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.version', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.version_blob', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.stage_replay', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.chunk', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.stage', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.tenant_grant', '');

@@ -272,7 +272,11 @@ lake_commit_append(PG_FUNCTION_ARGS)
 						  wait_ms, &version))
 		store_adopt_stage(&row, version, digest, &sum);
 	else
-		store_drop_stage(stage, true);	/* a replay: its chunks are redundant */
+	{
+		/* A replay: its chunks are redundant, the answer is kept. */
+		store_note_stage_replay(stage, row.dataset_id, version);
+		store_drop_stage(stage, true);
+	}
 	store_finish();
 	PG_RETURN_INT64(version);
 }

@@ -200,6 +200,12 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
 #define VB_VERSION 4
 #define VB_BYTES 5
 
+/* Columns of lake_data.stage_replay. */
+#define STAGE_REPLAY_NATTS 3
+#define SR_STAGE 1
+#define SR_DATASET 2
+#define SR_VERSION 3
+
 /* Columns of lake_data.chunk, as created by the install script. */
 #define CHUNK_NATTS 4
 #define CA_BLOB 1
@@ -563,11 +569,21 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	bool		nulls[VERSION_NATTS];
 
 	store_key_int8(&key[0], VB_BLOB, blob);
-	if (!store_fetch("version_blob", "version_blob_pkey", InvalidSnapshot, key, 1,
-					 ForwardScanDirection, values, nulls))
-		return false;
-	op->dataset_id = DatumGetInt32(values[VB_DATASET - 1]);
-	op->version = DatumGetInt64(values[VB_VERSION - 1]);
+	if (store_fetch("version_blob", "version_blob_pkey", InvalidSnapshot, key, 1,
+					ForwardScanDirection, values, nulls))
+	{
+		op->dataset_id = DatumGetInt32(values[VB_DATASET - 1]);
+		op->version = DatumGetInt64(values[VB_VERSION - 1]);
+	}
+	else
+	{
+		store_key_int8(&key[0], SR_STAGE, blob);
+		if (!store_fetch("stage_replay", "stage_replay_pkey", InvalidSnapshot, key, 1,
+						 ForwardScanDirection, values, nulls))
+			return false;
+		op->dataset_id = DatumGetInt32(values[SR_DATASET - 1]);
+		op->version = DatumGetInt64(values[SR_VERSION - 1]);
+	}
 	store_key_int4(&key[0], VA_DATASET, op->dataset_id);
 	store_key_int8(&key[1], VA_VERSION, op->version);
 	if (!store_fetch("version", "version_pkey", InvalidSnapshot, key, 2,
@@ -579,6 +595,22 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	*tenant = op->head.tenant;
 	*operation_id = TextDatumGetCString(values[VA_OPERATION - 1]);
 	return true;
+}
+
+/*
+ * Stage 'stage' was committed as a replay of 'version', which already
+ * existed: remember which, for a retried commit (store_version_of_blob).
+ */
+void
+store_note_stage_replay(int64 stage, int32 dataset_id, int64 version)
+{
+	Relation	rel = store_open("stage_replay", RowExclusiveLock);
+	Datum		values[STAGE_REPLAY_NATTS] = {Int64GetDatum(stage), Int32GetDatum(dataset_id),
+		Int64GetDatum(version)};
+	bool		nulls[STAGE_REPLAY_NATTS] = {false, false, false};
+
+	store_insert(rel, values, nulls);
+	table_close(rel, RowExclusiveLock);
 }
 
 bool

@@ -46,6 +46,14 @@ SELECT :again <> :stage AS new_stage;
 SELECT lake.append_chunk(:again, 0, '\x010102020304'::bytea);
 SELECT lake.commit_append(:again) AS version;
 SELECT count(*) AS versions FROM lake.versions('uploads');
+-- ... and so does a retried commit of that stage, which is gone (never
+-- "stage not found" for a committed operation): the same version, LK001
+-- for another digest, 55000 naming the version for a chunk or an abort.
+SELECT lake.commit_append(:again) AS retried;
+SELECT lake.commit_append(:again, sha256('\x010102020304'::bytea)) AS retried_with_digest;
+SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :again, sha256('\x00')));
+SELECT t.err(format('SELECT lake.append_chunk(%s, 1, %L::bytea)', :again, '\x05'));
+SELECT t.err(format('SELECT lake.abort_append(%s)', :again));
 -- ... and other content is LK001, leaving the stage open to be aborted.
 SELECT lake.begin_append('uploads', 'acme', 'big-1') AS again \gset
 SELECT lake.append_chunk(:again, 0, '\xff'::bytea);
