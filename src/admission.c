@@ -56,6 +56,7 @@ typedef struct AdmissionShared
 	pg_atomic_uint64 usage;		/* slots << 32 | bytes reserved */
 	pg_atomic_uint64 limits;	/* max_stream_bytes << 32 | max_buffered_bytes */
 	pg_atomic_uint32 sleepers;	/* backends sleeping on cv */
+	pg_atomic_uint64 releases;	/* permits given back, ever */
 	pg_atomic_uint64 admitted;
 	pg_atomic_uint64 waited;
 	pg_atomic_uint64 rejected;
@@ -122,6 +123,7 @@ admission_shmem_startup(void)
 		pg_atomic_init_u64(&adm->limits,
 						   lake_guc_byte_pair_valid() ? pack_limits() : start_limits);
 		pg_atomic_init_u32(&adm->sleepers, 0);
+		pg_atomic_init_u64(&adm->releases, 0);
 		pg_atomic_init_u64(&adm->admitted, 0);
 		pg_atomic_init_u64(&adm->waited, 0);
 		pg_atomic_init_u64(&adm->rejected, 0);
@@ -252,6 +254,7 @@ release_permit(void)
 	held = false;
 	pg_atomic_sub_fetch_u64(&adm->usage, SLOT_ONE + held_bytes);
 	held_bytes = 0;
+	pg_atomic_fetch_add_u64(&adm->releases, 1);
 	if (pg_atomic_read_u32(&adm->sleepers) > 0)
 		ConditionVariableSignal(&adm->cv);
 }
@@ -320,13 +323,17 @@ admission_init(void)
  * to race for one slot cost a quarter of the CPU of a contended append,
  * and let unlucky waiters time out while others got in). A waiter that
  * leaves — with a permit or without — passes the wake-up on, so capacity
- * it did not use reaches the next one.
+ * it did not use reaches the next one; so does one that stays because
+ * what was freed is too little for it (a large reservation ahead of a
+ * small one), once per release it sees, so the wake-up goes round the
+ * sleepers at most once.
  */
 static bool
 wait_and_take(bool need_slot, uint32 bytes, TimestampTz start, long budget_ms)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(start, budget_ms);
 	bool		ok = false;
+	uint64		seen = pg_atomic_read_u64(&adm->releases);
 
 	pg_atomic_fetch_add_u64(&adm->waited, 1);
 	pg_atomic_fetch_add_u32(&adm->sleepers, 1);
@@ -336,11 +343,17 @@ wait_and_take(bool need_slot, uint32 bytes, TimestampTz start, long budget_ms)
 		for (;;)
 		{
 			long		left;
+			uint64		releases = pg_atomic_read_u64(&adm->releases);
 
 			if (try_take(need_slot, bytes))
 			{
 				ok = true;
 				break;
+			}
+			if (releases != seen)
+			{
+				seen = releases;
+				ConditionVariableSignal(&adm->cv);
 			}
 			left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (left <= 0)
