@@ -692,12 +692,14 @@ store_encode_raw(const char *data, size_t len)
 }
 
 /*
- * Encode a payload chunk into the backend's one encode buffer, kept for
- * the life of the backend at the size of the largest chunk so far (at most
- * lake_chunk_bound(LAKE_CHUNK_BYTES)): no megabyte allocated per chunk. The
- * result is valid until the next call. With a prepared dictionary
- * (store_dict.h) the chunk is compressed with it, at its level; 'bare'
- * leaves out the checksum (codec.h: a version's chunk 0 only).
+ * Encode a payload chunk. Chunks up to LAKE_CHUNK_BYTES (every chunk lake
+ * cuts itself) go into the backend's one encode buffer, kept for the life
+ * of the backend at the size of the largest such chunk so far: no megabyte
+ * allocated per chunk; the result is valid until the next call. A larger staged chunk (its size is the client's,
+ * up to lake.max_stream_bytes) is encoded into memory of the current
+ * context instead, so no backend keeps its size for good. With a prepared
+ * dictionary (store_dict.h) the chunk is compressed with it, at its level;
+ * 'bare' leaves out the checksum (codec.h: a version's chunk 0 only).
  */
 bytea *
 store_encode_chunk_dict(const char *data, size_t len,
@@ -706,22 +708,34 @@ store_encode_chunk_dict(const char *data, size_t len,
 	static bytea *buffer = NULL;
 	static size_t capacity = 0;
 	size_t		need = VARHDRSZ + lake_chunk_bound(len);
+	bytea	   *out;
 	size_t		n;
 
-	if (need > capacity)
+	if (need > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a chunk of %zu bytes is too large to store", len),
+				 errhint("Send the payload in smaller chunks.")));
+	if (need > VARHDRSZ + lake_chunk_bound(LAKE_CHUNK_BYTES))
+		out = palloc(need);
+	else
 	{
-		if (buffer != NULL)
-			pfree(buffer);
-		buffer = MemoryContextAlloc(TopMemoryContext, need);
-		capacity = need;
+		if (need > capacity)
+		{
+			if (buffer != NULL)
+				pfree(buffer);
+			buffer = MemoryContextAlloc(TopMemoryContext, need);
+			capacity = need;
+		}
+		out = buffer;
 	}
 	n = cdict != NULL ?
 		lake_chunk_encode_dict(compression_context(), cdict,
-							   (const uint8_t *) data, len, bare, (uint8_t *) VARDATA(buffer)) :
+							   (const uint8_t *) data, len, bare, (uint8_t *) VARDATA(out)) :
 		lake_chunk_encode(compression_context(), lake_compression_level,
-						  (const uint8_t *) data, len, bare, (uint8_t *) VARDATA(buffer));
-	SET_VARSIZE(buffer, VARHDRSZ + n);
-	return buffer;
+						  (const uint8_t *) data, len, bare, (uint8_t *) VARDATA(out));
+	SET_VARSIZE(out, VARHDRSZ + n);
+	return out;
 }
 
 bytea *

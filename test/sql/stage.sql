@@ -196,3 +196,13 @@ SELECT lake.commit_append(:cs) AS late_commit;
 SELECT lake.append('collide_staged', 'acme', 'op-28742', '\x03'::bytea) AS replay_single;
 SELECT version, operation_id, digest = sha256(lake.read('collide_staged', version)) AS digest_ok
 FROM lake.versions('collide_staged') ORDER BY version;
+
+-- A staged chunk larger than the chunks lake cuts itself (1 MB) is encoded
+-- into memory its call frees: the backend does not keep that size.
+\c
+SELECT lake.begin_append('uploads', 'acme', 'big-chunk') AS bc \gset
+SELECT total_bytes AS top_before FROM pg_backend_memory_contexts WHERE name = 'TopMemoryContext' \gset
+SELECT lake.append_chunk(:bc, 0, decode(repeat('0123456789abcdef', 163840), 'hex'));
+SELECT (SELECT total_bytes FROM pg_backend_memory_contexts WHERE name = 'TopMemoryContext') - :top_before < 1048576
+       AS not_kept;
+SELECT lake.abort_append(:bc);
