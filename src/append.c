@@ -69,20 +69,8 @@ lake_append(PG_FUNCTION_ARGS)
 	wait_ms = admission_reserve((uint64) len);
 	operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
 
-	/*
-	 * A new operation whose dataset is busy queues for its lock without
-	 * the permit it just took: appends to one dataset pass one at a time
-	 * anyway, and permits held in that queue would keep slots from every
-	 * other dataset (and from the lock's holder). It takes a permit again
-	 * once it has the lock. All waits share the call's budget.
-	 */
-	if (!op.found && !operation_try_lock(&op))
-	{
-		if (!held)
-			admission_give_back();
-		wait_ms = operation_lock(&op, dataset, wait_ms);
-		wait_ms = admission_reserve_within((uint64) len, wait_ms);
-	}
+	/* All waits share the call's budget. */
+	wait_ms = operation_lock_queued(&op, dataset, held, (uint64) len, wait_ms);
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);

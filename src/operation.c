@@ -22,6 +22,7 @@
 #include "lake.h"
 
 #include "access/xact.h"
+#include "admission.h"
 #include "guc.h"
 #include "head.h"
 #include "operation.h"
@@ -66,14 +67,7 @@ operation_lookup(int32 dataset_id, const char *tenant, const char *operation_id,
 	store_lookup_operation(dataset_id, tenant, operation_id, op);
 }
 
-bool
-operation_try_lock(OperationLookup *op)
-{
-	op->locked = store_lock_dataset(op->dataset_id, 0);
-	return op->locked;
-}
-
-long
+static long
 operation_lock(OperationLookup *op, const char *dataset, long wait_ms)
 {
 	TimestampTz start = GetCurrentTimestamp();
@@ -87,6 +81,18 @@ operation_lock(OperationLookup *op, const char *dataset, long wait_ms)
 				 errhint("Retry later; nothing was written.")));
 	op->locked = true;
 	return Max(0, wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
+}
+
+long
+operation_lock_queued(OperationLookup *op, const char *dataset, bool held,
+					  uint64 bytes, long wait_ms)
+{
+	if (op->found || (op->locked = store_lock_dataset(op->dataset_id, 0)))
+		return wait_ms;
+	if (!held)
+		admission_give_back();
+	wait_ms = operation_lock(op, dataset, wait_ms);
+	return admission_reserve_within(bytes, wait_ms);
 }
 
 /*

@@ -15,14 +15,17 @@
 extern void operation_lookup(int32 dataset_id, const char *tenant,
 							 const char *operation_id, OperationLookup *op);
 
-/* Take the dataset's append lock for a new operation if it is free now. */
-extern bool operation_try_lock(OperationLookup *op);
-
 /*
- * Take the dataset's append lock for a new operation, waiting at most
- * 'wait_ms' (then 53000). Returns the ms left of that budget.
+ * Take the dataset's append lock for a new operation (nothing to do for a
+ * replay), waiting at most 'wait_ms' (then 53000). A call that finds it
+ * busy queues without the admission permit it took, unless its
+ * transaction held one before ('held'): appends to one dataset pass one at
+ * a time anyway, and permits held in that queue would keep slots from
+ * every other dataset. It takes a permit of 'bytes' again once it holds
+ * the lock. Returns the ms left of the budget.
  */
-extern long operation_lock(OperationLookup *op, const char *dataset, long wait_ms);
+extern long operation_lock_queued(OperationLookup *op, const char *dataset,
+								  bool held, uint64 bytes, long wait_ms);
 
 /*
  * Given operation_lookup's answer, decide:

@@ -225,6 +225,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	const char *why;
 	int64		version;
 	long		wait_ms;
+	bool		held;
 
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
@@ -239,6 +240,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	}
 	require_stage_tenant(stage, &row);
 	/* A slot now; the streaming buffer's bytes once the chunks are known. */
+	held = admission_held();
 	wait_ms = admission_reserve(0);
 
 	store_stage_summary(stage, &sum);
@@ -254,8 +256,8 @@ lake_commit_append(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stage " INT64_FORMAT " holds " INT64_FORMAT " bytes, more than lake.max_stream_bytes (%u)",
 						stage, sum.bytes, admission_max_stream_bytes())));
-	/* Both reservations' waits count against the one budget. */
-	wait_ms -= lake_admission_queue_wait_ms - admission_reserve((uint64) sum.largest_chunk);
+	/* Every wait of the call counts against the one budget. */
+	wait_ms = admission_reserve_within((uint64) sum.largest_chunk, wait_ms);
 
 	ctx = lake_digest_begin();
 	why = store_visit_chunks(stage, 0, sum.nchunks, sum.bytes, digest_visit, ctx);
@@ -268,6 +270,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	lake_check_digest(supplied, digest);
 
 	operation_lookup(row.dataset_id, row.tenant, row.operation_id, &op);
+	wait_ms = operation_lock_queued(&op, row.dataset, held, (uint64) sum.largest_chunk, wait_ms);
 	if (operation_resolve(&op, digest, row.dataset, row.tenant, row.operation_id,
 						  wait_ms, &version))
 		store_adopt_stage(&row, version, digest, &sum);
