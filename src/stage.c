@@ -109,12 +109,19 @@ stage_not_open(int64 stage)
 			 errhint("It was never begun, or it was aborted or expired (lake.stage_ttl).")));
 }
 
+/*
+ * The open stage, locked for this call: its tenant is checked before the
+ * lock is taken, so a role without it neither waits on nor holds another
+ * tenant's stage.
+ */
 static void
 lock_open_stage(int64 stage, StageRow *row)
 {
-	if (!store_lock_stage(stage, row))
+	if (!store_stage_row(stage, row))
 		stage_not_open(stage);
 	require_stage_tenant(stage, row);
+	if (!store_lock_stage(stage))
+		stage_not_open(stage);	/* committed or aborted meanwhile */
 }
 
 /*
@@ -226,19 +233,26 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	int64		version;
 	long		wait_ms;
 	bool		held;
+	bool		open;
 
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
 	supplied = lake_arg_digest(fcinfo, 1);
 
 	store_connect();
-	if (!store_lock_stage(stage, &row))
+	open = store_stage_row(stage, &row);
+	if (open)
 	{
+		require_stage_tenant(stage, &row);
+		open = store_lock_stage(stage);
+	}
+	if (!open)
+	{
+		/* Committed by now, possibly by a contender this call waited for. */
 		version = reconcile_retired(stage, supplied);
 		store_finish();
 		PG_RETURN_INT64(version);
 	}
-	require_stage_tenant(stage, &row);
 	/* A slot now; the streaming buffer's bytes once the chunks are known. */
 	held = admission_held();
 	wait_ms = admission_reserve(0);

@@ -94,21 +94,20 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	}
 }
 
-/* Lock an open stage (and mark it active); false if it is not open. */
+/* An open stage's row, read without a lock; false if it is not open. */
 bool
-store_lock_stage(int64 stage, StageRow *row)
+store_stage_row(int64 stage, StageRow *row)
 {
 	static SPIPlanPtr plan;
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(stage)};
 
 	store_run(store_plan(&plan,
-				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.now() "
-				 "FROM lake_data.dataset d "
-				 "WHERE s.id OPERATOR(pg_catalog.=) $1 AND d.id OPERATOR(pg_catalog.=) s.dataset_id "
-				 "RETURNING s.dataset_id, d.name, s.tenant, s.operation_id",
+				 "SELECT s.dataset_id, d.name, s.tenant, s.operation_id "
+				 "FROM lake_data.stage s JOIN lake_data.dataset d ON d.id OPERATOR(pg_catalog.=) s.dataset_id "
+				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
 				 1, types),
-		values, SPI_OK_UPDATE_RETURNING);
+		values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	row->id = stage;
@@ -117,6 +116,36 @@ store_lock_stage(int64 stage, StageRow *row)
 	row->tenant = store_col_text(0, 3);
 	row->operation_id = store_col_text(0, 4);
 	return true;
+}
+
+/*
+ * Lock an open stage for this call and mark it active; false if it is no
+ * longer open. Calls on one stage take its object lock first (keyed by
+ * lake_data.chunk's OID and the stage id), waiting at most
+ * lake.admission_queue_wait (then 53000), so the row lock below never
+ * waits on another call: a transaction left open after a chunk stalls
+ * the stage's other calls for a bounded time only.
+ */
+bool
+store_lock_stage(int64 stage)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(stage)};
+
+	if (!store_lock_object(store_relid("chunk"), (Oid) stage, lake_admission_queue_wait_ms))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("stage " INT64_FORMAT " is busy", stage),
+				 errdetail("Another call on it held it longer than lake.admission_queue_wait (%d ms).",
+						   lake_admission_queue_wait_ms),
+				 errhint("Retry later; nothing was written.")));
+	store_run(store_plan(&plan,
+				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.now() "
+				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_UPDATE);
+	return SPI_processed == 1;
 }
 
 /* The version a retired stage was committed as, if any. */

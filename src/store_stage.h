@@ -7,7 +7,7 @@
 #include "store_version.h"
 #include "utils/timestamp.h"
 
-/* An open stage, locked by store_lock_stage. */
+/* An open stage's row (store_stage_row). */
 typedef struct StageRow
 {
 	int64		id;
@@ -36,7 +36,8 @@ typedef struct StageSummary
 extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
 							   const char *operation_id, Oid role,
 							   int max_open, int64 *open);
-extern bool store_lock_stage(int64 stage, StageRow *row);
+extern bool store_stage_row(int64 stage, StageRow *row);
+extern bool store_lock_stage(int64 stage);
 extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
 /* A chunk as already stored, against bytes sent again (XX001 if damaged). */
 typedef enum StoredChunk
