@@ -195,7 +195,8 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 	}
 	else
 	{
-		cycle_wait_ready();
+		if (!cycle_wait_ready_until(deadline))
+			return false;		/* still recovering at the caller's deadline */
 		AcceptInvalidationMessages();
 		if (cycle_receipt_pending(epoch, seq, tenant))
 		{

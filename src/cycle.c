@@ -272,6 +272,16 @@ prefault_ring(void)
 void
 cycle_wait_ready(void)
 {
+	(void) cycle_wait_ready_until(0);
+}
+
+/*
+ * The same, giving up at 'deadline' (0: none): false if it passed first,
+ * for a caller with a timeout of its own (await_durable).
+ */
+bool
+cycle_wait_ready_until(TimestampTz deadline)
+{
 	Oid			generation;
 
 	if (RecoveryInProgress())
@@ -291,12 +301,13 @@ cycle_wait_ready(void)
 		seen_lifecycle_changes = pg_atomic_read_u64(&cs->lifecycle_changes);
 	}
 	if (cs->ready && cs->generation == generation)
-		return;
+		return true;
 
 	ConditionVariablePrepareToSleep(&cs->ready_cv);
 	while (!(cs->ready && cs->generation == generation))
 	{
 		char		why[sizeof(cs->recovery_failure)];
+		long		sleep_ms = 1000;
 
 		LWLockAcquire(&cs->lock, LW_SHARED);
 		strlcpy(why, cs->recovery_failure, sizeof(why));
@@ -310,10 +321,20 @@ cycle_wait_ready(void)
 					 errdetail("%s", why),
 					 errhint("The worker retries every second; the server log has the whole error.")));
 		}
+		if (deadline != 0)
+		{
+			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline));
+			if (sleep_ms <= 0)
+			{
+				ConditionVariableCancelSleep();
+				return false;
+			}
+		}
 		cycle_wake_worker();
-		ConditionVariableTimedSleep(&cs->ready_cv, 1000, PG_WAIT_EXTENSION);
+		ConditionVariableTimedSleep(&cs->ready_cv, sleep_ms, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
+	return true;
 }
 
 /* ----------------------------------------------------------------------

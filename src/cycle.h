@@ -17,6 +17,7 @@
 #include "access/xlogdefs.h"
 #include "owner.h"
 #include "storage/lwlock.h"
+#include "utils/timestamp.h"
 
 
 
@@ -111,6 +112,7 @@ extern LWLock *cycle_lock(void);
 
 /* Sessions: wait until the worker has recovered the owners (55000 on a standby). */
 extern void cycle_wait_ready(void);
+extern bool cycle_wait_ready_until(TimestampTz deadline);
 
 /*
  * The owner's live entry, entered from the registry at its first use after

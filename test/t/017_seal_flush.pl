@@ -11,7 +11,9 @@
 #   (the postmaster restarts the cluster; WAL buffers are lost); afterwards
 #   the cycle is either wholly there or wholly absent — rows, owner
 #   positions and lake.recover() agree — and the next cast continues the
-#   owner's positions without a gap.
+#   owner's positions without a gap;
+# - round 3: the flush of the seal a recovery starts with is held: an
+#   await_durable with a timeout returns NULL on time meanwhile.
 # The cluster runs with synchronous_commit = off: the seal must force its own
 # commit to be synchronous. The test fails against a seal that commits
 # asynchronously (no XLogFlush: the waiter gets its coordinate before any
@@ -217,6 +219,25 @@ my ($pos) = $after =~ /h1 at (\d+)/;
 is($node->safe_psql('postgres',
 	"SELECT (c).position FROM lake.cast_durable('h1', NULL, NULL, '\\x04'::bytea) c"),
 	$pos + 1, 'the next durable cast continues h1\'s positions without a gap');
+
+# --- round 3: a timed await while the worker is not ready ---------------------
+# A lifecycle edit makes the worker close the ring and seal what is pending
+# before it recovers; its flush held, sessions wait for the owners to be
+# ready. lake.await_durable with timeout_ms returns NULL on time all the
+# same, and the receipt's coordinate once the worker is through.
+my $r3 = $node->safe_psql('postgres', "SELECT lake.cast('h1', NULL, NULL, '\\x05'::bytea)");
+$node->safe_psql('postgres', 'CHECKPOINT');
+$g = hold_flushes();
+$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+$held = defined wait_until(60, sub { $g->{h}->pump_nb; $g->{out} =~ /Breakpoint 1,/ });
+unless_held(ok($held, 'round 3: the worker holds in the flush of its seal before recovery')
+	  || diag("gdb: $g->{out}"), $g);
+my $t = background("SELECT lake.await_durable('$r3'::lake.receipt, 200) IS NULL");
+ok(defined wait_until(20, sub { finished($t) }), 'round 3: await_durable with timeout_ms = 200 returns while the worker holds');
+is($t->{out}, "t\n", '... with NULL');
+let_go($g);
+like($node->safe_psql('postgres', "SELECT (lake.await_durable('$r3'::lake.receipt, 60000)).position"),
+	qr/^\d+$/, 'round 3: the flush let go, the receipt has its coordinate');
 
 $node->stop;
 done_testing();
