@@ -1022,6 +1022,13 @@ cycle_cut(CycleCut *cut, int max_casts)
 	return cut->ncasts > 0;
 }
 
+/* Whether this backend holds a cut its transaction has not committed yet. */
+bool
+cycle_cut_held(void)
+{
+	return cut_active;
+}
+
 /* A seal's transaction aborted: its cut stays pending for the next seal. */
 void
 cycle_uncut(void)

@@ -165,6 +165,7 @@ extern bool cycle_receipt_settled(int32 epoch, int64 seq);
 
 /* Sealers (holding the sealing lock) */
 extern bool cycle_cut(CycleCut *cut, int max_casts);
+extern bool cycle_cut_held(void);
 extern CastRecord *cycle_record(uint64 offset);
 extern uint64 cycle_next(const CastRecord *r, uint64 offset);
 

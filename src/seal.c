@@ -524,6 +524,12 @@ seal_run(void)
 
 	store_connect();
 	seal_lock();
+	/* A second seal would cut again what the first, uncommitted, holds. */
+	if (cycle_cut_held())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this transaction has already sealed a cycle"),
+				 errhint("Call lake.seal() once per transaction.")));
 	base = cycle_sealed_cycle();
 	if (!cycle_cut(&cut, lake_cycle_max_casts))
 	{

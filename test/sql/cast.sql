@@ -172,3 +172,12 @@ FROM lake.cycles();
 UPDATE lake_data.writer SET epoch = epoch - 1;
 SELECT lake.seal() > 0 AS sealed_once_unfenced;
 SELECT phase, position, pending FROM lake.owner_state('beta');
+
+-- One seal per transaction: a second lake.seal() in the same statement
+-- would cut the casts the first one holds (its cycle commits with the
+-- transaction) and is refused, 55000; nothing is sealed twice.
+SELECT (lake.cast('alpha', NULL, NULL, '\x01'::bytea)).seq IS NOT NULL AS cast;
+\set VERBOSITY sqlstate
+SELECT lake.seal() FROM generate_series(1, 2);
+\set VERBOSITY default
+SELECT lake.seal() > 0 AS sealed_once;
