@@ -58,15 +58,15 @@ lake_append(PG_FUNCTION_ARGS)
 	dataset = lake_arg_name(fcinfo, 0, "dataset");
 	tenant = lake_arg_name(fcinfo, 1, "tenant");
 	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
-	payload = lake_arg_bytea(fcinfo, 3, "payload");
+	len = lake_arg_bytea_size(fcinfo, 3, "payload");
 	supplied = lake_arg_digest(fcinfo, 4);
-	len = VARSIZE_ANY_EXHDR(payload);
 
 	/* Refuse a tenant not granted before it can hold admission capacity. */
 	store_connect();
 	access_require_tenant(tenant);
 	held = admission_held();
 	wait_ms = admission_reserve((uint64) len);
+	payload = lake_arg_bytea(fcinfo, 3, "payload");	/* its size admitted */
 	operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
 
 	/* All waits share the call's budget. */

@@ -6,6 +6,7 @@
  */
 #include "lake.h"
 
+#include "access/detoast.h"
 #include "args.h"
 #include "utils/builtins.h"
 
@@ -88,6 +89,18 @@ lake_arg_bytea(FunctionCallInfo fcinfo, int argno, const char *what)
 {
 	require_not_null(fcinfo, argno, what);
 	return PG_GETARG_BYTEA_PP(argno);
+}
+
+/*
+ * The byte length of a bytea argument without detoasting it: a size limit
+ * is checked before a payload stored compressed or out of line is
+ * brought into memory.
+ */
+int64
+lake_arg_bytea_size(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	require_not_null(fcinfo, argno, what);
+	return (int64) toast_raw_datum_size(PG_GETARG_DATUM(argno)) - VARHDRSZ;
 }
 
 int32

@@ -17,6 +17,7 @@ extern void lake_require_preload(void);
 extern char *lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what);
 extern char *lake_arg_short_name(FunctionCallInfo fcinfo, int argno, const char *what);
 extern bytea *lake_arg_bytea(FunctionCallInfo fcinfo, int argno, const char *what);
+extern int64 lake_arg_bytea_size(FunctionCallInfo fcinfo, int argno, const char *what);
 extern int32 lake_arg_int32(FunctionCallInfo fcinfo, int argno, const char *what);
 extern int64 lake_arg_int64(FunctionCallInfo fcinfo, int argno, const char *what);
 extern const uint8 *lake_arg_digest(FunctionCallInfo fcinfo, int argno);

@@ -161,13 +161,13 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("chunk_no must not be negative, not %d", chunk_no)));
-	data = lake_arg_bytea(fcinfo, 2, "data");
-	len = VARSIZE_ANY_EXHDR(data);
+	len = lake_arg_bytea_size(fcinfo, 2, "data");
 
 	/* The stage's tenant is checked before the call holds any capacity. */
 	store_connect();
 	lock_open_stage(stage, &row);
 	admission_reserve((uint64) len);
+	data = lake_arg_bytea(fcinfo, 2, "data");	/* its size admitted */
 	stored = store_chunk_compare(stage, chunk_no, VARDATA_ANY(data), len);
 	if (stored != CHUNK_ABSENT)
 	{

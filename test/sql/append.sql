@@ -132,3 +132,20 @@ SELECT bt_index_check('lake_data.version_own', true)::text = '' AS own_complete,
        bt_index_check('lake_data.version_operation', true)::text = '' AS operation_complete;
 DROP INDEX lake_data.version_own;
 DROP EXTENSION amcheck;
+
+-- A payload over lake.max_stream_bytes is refused (54000) by its size
+-- before it is detoasted: a 64 MB value stored compressed in a table
+-- costs the refused call no 64 MB of memory (peak resident memory of a
+-- fresh backend, VmHWM, grows by far less).
+CREATE TABLE t.huge (v bytea);
+INSERT INTO t.huge SELECT decode(repeat('00', 64 * 1024 * 1024), 'hex');
+SELECT pg_column_size(v) < 8 * 1024 * 1024 AS stored_compressed FROM t.huge;
+\c
+CREATE FUNCTION t.vm_hwm_kb() RETURNS bigint LANGUAGE sql AS $$
+SELECT substring(pg_read_file('/proc/self/status') FROM 'VmHWM:\s+(\d+) kB')::bigint
+$$;
+SELECT t.vm_hwm_kb() AS hwm_before \gset
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'huge', (SELECT v FROM t.huge))$$) AS refused;
+SELECT t.vm_hwm_kb() - :hwm_before < 32 * 1024 AS not_detoasted;
+DROP FUNCTION t.vm_hwm_kb();
+DROP TABLE t.huge;
