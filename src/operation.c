@@ -87,7 +87,10 @@ long
 operation_lock_queued(OperationLookup *op, const char *dataset, bool held,
 					  uint64 bytes, long wait_ms)
 {
-	if (op->found || (op->locked = store_lock_dataset(op->dataset_id, 0)))
+	if (op->found)
+		return wait_ms;			/* a replay needs no lock */
+	op->locked = store_lock_dataset(op->dataset_id, 0);
+	if (op->locked)
 		return wait_ms;
 	if (!held)
 		admission_give_back();
