@@ -261,17 +261,6 @@ block_begin(BlockBuild *bb, int64 first_cycle)
 	bb->cycles = 0;
 }
 
-/* Warn unless the owners of every cycle of the block up to 'last' were read. */
-static void
-block_check(const BlockBuild *bb, int64 last)
-{
-	if (bb->cycles != last - bb->first_cycle + 1)
-		ereport(WARNING,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("lake: the owners of only %d of the cycles " INT64_FORMAT " to " INT64_FORMAT " could be read for the owner index",
-						bb->cycles, bb->first_cycle, last)));
-}
-
 /* Write the block's rows of the owner index; how many. */
 static int
 block_write(BlockBuild *bb)
@@ -315,7 +304,11 @@ close_block(int64 first_cycle, int64 cycle, const LakeCycleOwner *these, int nth
 	block_begin(&bb, first_cycle);
 	/* Every earlier cycle of the block is committed: we hold the sealing lock. */
 	log_scan_owner_lists(first_cycle - 1, GetLatestSnapshot(), block_add, &bb);
-	block_check(&bb, cycle - 1);
+	if (bb.cycles != cycle - first_cycle)
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake: the owners of only %d of the cycles " INT64_FORMAT " to " INT64_FORMAT " could be read for the owner index",
+						bb.cycles, first_cycle, cycle - 1)));
 	block_add(cycle, these, nthese, &bb);
 	(void) block_write(&bb);
 }

@@ -14,8 +14,8 @@ extern int64 seal_run(void);
 
 /*
  * Rewrite lake_data.owner_block from the owner lists of the closed blocks'
- * cycles, as their seals wrote it; the rows written. The caller holds the
- * sealing lock and the store is connected.
+ * cycles, as their seals wrote it, keeping the rows of a block it cannot
+ * read whole; the rows written. The store is connected; seals go on.
  */
 extern int64 seal_rebuild_owner_index(void);
 

@@ -695,9 +695,10 @@ store_encode_raw(const char *data, size_t len)
  * Encode a payload chunk. Chunks up to LAKE_CHUNK_BYTES (every chunk lake
  * cuts itself) go into the backend's one encode buffer, kept for the life
  * of the backend at the size of the largest such chunk so far: no megabyte
- * allocated per chunk; the result is valid until the next call. A larger staged chunk (its size is the client's,
- * up to lake.max_stream_bytes) is encoded into memory of the current
- * context instead, so no backend keeps its size for good. With a prepared
+ * allocated per chunk; the result is valid until the next call. A larger
+ * staged chunk (its size is the client's, up to lake.max_stream_bytes) is
+ * encoded into memory of the current context instead, so no backend keeps
+ * its size for good. With a prepared
  * dictionary (store_dict.h) the chunk is compressed with it, at its level;
  * 'bare' leaves out the checksum (codec.h: a version's chunk 0 only).
  */

@@ -559,7 +559,11 @@ store_add_version(int32 dataset_id, int64 version, const char *tenant,
 	insert_version_blob(blob, dataset_id, nchunks, version, bytes);
 }
 
-/* The version whose chunks are blob's, with its tenant and operation id. */
+/*
+ * The version a blob (a committed stage) answered, with its tenant and
+ * operation id: the one its chunks make up, or the one its commit found
+ * already there (lake_data.stage_replay).
+ */
 bool
 store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 					  char **operation_id)
