@@ -4,11 +4,12 @@
  * A sealer holds the sealing lock (a transaction-scoped lock on
  * lake_data.cycle's OID) to its commit, so sealers never overlap. Each seal is
  * fenced against its base: the durable writer epoch must still be the one
- * this incarnation recovered under, and the sealed head must be the one it
- * knows — otherwise it refuses and writes nothing. The head is kept in
- * shared memory (set from lake_data.cycle by recovery, advanced by each
- * published seal, both under the sealing lock); the writer epoch is read
- * from its row, so a zombie whose epoch was superseded writes nothing. The
+ * this incarnation recovered under, and the head it knows (kept in shared
+ * memory: set from lake_data.cycle by recovery, advanced by each published
+ * seal, both under the sealing lock) must be the newest cycle row —
+ * otherwise it refuses and writes nothing. Both are read from their rows,
+ * so a zombie whose epoch was superseded, or a sealer that missed a
+ * committed cycle, writes nothing. The
  * landings of the cycle are encoded together (landing.h) and
  * zstd-compressed into one row, beside the cycle's owner list
  * (owner_index.h: which owners, from which position, how many — read by
@@ -68,17 +69,20 @@ seal_lock(void)
 /*
  * Refuse (writing nothing) unless this sealer's base is the durable head:
  * the state it cut from must belong to this incarnation of the extension,
- * its epoch must be the durable writer epoch (read from its index with the
- * latest snapshot, after the sealing lock was granted), and its base the
- * head in shared memory, which only sealers holding that lock advance.
+ * its epoch must be the durable writer epoch, and its base the newest
+ * cycle row (both read with the latest snapshot, after the sealing lock
+ * was granted, so every committed seal is seen). Returns where the owner
+ * index stands as of the head: the last cycle in lake_data.owner_block and
+ * the owner entries of the cycles after it, as the head's row records them.
  */
-static void
+static LogIndexState
 check_fence(const CycleCut *cut, int64 base)
 {
 	Datum		writer_row[2];
 	bool		writer_nulls[2];
 	int32		epoch;
-	int64		head = cycle_sealed_cycle();
+	LogIndexState st = {0};
+	bool		found;
 
 	if (!cycle_serves(cycle_current_generation()))
 		ereport(ERROR,
@@ -88,13 +92,24 @@ check_fence(const CycleCut *cut, int64 base)
 					 ForwardScanDirection, writer_row, writer_nulls))
 		elog(ERROR, "lake: the writer epoch row is missing");
 	epoch = DatumGetInt32(writer_row[1]);
+	found = log_index_state(0, GetLatestSnapshot(), &st);
 
-	if (epoch != cut->epoch || head != base)
+	if (epoch != cut->epoch || (found && st.cycle > base))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("seal refused: its base is not the sealed head"),
 				 errdetail("This sealer has epoch %d and base cycle " INT64_FORMAT "; the durable epoch is %d and the head is cycle " INT64_FORMAT ".",
-						   cut->epoch, base, epoch, head)));
+						   cut->epoch, base, epoch, found ? st.cycle : 0)));
+	if (base > 0 && !(found && st.cycle == base))
+	{
+		/* The head's row is gone (deleted by hand): start a new block after it. */
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake: the row of the sealed head, cycle " INT64_FORMAT ", is missing", base)));
+		st.indexed_through = base;
+		st.tail_owners = 0;
+	}
+	return st;
 }
 
 /* ----------------------------------------------------------------------
@@ -190,29 +205,6 @@ typedef struct BlockBuild
 	int64		first_cycle;
 	int			cycles;			/* cycles whose owners are known */
 } BlockBuild;
-
-/*
- * Where the owner index of the cycle being sealed stands: the last cycle in
- * lake_data.owner_block and the owner entries of the cycles after it, as
- * the head cycle's row records them (read under the sealing lock with the
- * latest snapshot, so it is the head's row).
- */
-static LogIndexState
-index_state(int64 base)
-{
-	LogIndexState st = {0};
-
-	if (base > 0 && !log_index_state(base, GetLatestSnapshot(), &st))
-	{
-		/* The head's row is gone (deleted by hand): start a new block after it. */
-		ereport(WARNING,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("lake: the row of the sealed head, cycle " INT64_FORMAT ", is missing", base)));
-		st.indexed_through = base;
-		st.tail_owners = 0;
-	}
-	return st;
-}
 
 static void
 block_add(int64 cycle, const LakeCycleOwner *owners, int nowners, void *arg)
@@ -529,7 +521,7 @@ seal_run(void)
 		store_finish();
 		return 0;
 	}
-	check_fence(&cut, base);
+	index = check_fence(&cut, base);
 	cycle = base + 1;
 	lsn = GetXLogInsertRecPtr();
 
@@ -621,7 +613,6 @@ seal_run(void)
 	 * lists hold LAKE_TAIL_OWNERS entries; before this cycle's row goes in,
 	 * so the block's other cycles are read as stored.
 	 */
-	index = index_state(base);
 	if (cycle - index.indexed_through >= LAKE_BLOCK_CYCLES ||
 		(int64) index.tail_owners + nowners >= LAKE_TAIL_OWNERS)
 	{

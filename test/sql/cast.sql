@@ -173,6 +173,22 @@ UPDATE lake_data.writer SET epoch = epoch - 1;
 SELECT lake.seal() > 0 AS sealed_once_unfenced;
 SELECT phase, position, pending FROM lake.owner_state('beta');
 
+-- ... and so is a sealer whose head is not the durable head: a cycle row
+-- committed that this server's sealer never published (put in by hand
+-- here) makes the seal refuse, 55000, and write nothing; it is not left
+-- to the primary key's unique violation.
+SELECT (lake.cast('beta', 'Commit', 'Planning')).seq > 0 AS accepted;
+INSERT INTO lake_data.cycle
+SELECT cycle + 1, epoch, first_seq, last_seq, casts, bytes, stored_bytes, sealed_at, lsn,
+       indexed_through, tail_owners, owners, data
+FROM lake_data.cycle ORDER BY cycle DESC LIMIT 1;
+SELECT lake.seal();
+\echo :SQLSTATE
+SELECT (SELECT pending FROM lake.owner_state('beta')) AS still_pending;
+DELETE FROM lake_data.cycle WHERE cycle = (SELECT max(cycle) FROM lake_data.cycle);
+SELECT lake.seal() > 0 AS sealed_on_its_head;
+SELECT phase, position, pending FROM lake.owner_state('beta');
+
 -- One seal per transaction: a second lake.seal() in the same statement
 -- would cut the casts the first one holds (its cycle commits with the
 -- transaction) and is refused, 55000; nothing is sealed twice.
