@@ -48,6 +48,8 @@ lake.database = 'postgres'
 lake.partitions = $N
 lake.partition = $i"
   sql_at "$port" -c "CREATE EXTENSION lake"
+  # Casts wait for the worker's recovery only up to lake.admission_queue_wait.
+  until [ "$(sql_at "$port" -At -c "SELECT worker_state FROM lake.stats()")" = "serving" ]; do sleep 0.1; done
   echo "   partition $i: port $port, lake.partition = $i of $N"
 done
 

@@ -87,6 +87,9 @@ echo "== owners casting through their lifecycles from several sessions"
 sql -c "SELECT lake.create_owner('agent-' || i) FROM generate_series(1, 3) i" >/dev/null
 sql -c "SELECT lake.define_lifecycle('ticket', 'Open', '{{Open,Doing},{Doing,Done},{Doing,Open},{Done,Open}}')" >/dev/null
 sql -c "SELECT lake.create_owner('T-42', 'ticket')" >/dev/null
+# A lifecycle defined: the worker recovers the owners against it, and casts
+# wait for that only up to lake.admission_queue_wait.
+until [ "$(sql -At -c "SELECT worker_state FROM lake.stats()")" = "serving" ]; do sleep 0.1; done
 for i in 1 2 3; do
   sql -At -F ' ' -c "
     SELECT 'session $i: agent-$i ' || m.f || ' -> ' || m.t || '  coordinate ' || lake.cast_durable('agent-$i', m.f, m.t,

@@ -195,7 +195,9 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 	}
 	else
 	{
-		if (!cycle_wait_ready_until(deadline))
+		if (deadline == 0)
+			cycle_wait_ready();
+		else if (!cycle_wait_ready_until(deadline))
 			return false;		/* still recovering at the caller's deadline */
 		AcceptInvalidationMessages();
 		if (cycle_receipt_pending(epoch, seq, tenant))

@@ -268,16 +268,36 @@ prefault_ring(void)
 /*
  * Sessions wait here until the worker has recovered the owners of this
  * incarnation of the extension: they never see a half-recovered owner.
+ * The wait is bounded like every other wait in lake, by
+ * lake.admission_queue_wait: a recovery that takes longer (a long tail, a
+ * worker that is not running) is a 53000 the caller can retry, not a
+ * session stuck for as long as it lasts.
  */
 void
 cycle_wait_ready(void)
 {
-	(void) cycle_wait_ready_until(0);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   lake_admission_queue_wait_ms);
+
+	if (!cycle_wait_ready_until(deadline))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("lake owners are not available yet: the worker is recovering them"),
+				 errdetail("The recovery took longer than lake.admission_queue_wait (%d ms).",
+						   lake_admission_queue_wait_ms),
+				 errhint("Try again; lake.stats() shows worker_state \"recovering\" until it is done.")));
+}
+
+/* Are the owners of the installed extension recovered (lake.stats())? */
+bool
+cycle_is_ready(void)
+{
+	return cs->ready && cs->generation == current_generation();
 }
 
 /*
- * The same, giving up at 'deadline' (0: none): false if it passed first,
- * for a caller with a timeout of its own (await_durable).
+ * The same, giving up at 'deadline': false if it passed first, for a
+ * caller with a timeout of its own (await_durable).
  */
 bool
 cycle_wait_ready_until(TimestampTz deadline)
@@ -321,14 +341,11 @@ cycle_wait_ready_until(TimestampTz deadline)
 					 errdetail("%s", why),
 					 errhint("The worker retries every second; the server log has the whole error.")));
 		}
-		if (deadline != 0)
+		sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline));
+		if (sleep_ms <= 0)
 		{
-			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline));
-			if (sleep_ms <= 0)
-			{
-				ConditionVariableCancelSleep();
-				return false;
-			}
+			ConditionVariableCancelSleep();
+			return false;
 		}
 		cycle_wake_worker();
 		ConditionVariableTimedSleep(&cs->ready_cv, sleep_ms, PG_WAIT_EXTENSION);

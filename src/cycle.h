@@ -110,9 +110,14 @@ extern void cycle_init(void);
 
 extern LWLock *cycle_lock(void);
 
-/* Sessions: wait until the worker has recovered the owners (55000 on a standby). */
+/*
+ * Sessions: wait until the worker has recovered the owners (55000 on a
+ * standby), up to lake.admission_queue_wait (then 53000) or a deadline of
+ * the caller's own (then false).
+ */
 extern void cycle_wait_ready(void);
 extern bool cycle_wait_ready_until(TimestampTz deadline);
+extern bool cycle_is_ready(void);
 
 /*
  * The owner's live entry, entered from the registry at its first use after

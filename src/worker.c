@@ -484,7 +484,11 @@ lake_stats(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(lake_database);
 	values[1] = Int32GetDatum((int32) pid);
 	nulls[1] = (pid == 0);
-	values[2] = CStringGetTextDatum(state_names[state]);
+	/* Serving, but casts still wait for the owners: say so. */
+	if (state == WORKER_SERVING && !RecoveryInProgress() && !cycle_is_ready())
+		values[2] = CStringGetTextDatum("recovering");
+	else
+		values[2] = CStringGetTextDatum(state_names[state]);
 	values[3] = TimestampTzGetDatum(ws->started_at);
 	nulls[3] = (pid == 0);
 	values[4] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->starts));

@@ -13,7 +13,9 @@
 #   positions and lake.recover() agree — and the next cast continues the
 #   owner's positions without a gap;
 # - round 3: the flush of the seal a recovery starts with is held: an
-#   await_durable with a timeout returns NULL on time meanwhile.
+#   await_durable with a timeout returns NULL on time meanwhile, and casts,
+#   an await without one and owner_state are refused with 53000 once
+#   lake.admission_queue_wait has passed, leaving nothing behind.
 # The cluster runs with synchronous_commit = off: the seal must force its own
 # commit to be synchronous. The test fails against a seal that commits
 # asynchronously (no XLogFlush: the waiter gets its coordinate before any
@@ -33,10 +35,13 @@ plan skip_all => 'gdb is not installed' unless grep { -x "$_/gdb" } split /:/, $
 
 my $node = lake_node('flush',
 	conf => "fsync = on\nsynchronous_commit = off\nwal_writer_delay = 10s\n"
-	  . "autovacuum = off\ncheckpoint_timeout = 1h\nrestart_after_crash = on\nlake.cycle_interval = 1h");
+	  . "autovacuum = off\ncheckpoint_timeout = 1h\nrestart_after_crash = on\nlake.cycle_interval = 1h\n"
+	  . "lake.admission_queue_wait = 100ms");
 $node->start;
 $node->safe_psql('postgres',
 	"CREATE EXTENSION lake; SELECT lake.create_owner('h1'); SELECT lake.create_owner('h2');");
+ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the worker has recovered the owners');
 
 # --- gdb on the worker --------------------------------------------------------
 
@@ -235,9 +240,31 @@ unless_held(ok($held, 'round 3: the worker holds in the flush of its seal before
 my $t = background("SELECT lake.await_durable('$r3'::lake.receipt, 200) IS NULL");
 ok(defined wait_until(20, sub { finished($t) }), 'round 3: await_durable with timeout_ms = 200 returns while the worker holds');
 is($t->{out}, "t\n", '... with NULL');
+
+# The calls with no timeout of their own wait for the owners up to
+# lake.admission_queue_wait (100ms here), then 53000: nothing accepted.
+is($node->safe_psql('postgres', 'SELECT worker_state FROM lake.stats()'),
+	'recovering', 'round 3: lake.stats() says the worker is recovering');
+for my $call (
+	[ "SELECT lake.cast('h2', NULL, NULL, '\\x06'::bytea)", 'a cast' ],
+	[ "SELECT lake.cast_durable('h2', NULL, NULL, '\\x06'::bytea)", 'a durable cast' ],
+	[ "SELECT lake.await_durable('$r3'::lake.receipt)", 'await_durable without timeout_ms' ],
+	[ "SELECT * FROM lake.owner_state('h2')", 'owner_state' ])
+{
+	my ($sql, $what) = @$call;
+	my $b = background("SET statement_timeout = '60s'; $sql");
+	ok(defined wait_until(20, sub { finished($b) }), "round 3: $what returns while the worker holds");
+	like($b->{err}, qr/lake owners are not available yet: the worker is recovering them/,
+		'... refused: the recovery took longer than lake.admission_queue_wait');
+}
 let_go($g);
 like($node->safe_psql('postgres', "SELECT (lake.await_durable('$r3'::lake.receipt, 60000)).position"),
 	qr/^\d+$/, 'round 3: the flush let go, the receipt has its coordinate');
+ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'... the worker serves again');
+is($node->safe_psql('postgres', q{
+SELECT (lake.seal() IS NULL) || '|' || (SELECT count(*) FROM lake.log() WHERE payload = '\x06'::bytea)}),
+	'true|0', '... and the refused casts left nothing to seal or read');
 
 $node->stop;
 done_testing();

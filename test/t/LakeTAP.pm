@@ -63,8 +63,13 @@ sub lake_node
 
 	$node->init(%{ $opt{init} // {} });
 	my $preload = $opt{preload} // 1;
+	# Casts wait for the worker's recovery (after a start, a crash, a
+	# lifecycle edit) up to lake.admission_queue_wait: a minute, so a slow
+	# machine never turns a recovery into a 53000. The tests of that bound
+	# and of admission set their own.
 	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'lake'\nlake.database = 'postgres'")
+		"shared_preload_libraries = 'lake'\nlake.database = 'postgres'\n"
+		  . "lake.admission_queue_wait = '60s'")
 	  if $preload;
 	$node->append_conf('postgresql.conf', $opt{conf}) if defined $opt{conf};
 	return $node;
