@@ -101,7 +101,7 @@ advance(OwnerState *o, const LakeLanding *l, int to, int64 cycle)
 typedef struct DurableQuarantine
 {
 	int64		position;		/* the applied prefix */
-	char	   *reason;
+	const char *reason;
 } DurableQuarantine;
 
 /* Kept small: recovery walks one per registered owner. */

@@ -87,6 +87,13 @@ store_owner_tenant(int32 owner_id)
 }
 
 /*
+ * An owner's durable quarantine is its position; the reason goes with it.
+ * One without a reason (put in by hand) is a quarantine all the same, with
+ * this reason: never a live owner held at a limit.
+ */
+static const char *const no_reason = "quarantined in lake_data.owner with no reason recorded";
+
+/*
  * Every owner, read straight from lake_data.owner (in heap order, or
  * through its index by id or by name) and handed to 'visit' one row at a
  * time: a recovery reads the whole registry, so no executor, no SPI row
@@ -128,8 +135,8 @@ store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 		text_to_cstring_buffer(DatumGetTextPP(values[att[3] - 1]), tenant, NAMEDATALEN);
 		r.quarantined = !nulls[att[4] - 1];
 		r.quarantine_position = r.quarantined ? DatumGetInt64(values[att[4] - 1]) : 0;
-		r.quarantine_reason = r.quarantined && !nulls[att[5] - 1] ?
-			TextDatumGetCString(values[att[5] - 1]) : NULL;
+		r.quarantine_reason = !r.quarantined ? NULL : nulls[att[5] - 1] ? no_reason :
+			TextDatumGetCString(values[att[5] - 1]);
 		visit(&r, arg);
 	}
 	if (idx)
@@ -202,6 +209,9 @@ store_owner_rows(Oid only_role, bool by_name, uint64 *n)
 	{
 		bool		isnull;
 		Datum		position = store_col(i, 5, &isnull);
+		bool		unexplained;
+
+		(void) store_col(i, 6, &unexplained);
 
 		rows[i].id = DatumGetInt32(store_colv(i, 1));
 		rows[i].name = store_col_text(i, 2);
@@ -209,7 +219,7 @@ store_owner_rows(Oid only_role, bool by_name, uint64 *n)
 		rows[i].tenant = store_col_text(i, 4);
 		rows[i].quarantined = !isnull;
 		rows[i].quarantine_position = isnull ? 0 : DatumGetInt64(position);
-		rows[i].quarantine_reason = isnull ? NULL : store_col_text(i, 6);
+		rows[i].quarantine_reason = isnull ? NULL : unexplained ? no_reason : store_col_text(i, 6);
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return rows;

@@ -16,7 +16,7 @@ typedef struct OwnerRow
 	char	   *tenant;
 	bool		quarantined;	/* durably: position and reason below */
 	int64		quarantine_position;
-	char	   *quarantine_reason;
+	const char *quarantine_reason;
 } OwnerRow;
 
 /*

@@ -20,6 +20,8 @@
 #   (the whole log replays to the same states); a damaged cycle record
 #   quarantines the owners with landings in it, at their prefix, while the
 #   others recover, and release_owner applies it once repaired.
+# - A quarantine put in lake_data.owner by hand without a reason is a
+#   quarantine all the same, and a tenant role's lake.log() reads its row.
 #
 use strict;
 use warnings;
@@ -386,6 +388,36 @@ states_replay('after the release and a restart');
 		'Commit|3|f', 'with the bytes repaired, release_owner applies the rest of its log');
 	restart('fast');
 	states_replay('after the damaged cycle was repaired');
+}
+
+# --- a quarantine put in by hand, without a reason ---------------------------
+# lake_data.owner's quarantine_position is the durable quarantine; its
+# reason goes with it. A row with the position and no reason (an edit by
+# hand) is still a quarantine: recovery holds the owner at that position and
+# casts get LK007, where the owner used to come back live at the limit (its
+# next cast took a position already in the log); and a tenant role's
+# lake.log() reads the row, where its backend crashed on the NULL reason.
+{
+	$node->safe_psql('postgres', "SELECT lake.create_owner('nr')");
+	is(cast('nr', 'Planning', 'CognitiveWork') . cast('nr', 'CognitiveWork', 'Evaluation'),
+		'12', 'nr has two durable landings');
+	$node->safe_psql('postgres', q{
+CREATE ROLE nr_reader;
+GRANT USAGE ON SCHEMA lake TO nr_reader;
+SELECT lake.grant_tenant('nr_reader', 'default');
+UPDATE lake_data.owner SET quarantine_position = 1 WHERE name = 'nr';});
+	restart('immediate');
+	is($node->safe_psql('postgres', "SELECT phase, position, quarantined, reason FROM lake.owner_state('nr')"),
+		'CognitiveWork|1|t|quarantined in lake_data.owner with no reason recorded',
+		'recovery holds nr quarantined at position 1, saying no reason was recorded');
+	my ($state) = sql_error($node, "SELECT lake.cast('nr', 'CognitiveWork', 'Evaluation')");
+	is($state, 'LK007', 'a cast to it is LK007');
+	is($node->safe_psql('postgres',
+			"SET ROLE nr_reader; SELECT string_agg(position::text, ',' ORDER BY position) FROM lake.log() WHERE owner = 'nr'"),
+		'1,2', "a tenant role's lake.log() reads nr's landings");
+	$node->safe_psql('postgres', "SELECT lake.release_owner('nr')");
+	is($node->safe_psql('postgres', "SELECT phase, position, quarantined FROM lake.owner_state('nr')"),
+		'Evaluation|2|f', 'released, nr applies the rest of its log');
 }
 
 $node->stop;
