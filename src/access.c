@@ -140,6 +140,13 @@ access_require_tenant_for(const char *tenant, const char *object)
 	Oid			caller = store_caller();
 	HeldKey		key;
 
+	/*
+	 * A revocation committed elsewhere counts from the caller's next call,
+	 * inside an open transaction too: one whose relations are all locked
+	 * already would not otherwise take in the invalidation that drops the
+	 * cached grant.
+	 */
+	AcceptInvalidationMessages();
 	if (access_tenant_cached(caller, tenant))
 		return;
 	refresh_held();
