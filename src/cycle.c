@@ -575,39 +575,65 @@ operation_conflict(const CastRequest *req)
 			 errhint("Use a new operation id for a new cast.")));
 }
 
+/*
+ * Check a cast against its owner's projected state, with the cycle lock
+ * held. A refusal lets the lock go first, what it names copied out: an
+ * error is reported to the client (which may not be reading) and to the
+ * log before the abort would release the lock, and no other session may
+ * wait on that.
+ */
 static void
 validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 		 int *from, int *to)
 {
 	if (o->quarantined)
+	{
+		char		reason[OWNER_REASON_LEN];
+		int64		prefix = o->quarantine_position;
+
+		strlcpy(reason, o->reason, sizeof(reason));
+		LWLockRelease(&cs->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_OWNER_QUARANTINED),
 				 errmsg("owner \"%s\" is quarantined", req->owner),
-				 errdetail("%s (applied prefix: position " INT64_FORMAT ").",
-						   o->reason, o->quarantine_position),
+				 errdetail("%s (applied prefix: position " INT64_FORMAT ").", reason, prefix),
 				 errhint("Fix the cause, then run lake.release_owner().")));
+	}
 	*from = *to = -1;
 	if (req->from != NULL)
 	{
+		int			projected = o->projected_phase;
+
 		*from = lifecycle_phase(lc, req->from, strlen(req->from));
 		*to = lifecycle_phase(lc, req->to, strlen(req->to));
 		if (!lifecycle_edge(lc, *from, *to))
+		{
+			LWLockRelease(&cs->lock);
 			ereport(ERROR,
 					(errcode(ERRCODE_LAKE_ILLEGAL_MOVE),
 					 errmsg("move %s -> %s is not in the lifecycle of owner \"%s\"",
 							req->from, req->to, req->owner)));
-		if (*from != o->projected_phase)
+		}
+		if (*from != projected)
+		{
+			LWLockRelease(&cs->lock);
 			ereport(ERROR,
 					(errcode(ERRCODE_LAKE_STALE_PHASE),
 					 errmsg("owner \"%s\" is in phase %s, not %s",
-							req->owner, lc->phases[o->projected_phase], req->from),
+							req->owner, lc->phases[projected], req->from),
 					 errdetail("Casts are checked against the phase after every cast already accepted.")));
+		}
 	}
 	if (req->has_lap && req->expected_lap != o->projected_lap)
+	{
+		int64		lap = o->projected_lap;
+
+		LWLockRelease(&cs->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_LAP_MISMATCH),
 				 errmsg("owner \"%s\" is in lap " INT64_FORMAT ", not " INT64_FORMAT,
-						req->owner, o->projected_lap, req->expected_lap)));
+						req->owner, lap, req->expected_lap)));
+	}
 }
 
 /*
@@ -825,8 +851,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 				return seq;
 			}
 		}
-		/* An error here releases the lock with the transaction's abort. */
-		validate(req, o, lc, &from, &to);
+		validate(req, o, lc, &from, &to);	/* a refusal lets the lock go */
 		if (lake_role_max_pending_cast_bytes > 0)
 			capped = role_bytes_room(GetOuterUserId(), len);
 

@@ -24,7 +24,6 @@
 use strict;
 use warnings;
 
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -48,40 +47,7 @@ ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lak
 # Attaches gdb to the worker with a breakpoint at XLogFlush and lets it run.
 sub hold_flushes
 {
-	my $pid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
-	my %g = (in => '', out => '', pid => $pid);
-
-	# No debuginfod: it would ask on stdin, then fetch from the network.
-	local $ENV{DEBUGINFOD_URLS} = '';
-	$g{h} = IPC::Run::start(
-		[ 'gdb', '-q', '-nx', '-p', $pid ],
-		'<', \$g{in}, '>', \$g{out}, '2>', \$g{out});
-	gdb(\%g, "set pagination off\nset confirm off\n"
-		  . "handle SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGHUP SIGTERM SIGPIPE nostop noprint pass\n"
-		  . "break XLogFlush\necho lake-gdb-ready\\n\n", qr/lake-gdb-ready/)
-	  or BAIL_OUT("gdb could not attach to the worker: $g{out}");
-	gdb(\%g, "continue\n", qr/Continuing/);
-	return \%g;
-}
-
-# Sends gdb a command and waits (30 s at most) until its output matches.
-sub gdb
-{
-	my ($g, $cmd, $re) = @_;
-	$g->{out} = '';
-	$g->{in} .= $cmd;
-	return defined wait_until(30, sub { $g->{h}->pump_nb; $g->{out} =~ $re });
-}
-
-# Lets the worker go on: stops it if it runs (gdb's SIGINT), drops the
-# breakpoint and detaches, so a failed round leaves no traced worker behind.
-sub let_go
-{
-	my ($g) = @_;
-	$g->{h}->signal('INT');
-	gdb($g, "delete\ndetach\n", qr/Detaching|not being run/);
-	$g->{in} .= "quit\n";
-	$g->{h}->finish;
+	return gdb_hold($node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()'), 'XLogFlush');
 }
 
 # Ends the test early (the failures already reported) when a round could not
@@ -90,7 +56,7 @@ sub unless_held
 {
 	my ($ok, $g) = @_;
 	return if $ok;
-	let_go($g);
+	gdb_let_go($g);
 	done_testing();
 	exit 0;
 }
@@ -105,23 +71,6 @@ sub held_target
 	return sprintf('%X/%X', $v >> 32, $v & 0xffffffff);
 }
 
-# A psql running one statement in the background.
-sub background
-{
-	my ($sql) = @_;
-	my %b = (out => '', err => '');
-	$b{h} = IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $sql ],
-		'>', \$b{out}, '2>', \$b{err});
-	return \%b;
-}
-
-sub finished
-{
-	my ($b) = @_;
-	$b->{h}->pump_nb if $b->{h}->pumpable;
-	return !$b->{h}->pumpable;
-}
 
 # What the readers show: cycles, landings in the log, h1's trajectory,
 # h1's position.
@@ -144,7 +93,7 @@ my $r2 = $node->safe_psql('postgres', "SELECT lake.cast('h2', NULL, NULL, '\\x02
 is(readers(), '0 cycles, 0 landings, 0 in h1\'s trajectory, h1 at 0', 'two casts accepted, none sealed');
 
 my $g = hold_flushes();
-my $w1 = background("SELECT (c).cycle, (c).position, (c).lsn <= pg_catalog.pg_current_wal_flush_lsn() "
+my $w1 = background($node, "SELECT (c).cycle, (c).position, (c).lsn <= pg_catalog.pg_current_wal_flush_lsn() "
 	  . "FROM (SELECT lake.await_durable('$r1'::lake.receipt) c) x");
 my $held = defined wait_until(60, sub { $g->{h}->pump_nb; $g->{out} =~ /Breakpoint 1,/ || finished($w1) });
 unless_held(
@@ -171,7 +120,7 @@ ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats(
 like($w2->query('SELECT 1'), qr/^1$/m, '... and its session goes on');
 is(readers(), '0 cycles, 0 landings, 0 in h1\'s trajectory, h1 at 0', 'the flush is still held');
 
-let_go($g);
+gdb_let_go($g);
 ok(defined wait_until(60, sub { finished($w1) }), 'the flush let go, the waiter returns');
 is($w1->{out}, "1|1|t\n", '... with its coordinate, whose lsn is flushed');
 is(readers(), '1 cycles, 2 landings, 1 in h1\'s trajectory, h1 at 1', 'the readers show the cycle now');
@@ -184,7 +133,7 @@ $w2->quit;
 $node->safe_psql('postgres', 'CHECKPOINT');
 $g = hold_flushes();
 my $wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
-my $c = background("SELECT (c).position FROM lake.cast_durable('h1', NULL, NULL, '\\x03'::bytea) c");
+my $c = background($node, "SELECT (c).position FROM lake.cast_durable('h1', NULL, NULL, '\\x03'::bytea) c");
 $held = defined wait_until(60, sub { $g->{h}->pump_nb; $g->{out} =~ /Breakpoint 1,/ || finished($c) });
 unless_held(
 	ok($held && $g->{out} =~ /Breakpoint 1,/ && !finished($c),
@@ -237,7 +186,7 @@ $node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE
 $held = defined wait_until(60, sub { $g->{h}->pump_nb; $g->{out} =~ /Breakpoint 1,/ });
 unless_held(ok($held, 'round 3: the worker holds in the flush of its seal before recovery')
 	  || diag("gdb: $g->{out}"), $g);
-my $t = background("SELECT lake.await_durable('$r3'::lake.receipt, 200) IS NULL");
+my $t = background($node, "SELECT lake.await_durable('$r3'::lake.receipt, 200) IS NULL");
 ok(defined wait_until(20, sub { finished($t) }), 'round 3: await_durable with timeout_ms = 200 returns while the worker holds');
 is($t->{out}, "t\n", '... with NULL');
 
@@ -252,12 +201,12 @@ for my $call (
 	[ "SELECT * FROM lake.owner_state('h2')", 'owner_state' ])
 {
 	my ($sql, $what) = @$call;
-	my $b = background("SET statement_timeout = '60s'; $sql");
+	my $b = background($node, "SET statement_timeout = '60s'; $sql");
 	ok(defined wait_until(20, sub { finished($b) }), "round 3: $what returns while the worker holds");
 	like($b->{err}, qr/lake owners are not available yet: the worker is recovering them/,
 		'... refused: the recovery took longer than lake.admission_queue_wait');
 }
-let_go($g);
+gdb_let_go($g);
 like($node->safe_psql('postgres', "SELECT (lake.await_durable('$r3'::lake.receipt, 60000)).position"),
 	qr/^\d+$/, 'round 3: the flush let go, the receipt has its coordinate');
 ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),

@@ -15,7 +15,8 @@ use Test::More ();
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(lake_node sql_error wait_until kanban_next kanban_replay read_log
-  live_states kanban_statements cast_sql client_sql);
+  live_states kanban_statements cast_sql client_sql gdb_hold gdb gdb_let_go
+  background finished);
 
 # PostgreSQL 15's poll_query_until feeds its query to psql through a pipe.
 # While a crashed server restarts, psql can fail to connect and exit before
@@ -253,6 +254,69 @@ sub client_sql
 		"SELECT 'ack', $st->{k}, '$st->{owner}', (c).position, (c).cycle "
 		  . "FROM lake.await_durable(:'r') c;",
 		'\\endif');
+}
+
+
+# gdb_hold(pid, function) -> gdb handle
+#
+# Attaches gdb to a server process with a breakpoint at 'function' and lets
+# the process run on; it stops when it reaches the function ("Breakpoint
+# 1," in $g->{out}). Signals the server uses pass through unreported.
+sub gdb_hold
+{
+	my ($pid, $function) = @_;
+	my %g = (in => '', out => '', pid => $pid);
+
+	# No debuginfod: it would ask on stdin, then fetch from the network.
+	local $ENV{DEBUGINFOD_URLS} = '';
+	$g{h} = IPC::Run::start(
+		[ 'gdb', '-q', '-nx', '-p', $pid ],
+		'<', \$g{in}, '>', \$g{out}, '2>', \$g{out});
+	gdb(\%g, "set pagination off\nset confirm off\n"
+		  . "handle SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGHUP SIGTERM SIGPIPE nostop noprint pass\n"
+		  . "break $function\necho lake-gdb-ready\\n\n", qr/lake-gdb-ready/)
+	  or Test::More::BAIL_OUT("gdb could not attach to process $pid: $g{out}");
+	gdb(\%g, "continue\n", qr/Continuing/);
+	return \%g;
+}
+
+# gdb(handle, commands, regexp) -> whether gdb's output matched within 30 s
+sub gdb
+{
+	my ($g, $cmd, $re) = @_;
+	$g->{out} = '';
+	$g->{in} .= $cmd;
+	return defined wait_until(30, sub { $g->{h}->pump_nb; $g->{out} =~ $re });
+}
+
+# gdb_let_go(handle): stops the process if it runs (gdb's SIGINT), drops the
+# breakpoint and detaches, so a failed test leaves no traced process behind.
+sub gdb_let_go
+{
+	my ($g) = @_;
+	$g->{h}->signal('INT');
+	gdb($g, "delete\ndetach\n", qr/Detaching|not being run/);
+	$g->{in} .= "quit\n";
+	$g->{h}->finish;
+}
+
+# background(node, sql) -> a psql running sql in the background
+sub background
+{
+	my ($node, $sql) = @_;
+	my %b = (out => '', err => '');
+	$b{h} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $sql ],
+		'>', \$b{out}, '2>', \$b{err});
+	return \%b;
+}
+
+# finished(background psql) -> whether it has exited
+sub finished
+{
+	my ($b) = @_;
+	$b->{h}->pump_nb if $b->{h}->pumpable;
+	return !$b->{h}->pumpable;
 }
 
 1;

@@ -1,0 +1,64 @@
+# A refused cast lets the cycle lock go before its error is reported (SPEC
+# §3: no tenant can stall another; every wait is bounded). PostgreSQL sends
+# an error to the client, and writes it to the log, before the abort that
+# releases LWLocks, and a client that stops reading its replies blocks that
+# send for as long as it likes: a cast refused with the lock held would
+# stall every cast, owner state and seal, of every tenant, meanwhile. Here
+# gdb holds a session in EmitErrorReport after each kind of refusal (LK002,
+# LK003, LK004, LK007) while another session casts durably (the worker
+# seals) and reads an owner's state; on the old code it waited on the lock.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+plan skip_all => 'gdb is not installed' unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
+
+# No statement logging: its LOG message would stop at the breakpoint first.
+my $node = lake_node('refusal', conf => "lake.cycle_interval = 1h\nlog_statement = none");
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION lake;
+SELECT lake.create_owner(o) FROM unnest('{a,b,q}'::text[]) o;
+UPDATE lake_data.owner SET quarantine_position = 0, quarantine_reason = 'held for the test' WHERE name = 'q';
+UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban';});
+ok($node->poll_query_until('postgres', "SELECT quarantined FROM lake.owner_state('q')"),
+	'the worker has recovered the owners, q quarantined');
+
+my $position = 0;
+for my $refusal (
+	[ 'LK002', "SELECT lake.cast('a', 'Commit', 'Planning')" ],
+	[ 'LK003', "SELECT lake.cast('a', 'Planning', 'Commit')" ],
+	[ 'LK004', "SELECT lake.cast('a', NULL, NULL, NULL, 7)" ],
+	[ 'LK007', "SELECT lake.cast('q', 'Planning', 'CognitiveWork')" ])
+{
+	my ($code, $sql) = @$refusal;
+	my $a = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $a->query_safe('SELECT pg_backend_pid()');
+	$a->query_safe('\set VERBOSITY verbose');
+	my $g = gdb_hold($pid, 'EmitErrorReport');
+	$a->query_until(qr/start/, "\\echo start\n$sql;\n");
+	ok(defined wait_until(30, sub { $g->{h}->pump_nb; $g->{out} =~ /Breakpoint 1,/ }),
+		"$code: the refused session is held in its error report")
+	  or diag("gdb: $g->{out}");
+
+	my $b = background($node,
+		"SELECT (c).position || '|' || s.phase FROM lake.cast_durable('b', NULL, NULL) c, lake.owner_state('a') s");
+	my $took = wait_until(20, sub { finished($b) });
+	ok(defined $took, "$code: meanwhile another session casts durably and reads an owner's state")
+	  or diag("waited: $b->{out} $b->{err}");
+	$position++;
+	is($b->{out}, "$position|Planning\n", '... and gets its coordinate and the state');
+
+	gdb_let_go($g);
+	$a->quit;
+	like($a->{stderr}, qr/ERROR:\s+$code:/, "$code: the held session got its refusal once let go");
+}
+is($node->safe_psql('postgres', "SELECT position, pending FROM lake.owner_state('a')"),
+	'0|0', 'the refused casts queued nothing');
+
+$node->stop;
+done_testing();
