@@ -205,7 +205,8 @@ digest_visit(const char *data, size_t len, void *arg)
 
 /*
  * A retired stage: its version, if the caller's digest (if any) agrees and
- * its chunks still make it up.
+ * its chunks still make it up. Checking that reads the whole version, so
+ * the call is admitted first (a slot), as every commit_append is.
  */
 static int64
 reconcile_retired(int64 stage, const uint8 *supplied)
@@ -216,6 +217,7 @@ reconcile_retired(int64 stage, const uint8 *supplied)
 	if (!store_stage_version(stage, &row, &op))
 		stage_not_open(stage);
 	require_stage_tenant(stage, &row);
+	(void) admission_reserve(0);
 	return operation_replay(&op, supplied, row.dataset, row.tenant, row.operation_id);
 }
 
