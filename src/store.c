@@ -630,6 +630,8 @@ store_lock_object(Oid classid, Oid objid, long wait_ms)
 		edata = CopyErrorData();
 		if (!bounded || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
 			PG_RE_THROW();
+		/* Out of the lock's wait queue now, not at the abort that follows. */
+		LockErrorCleanup();
 		FlushErrorState();
 		AtEOXact_GUC(true, nest);
 		return false;

@@ -17,6 +17,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
+#include "guc.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "store_owner.h"
@@ -30,7 +31,19 @@ store_owner_lock_and_count(void)
 {
 	static SPIPlanPtr plan;
 
-	LockRelationOid(store_relid("owner"), ShareRowExclusiveLock);
+	/*
+	 * Creations serialize on an object lock, not on the table: a creator
+	 * left in an open transaction holds up the next creator for at most
+	 * lake.admission_queue_wait, and never the quarantine updates of the
+	 * worker, lake.recover() or lake.release_owner().
+	 */
+	if (!store_lock_object(store_relid("owner"), 0, lake_admission_queue_wait_ms))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("owner creation is busy"),
+				 errdetail("Another transaction creating an owner held its lock longer than lake.admission_queue_wait (%d ms).",
+						   lake_admission_queue_wait_ms),
+				 errhint("Retry; keep transactions that create owners short.")));
 	store_run_snapshot(store_plan(&plan, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
 	return DatumGetInt64(store_colv(0, 1));
