@@ -420,20 +420,18 @@ index_state_of(CycleReader *cr, SysScanDesc scan, LogIndexState *st)
 }
 
 /*
- * The owner index as of cycle 'cycle' (0: the newest cycle), under
- * 'snapshot': false when there is no such cycle.
+ * The owner index as of the newest cycle, under 'snapshot': false when
+ * there is no cycle.
  */
 bool
-log_index_state(int64 cycle, Snapshot snapshot, LogIndexState *st)
+log_index_state(Snapshot snapshot, LogIndexState *st)
 {
 	CycleReader cr;
-	ScanKeyData key;
 	SysScanDesc scan;
 	bool		found;
 
 	cycle_reader_open(&cr, snapshot);
-	store_key_int8(&key, 1, cycle);
-	scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, cycle > 0 ? 1 : 0, &key);
+	scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, 0, NULL);
 	found = index_state_of(&cr, scan, st);
 	systable_endscan_ordered(scan);
 	cycle_reader_close(&cr);

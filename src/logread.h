@@ -56,7 +56,7 @@ typedef struct LogIndexState
 	int32		tail_owners;
 } LogIndexState;
 
-extern bool log_index_state(int64 cycle, Snapshot snapshot, LogIndexState *st);
+extern bool log_index_state(Snapshot snapshot, LogIndexState *st);
 
 /* A cycle's owners (nowners -1: its owner list and landings are damaged). */
 typedef void (*LogOwnerListVisitor) (int64 cycle, const LakeCycleOwner *owners,

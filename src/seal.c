@@ -92,7 +92,7 @@ check_fence(const CycleCut *cut, int64 base)
 					 ForwardScanDirection, writer_row, writer_nulls))
 		elog(ERROR, "lake: the writer epoch row is missing");
 	epoch = DatumGetInt32(writer_row[1]);
-	found = log_index_state(0, GetLatestSnapshot(), &st);
+	found = log_index_state(GetLatestSnapshot(), &st);
 
 	if (epoch != cut->epoch || (found && st.cycle > base))
 		ereport(ERROR,

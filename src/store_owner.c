@@ -19,7 +19,6 @@
 #include "catalog/pg_type.h"
 #include "guc.h"
 #include "miscadmin.h"
-#include "storage/lmgr.h"
 #include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
