@@ -116,7 +116,7 @@ checkpoint_take(void)
 		pos += lake_image_put(raw + pos, &o);
 		kept++;
 	}
-	(void) lake_images_put_header(raw, (uint32) kept);
+	(void) lake_images_put_header(raw, (uint32) kept, cycle);
 	stored = store_encode((const char *) raw, pos);
 
 	{

@@ -70,11 +70,13 @@ lake_landing_size(const LakeLanding *l)
 }
 
 size_t
-lake_landings_put_header(uint8_t *out, uint32_t count)
+lake_landings_put_header(uint8_t *out, uint32_t count, LakeCycleId id)
 {
 	out[0] = 'L';
-	out[1] = 1;
+	out[1] = 2;
 	put_u32(out + 2, count);
+	put_u64(out + 6, (uint64_t) id.cycle);
+	put_u32(out + 14, (uint32_t) id.epoch);
 	return LAKE_LANDINGS_HEADER;
 }
 
@@ -131,15 +133,28 @@ get_bytes16(const uint8_t *in, size_t len, size_t *pos, const char **s,
 	return 1;
 }
 
+bool
+lake_landings_id(const uint8_t *in, size_t len, LakeCycleId *id)
+{
+	if (len < LAKE_LANDINGS_HEADER || in[0] != 'L' || in[1] != 2)
+		return false;
+	id->cycle = (int64_t) get_u64(in + 6);
+	id->epoch = (int32_t) get_u32(in + 14);
+	return true;
+}
+
 LakeLandingStatus
-lake_landings_decode(const uint8_t *in, size_t len, LakeLandingVisitor visit,
-					 void *arg)
+lake_landings_decode(const uint8_t *in, size_t len, const LakeCycleId *expect,
+					 LakeLandingVisitor visit, void *arg)
 {
 	size_t		pos = LAKE_LANDINGS_HEADER;
 	uint32_t	count;
+	LakeCycleId id;
 
-	if (len < LAKE_LANDINGS_HEADER || in[0] != 'L' || in[1] != 1)
+	if (!lake_landings_id(in, len, &id))
 		return LAKE_LANDING_BAD_HEADER;
+	if (expect != NULL && (id.cycle != expect->cycle || id.epoch != expect->epoch))
+		return LAKE_LANDING_MISPLACED;
 	count = get_u32(in + 2);
 	for (uint32_t i = 0; i < count; i++)
 	{
@@ -195,6 +210,8 @@ lake_landing_status_text(LakeLandingStatus st)
 			return "landing has unknown flags";
 		case LAKE_LANDING_TRAILING:
 			return "landing record has trailing bytes";
+		case LAKE_LANDING_MISPLACED:
+			return "the record was written for another cycle or epoch than its row names";
 		case LAKE_LANDING_STOPPED:
 			return "stopped";
 	}
@@ -210,11 +227,12 @@ lake_image_size(const LakeOwnerImage *o)
 }
 
 size_t
-lake_images_put_header(uint8_t *out, uint32_t count)
+lake_images_put_header(uint8_t *out, uint32_t count, int64_t cycle)
 {
 	out[0] = 'S';
-	out[1] = 1;
+	out[1] = 2;
 	put_u32(out + 2, count);
+	put_u64(out + 6, (uint64_t) cycle);
 	return LAKE_IMAGES_HEADER;
 }
 
@@ -227,14 +245,27 @@ lake_image_put(uint8_t *out, const LakeOwnerImage *o)
 	return (size_t) (put_bytes16(out + IMAGE_FIXED, o->phase, o->phase_len) - out);
 }
 
+bool
+lake_images_cycle(const uint8_t *in, size_t len, int64_t *cycle)
+{
+	if (len < LAKE_IMAGES_HEADER || in[0] != 'S' || in[1] != 2)
+		return false;
+	*cycle = (int64_t) get_u64(in + 6);
+	return true;
+}
+
 LakeLandingStatus
-lake_images_decode(const uint8_t *in, size_t len, LakeImageVisitor visit, void *arg)
+lake_images_decode(const uint8_t *in, size_t len, const int64_t *expect,
+				   LakeImageVisitor visit, void *arg)
 {
 	size_t		pos = LAKE_IMAGES_HEADER;
 	uint32_t	count;
+	int64_t		cycle;
 
-	if (len < LAKE_IMAGES_HEADER || in[0] != 'S' || in[1] != 1)
+	if (!lake_images_cycle(in, len, &cycle))
 		return LAKE_LANDING_BAD_HEADER;
+	if (expect != NULL && cycle != *expect)
+		return LAKE_LANDING_MISPLACED;
 	count = get_u32(in + 2);
 	for (uint32_t i = 0; i < count; i++)
 	{

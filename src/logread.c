@@ -77,7 +77,8 @@ log_unwrap(Datum data, uint8_t **raw, size_t *len)
  * then finds broken.
  */
 static const char *
-visit_record(Datum data, LakeLandingVisitor visit, void *arg, bool whole_first)
+visit_record(Datum data, LakeCycleId id, LakeLandingVisitor visit, void *arg,
+			 bool whole_first)
 {
 	size_t		got;
 	uint8_t    *raw;
@@ -85,10 +86,10 @@ visit_record(Datum data, LakeLandingVisitor visit, void *arg, bool whole_first)
 	LakeLandingStatus lst;
 
 	if (why == NULL && whole_first &&
-		(lst = lake_landings_decode(raw, got, landing_ignore, NULL)) != LAKE_LANDING_OK)
+		(lst = lake_landings_decode(raw, got, &id, landing_ignore, NULL)) != LAKE_LANDING_OK)
 		why = lake_landing_status_text(lst);
 	if (why == NULL &&
-		(lst = lake_landings_decode(raw, got, visit, arg)) != LAKE_LANDING_OK &&
+		(lst = lake_landings_decode(raw, got, &id, visit, arg)) != LAKE_LANDING_OK &&
 		lst != LAKE_LANDING_STOPPED)
 		why = lake_landing_status_text(lst);
 	if (raw != NULL)
@@ -107,12 +108,12 @@ cycle_damaged_error(int64 cycle, const char *why)
 
 /* Decode one stored cycle and visit its landings (XX001 if damaged). */
 static void
-log_visit_cycle(int64 cycle, Datum data, LakeLandingVisitor visit, void *arg)
+log_visit_cycle(LakeCycleId id, Datum data, LakeLandingVisitor visit, void *arg)
 {
-	const char *why = visit_record(data, visit, arg, false);
+	const char *why = visit_record(data, id, visit, arg, false);
 
 	if (why != NULL)
-		cycle_damaged_error(cycle, why);
+		cycle_damaged_error(id.cycle, why);
 }
 
 typedef struct OwnerList
@@ -242,7 +243,8 @@ log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
 		return false;
 	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	out->lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	log_visit_cycle(cycle, SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
+	log_visit_cycle((LakeCycleId) {cycle, epoch},
+					SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
 					find_seq, &f);
 	if (!f.found)
 		return false;
@@ -321,7 +323,8 @@ cycle_reader_visit(CycleReader *cr, HeapTuple tup, LogCycle *where,
 	where->cycle = DatumGetInt64(cycle_column(cr, tup, cr->att_cycle));
 	where->epoch = DatumGetInt32(cycle_column(cr, tup, cr->att_epoch));
 	old = MemoryContextSwitchTo(cr->cxt);
-	why = visit_record(cycle_column(cr, tup, cr->att_data), visit, arg, damaged != NULL);
+	why = visit_record(cycle_column(cr, tup, cr->att_data),
+					   (LakeCycleId) {where->cycle, where->epoch}, visit, arg, damaged != NULL);
 	if (why != NULL && damaged != NULL)
 	{
 		OwnerList	ol;
@@ -392,8 +395,10 @@ log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
 
 		if (cycle_owner_list(cycle_column(&cr, tup, cr.att_owners), &ol) != NULL)
 		{
+			LakeCycleId id = {cycle, DatumGetInt32(cycle_column(&cr, tup, cr.att_epoch))};
+
 			memset(&ol, 0, sizeof(ol));
-			if (visit_record(cycle_column(&cr, tup, cr.att_data), owner_list_landing,
+			if (visit_record(cycle_column(&cr, tup, cr.att_data), id, owner_list_landing,
 							 &ol, true) != NULL)
 				ol.n = -1;
 		}

@@ -396,7 +396,7 @@ load_snapshot(Replay *rp)
 	if (why == NULL)
 	{
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-		lst = lake_images_decode(raw, got, load_image, rp);
+		lst = lake_images_decode(raw, got, &cycle, load_image, rp);
 		LWLockRelease(cycle_lock());
 		if (lst == LAKE_LANDING_OK)
 			return cycle;

@@ -553,7 +553,8 @@ seal_run(void)
 		}
 	}
 	raw = palloc(rawlen);
-	pos = lake_landings_put_header(raw, (uint32) cut.ncasts);
+	pos = lake_landings_put_header(raw, (uint32) cut.ncasts,
+								   (LakeCycleId) {cycle, cut.epoch});
 
 	for (uint64 off = cut.start; off < cut.end;)
 	{

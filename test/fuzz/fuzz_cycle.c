@@ -54,18 +54,28 @@ check_record(const uint8_t *raw, size_t len)
 	FuzzBuf		out = {0};
 	const LakeLanding *items;
 
-	st = lake_landings_decode(raw, len, keep, &seen);
+	st = lake_landings_decode(raw, len, NULL, keep, &seen);
 	FUZZ_CHECK(lake_landing_status_text(st) != NULL);
 	items = (const LakeLanding *) seen.items.data;
 	if (st == LAKE_LANDING_OK)
 	{
 		size_t		want = LAKE_LANDINGS_HEADER;
+		LakeCycleId id;
+		LakeCycleId other;
+		Seen		none = {0};
 
 		for (size_t i = 0; i < seen.n; i++)
 			want += lake_landing_size(&items[i]);
 		FUZZ_CHECK(want == len);
+		FUZZ_CHECK(lake_landings_id(raw, len, &id));
+		/* A record read as another cycle's is refused before any visit. */
+		other = id;
+		other.epoch++;
+		FUZZ_CHECK(lake_landings_decode(raw, len, &other, keep, &none) == LAKE_LANDING_MISPLACED);
+		FUZZ_CHECK(none.n == 0);
+
 		out.len = lake_landings_put_header(fuzz_reserve(&out, LAKE_LANDINGS_HEADER),
-										   (uint32_t) seen.n);
+										   (uint32_t) seen.n, id);
 		for (size_t i = 0; i < seen.n; i++)
 			out.len += lake_landing_put(fuzz_reserve(&out, lake_landing_size(&items[i])),
 										&items[i]);
@@ -76,7 +86,7 @@ check_record(const uint8_t *raw, size_t len)
 		{
 			Seen		first = {.stop_after = 1};
 
-			FUZZ_CHECK(lake_landings_decode(raw, len, keep, &first) == LAKE_LANDING_STOPPED);
+			FUZZ_CHECK(lake_landings_decode(raw, len, NULL, keep, &first) == LAKE_LANDING_STOPPED);
 			FUZZ_CHECK(first.n == 1);
 			free(first.items.data);
 		}

@@ -31,13 +31,22 @@ check_record(const uint8_t *raw, size_t len)
 	FuzzBuf		seen = {0};
 	FuzzBuf		out = {0};
 
-	if (lake_images_decode(raw, len, keep, &seen) == LAKE_LANDING_OK)
+	if (lake_images_decode(raw, len, NULL, keep, &seen) == LAKE_LANDING_OK)
 	{
 		const LakeOwnerImage *items = (const LakeOwnerImage *) seen.data;
 		size_t		n = seen.len / sizeof(LakeOwnerImage);
+		int64_t		cycle;
+		int64_t		other;
+		FuzzBuf		none = {0};
+
+		FUZZ_CHECK(lake_images_cycle(raw, len, &cycle));
+		/* A snapshot read as another cycle's is refused before any visit. */
+		other = cycle + 1;
+		FUZZ_CHECK(lake_images_decode(raw, len, &other, keep, &none) == LAKE_LANDING_MISPLACED);
+		FUZZ_CHECK(none.len == 0);
 
 		out.len = lake_images_put_header(fuzz_reserve(&out, LAKE_IMAGES_HEADER),
-										 (uint32_t) n);
+										 (uint32_t) n, cycle);
 		for (size_t i = 0; i < n; i++)
 			out.len += lake_image_put(fuzz_reserve(&out, lake_image_size(&items[i])),
 									  &items[i]);

@@ -20,8 +20,18 @@ BEGIN
 END $$;
 
 -- Well-formed raw chunks (t.raw_chunk: tag and checksum) around damaged
--- landing records: 'L', version 1, a uint32 count, then per landing int32
--- owner, int64 position, seq, lap and a flags byte.
+-- landing records: 'L', version 2, a uint32 count, the int64 cycle and
+-- int32 epoch the record was sealed as, then per landing int32 owner, int64
+-- position, seq, lap and a flags byte. t.d_head(count, cycle, epoch) is
+-- such a header, little-endian.
+CREATE FUNCTION t.le(v bigint, n int) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
+    SELECT decode(string_agg(lpad(to_hex((v >> (8 * i)) & 255), 2, '0'), '' ORDER BY i), 'hex')
+    FROM generate_series(0, n - 1) i
+$$;
+SELECT epoch AS e FROM lake_data.cycle WHERE cycle = :c \gset
+CREATE FUNCTION t.d_head(n int, c bigint, e int) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
+    SELECT '\x4c02'::bytea || t.le(n, 4) || t.le(c, 8) || t.le(e, 4)
+$$;
 SELECT name, t.d_try(bad, :c) AS refused
 FROM (VALUES
     ('empty',               ''::bytea),
@@ -29,14 +39,32 @@ FROM (VALUES
     ('corrupt zstd frame',  '\x5a0000000028b52ffd0000ffff'::bytea),
     ('frame cut short',     substring((SELECT data FROM t.d_good) FROM 1 FOR 12)),
     ('not a landing record',t.raw_chunk('\x68656c6c6f')),
-    ('landing version 2',   t.raw_chunk('\x4c0200000000')),
-    ('count past the end',  t.raw_chunk('\x4c0101000000')),
-    ('landing cut short',   t.raw_chunk('\x4c010100000001000000')),
-    ('unknown flags',       t.raw_chunk(('\x4c0101000000' || repeat('00', 28) || '80')::bytea)),
-    ('phase past the end',  t.raw_chunk(('\x4c0101000000' || repeat('00', 28) || '01' || 'ffff')::bytea)),
-    ('payload past the end',t.raw_chunk(('\x4c0101000000' || repeat('00', 28) || '02' || 'ffffffff')::bytea)),
-    ('trailing bytes',      t.raw_chunk('\x4c010000000000'))
+    ('landing version 1',   t.raw_chunk('\x4c0100000000')),
+    ('header cut short',    t.raw_chunk(substring(t.d_head(0, :c, :e) FROM 1 FOR 17))),
+    ('another cycle',       t.raw_chunk(t.d_head(0, :c + 1, :e))),
+    ('another epoch',       t.raw_chunk(t.d_head(0, :c, :e + 1))),
+    ('count past the end',  t.raw_chunk(t.d_head(1, :c, :e))),
+    ('landing cut short',   t.raw_chunk(t.d_head(1, :c, :e) || '\x01000000'::bytea)),
+    ('unknown flags',       t.raw_chunk(t.d_head(1, :c, :e) || decode(repeat('00', 28) || '80', 'hex'))),
+    ('phase past the end',  t.raw_chunk(t.d_head(1, :c, :e) || decode(repeat('00', 28) || '01' || 'ffff', 'hex'))),
+    ('payload past the end',t.raw_chunk(t.d_head(1, :c, :e) || decode(repeat('00', 28) || '02' || 'ffffffff', 'hex'))),
+    ('trailing bytes',      t.raw_chunk(t.d_head(0, :c, :e) || '\x00'::bytea))
 ) AS cases(name, bad);
+-- An empty record under the cycle's own identity: the owner index, which
+-- lists d_owner's landing in this cycle, notices that it is missing.
+SELECT t.d_try(t.raw_chunk(t.d_head(0, :c, :e)), :c) AS empty_cycle;
+
+-- The row's identity is checked against the record it holds: a cycle row
+-- whose epoch, or whose key, was altered is damaged for every reader.
+UPDATE lake_data.cycle SET epoch = epoch + 1 WHERE cycle = :c;
+SELECT regexp_replace(t.err('SELECT count(*) FROM lake.trajectory(''d_owner'')'), 'cycle \d+', 'cycle <c>') AS epoch_altered;
+SELECT left(t.err(format('SELECT count(*) FROM lake.log(%s)', :c - 1)), 5) AS epoch_altered_log;
+UPDATE lake_data.cycle SET epoch = epoch - 1 WHERE cycle = :c;
+UPDATE lake_data.cycle SET cycle = cycle + 1000 WHERE cycle = :c;
+SELECT regexp_replace(t.err(format('SELECT count(*) FROM lake.log(%s)', :c - 1)), 'cycle \d+', 'cycle <c>') AS key_altered;
+UPDATE lake_data.cycle SET cycle = cycle - 1000 WHERE cycle = :c + 1000;
+DROP FUNCTION t.d_head(int, bigint, int);
+DROP FUNCTION t.le(bigint, int);
 -- Put back, the cycle reads as before.
 SELECT position, from_phase, to_phase, payload FROM lake.trajectory('d_owner');
 

@@ -16,8 +16,9 @@
 #   tail and the owner continues (Prune included), also after a restart.
 #   An owner whose snapshot puts it in Prune is quarantined as well, and
 #   released to its durable state once Prune is back.
-# - Damaged stored bytes: a snapshot that does not decode is passed over
-#   (the whole log replays to the same states); a damaged cycle record
+# - Damaged stored bytes: a snapshot that does not decode, or whose row
+#   names another cycle than its record, is passed over (the whole log
+#   replays to the same states); a damaged cycle record
 #   quarantines the owners with landings in it, at their prefix, while the
 #   others recover, and release_owner applies it once repaired.
 # - A quarantine put in lake_data.owner by hand without a reason is a
@@ -350,6 +351,28 @@ states_replay('after the release and a restart');
 	is($node->safe_psql('postgres', 'SELECT recovery_snapshot, recovery_quarantined FROM lake.stats()'),
 		'0|0', 'and recovery started from the beginning of the log, quarantining nobody');
 	states_replay('after a damaged snapshot');
+}
+
+# A snapshot row whose cycle was altered (moved past landings it does not
+# hold) no longer matches the cycle its record was taken at: it is passed
+# over like a damaged one, where recovery used to skip those landings.
+{
+	push @others, 's1';
+	$node->safe_psql('postgres', "SELECT lake.create_owner('s1')");
+	my $snap = $node->safe_psql('postgres', 'SELECT lake.checkpoint()');
+	is(cast('s1', 'Planning', 'CognitiveWork'), 1, 's1 cast after the snapshot');
+	my $past = $node->safe_psql('postgres', 'SELECT sealed_cycle FROM lake.stats()');
+	cmp_ok($past, '>', $snap, "a cycle ($past) sealed after the snapshot of cycle $snap");
+	$node->safe_psql('postgres', "UPDATE lake_data.snapshot SET cycle = $past WHERE cycle = $snap");
+	my $offset = -s $node->logfile;
+	restart('fast');
+	like(slurp_file($node->logfile, $offset),
+		qr/the snapshot of cycle $past is damaged; replaying the whole log\n.*DETAIL:  the record was written for another cycle/,
+		'the moved snapshot is reported as damaged');
+	is($node->safe_psql('postgres', "SELECT phase, position FROM lake.owner_state('s1')"),
+		'CognitiveWork|1', "s1's landing after the snapshot's true cycle is applied");
+	states_replay('after a snapshot row was moved');
+	$node->safe_psql('postgres', "DELETE FROM lake_data.snapshot WHERE cycle = $past");
 }
 
 # A damaged cycle record: the owners with landings in it are quarantined
