@@ -177,34 +177,14 @@ owner_list_landing(const LakeLanding *l, void *arg)
 	}
 }
 
-bool
-log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
-{
-	ScanKeyData key[2];
-	Datum		values[5];
-	bool		nulls[5];
-	bytea	   *d;
-
-	store_key_int4(&key[0], 1, owner_id);
-	store_key_text(&key[1], 2, operation_id);
-	if (!store_fetch("cast_operation", "cast_operation_pkey", GetLatestSnapshot(),
-					 key, 2, ForwardScanDirection, values, nulls))
-		return false;
-	d = DatumGetByteaPP(values[2]);
-	if (VARSIZE_ANY_EXHDR(d) != LAKE_DIGEST_LEN)
-		elog(ERROR, "lake: stored cast digest has the wrong length");
-	memcpy(out->digest, VARDATA_ANY(d), LAKE_DIGEST_LEN);
-	out->epoch = DatumGetInt32(values[3]);
-	out->seq = DatumGetInt64(values[4]);
-	return true;
-}
-
 typedef struct FindSeq
 {
 	int64		seq;
 	int32		owner_id;
 	int64		position;
+	const char *operation_id;	/* NULL: any */
 	bool		found;
+	bool		operation_matches;
 } FindSeq;
 
 static int
@@ -217,17 +197,21 @@ find_seq(const LakeLanding *l, void *arg)
 	f->position = l->position;
 	f->owner_id = l->owner_id;
 	f->found = true;
+	f->operation_matches = f->operation_id != NULL &&
+		(l->flags & LANDING_OPERATION) &&
+		l->operation_len == strlen(f->operation_id) &&
+		memcmp(l->operation_id, f->operation_id, l->operation_len) == 0;
 	return 1;
 }
 
-bool
-log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
+/* The landing of receipt (epoch, seq) into 'out' and 'f'; false if none. */
+static bool
+find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 {
 	static SPIPlanPtr plan;
 	Oid			types[2] = {INT4OID, INT8OID};
 	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
 	bool		isnull;
-	FindSeq		f = {seq, 0, 0, false};
 	int64		cycle;
 
 	if (SPI_execute_snapshot(store_plan(&plan,
@@ -243,17 +227,56 @@ log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
 		return false;
 	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	out->lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	f->seq = seq;
+	f->found = false;
 	log_visit_cycle((LakeCycleId) {cycle, epoch},
 					SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
-					find_seq, &f);
-	if (!f.found)
+					find_seq, f);
+	if (!f->found)
 		return false;
 	out->epoch = epoch;
 	out->seq = seq;
 	out->cycle = cycle;
-	out->position = f.position;
-	out->owner_id = f.owner_id;
+	out->position = f->position;
+	out->owner_id = f->owner_id;
 	return true;
+}
+
+bool
+log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
+{
+	ScanKeyData key[2];
+	Datum		values[5];
+	bool		nulls[5];
+	FindSeq		f = {.operation_id = operation_id};
+
+	store_key_int4(&key[0], 1, owner_id);
+	store_key_text(&key[1], 2, operation_id);
+	if (!store_fetch("cast_operation", "cast_operation_pkey", GetLatestSnapshot(),
+					 key, 2, ForwardScanDirection, values, nulls))
+		return false;
+	/*
+	 * The row is outside any checksummed record: answer with its receipt
+	 * only once the log shows that receipt is this owner's landing of this
+	 * operation, never another owner's step.
+	 */
+	if (!store_copy_digest(values[2], out->digest) ||
+		!find_landing(DatumGetInt32(values[3]), DatumGetInt64(values[4]), &f, out) ||
+		f.owner_id != owner_id || !f.operation_matches)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the sealed record of cast operation \"%s\" is damaged", operation_id),
+				 errdetail("Its lake_data.cast_operation row, with receipt (%d," INT64_FORMAT "), does not match this owner's landing of this operation.",
+						   DatumGetInt32(values[3]), DatumGetInt64(values[4]))));
+	return true;
+}
+
+bool
+log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
+{
+	FindSeq		f = {0};
+
+	return find_landing(epoch, seq, &f, out);
 }
 
 /*

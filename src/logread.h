@@ -25,16 +25,16 @@ typedef struct LogReceipt
 	XLogRecPtr	lsn;
 } LogReceipt;
 
-/* The store must be connected for these. */
+/*
+ * The store must be connected for these. log_find_operation answers only
+ * from a landing of that owner with that operation id (XX001 if the
+ * operation's row points anywhere else).
+ */
 extern bool log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out);
 extern bool log_find_receipt(int32 epoch, int64 seq, LogReceipt *out);
 
 /* The cycle a visitor's landing comes from. */
-typedef struct LogCycle
-{
-	int64		cycle;
-	int32		epoch;
-} LogCycle;
+typedef LakeCycleId LogCycle;
 
 /*
  * Told of a damaged cycle instead of an XX001, with the owners the cycle's

@@ -42,12 +42,20 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 					const char *tenant, const char *operation_id)
 {
 	if (digest != NULL && memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
+	{
+		/*
+		 * A version known damaged (an unreadable digest, say) cannot tell
+		 * different content from a replay: LK005, not a conflict.
+		 */
+		if (op->head.damage != NULL)
+			store_lineage_broken(dataset, op->version, op->head.damage);
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
 				 errmsg("operation \"%s\" of tenant \"%s\" already committed version " INT64_FORMAT " of dataset \"%s\" with different content",
 						operation_id, tenant, op->version, dataset),
 				 errdetail("The stored digest differs from this payload's digest."),
 				 errhint("Use a new operation id for new content.")));
+	}
 	/* The version answers for its bytes as a read does (SPEC §5). */
 	store_check_lineage(dataset, op, payload, len);
 	return op->version;

@@ -304,14 +304,18 @@ store_col_text(uint64 row, int colno)
 	return copy;
 }
 
-void
+bool
 store_copy_digest(Datum d, uint8 *out)
 {
 	bytea	   *b = DatumGetByteaPP(d);
 
 	if (VARSIZE_ANY_EXHDR(b) != LAKE_DIGEST_LEN)
-		elog(ERROR, "lake: stored digest has %d bytes", (int) VARSIZE_ANY_EXHDR(b));
+	{
+		memset(out, 0, LAKE_DIGEST_LEN);
+		return false;
+	}
 	memcpy(out, VARDATA_ANY(b), LAKE_DIGEST_LEN);
+	return true;
 }
 
 Datum

@@ -81,7 +81,8 @@ extern char *store_col_text(uint64 row, int colno);
 extern void store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo);
 
 /* Digests as stored: bytea of LAKE_DIGEST_LEN bytes. */
-extern void store_copy_digest(Datum d, uint8 *out);
+/* A stored digest into 'out'; false (and zeros) if it is not 32 bytes. */
+extern bool store_copy_digest(Datum d, uint8 *out);
 extern Datum store_digest_datum(const uint8 *digest);
 
 /*

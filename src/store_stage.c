@@ -162,9 +162,9 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 
 /*
  * Whether chunk 'chunk_no' of 'blob' is stored, and with exactly these
- * bytes: the stored chunk is decoded (its checksum verified; XX001 if it
- * is damaged) and compared byte for byte. Only a re-send pays for this, so
- * an upload hashes nothing.
+ * bytes: the stored chunk is decoded (its checksum verified, and its size
+ * against its row's; XX001 if it is damaged) and compared byte for byte.
+ * Only a re-send pays for this, so an upload hashes nothing.
  */
 StoredChunk
 store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
@@ -173,7 +173,11 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 	Oid			types[2] = {INT8OID, INT4OID};
 	Datum		values[2] = {Int64GetDatum(blob), Int32GetDatum(chunk_no)};
 	bytea	   *stored;
-	uint8	   *decoded;
+	const uint8 *in;
+	size_t		inlen;
+	uint8	   *decoded = NULL;
+	int32		declared;
+	size_t		size = 0;
 	size_t		got = 0;
 	LakeCodecStatus cst;
 	bool		same;
@@ -185,19 +189,31 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 		values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return CHUNK_ABSENT;
-	if ((size_t) DatumGetInt32(store_colv(0, 1)) != len)
-		return CHUNK_DIFFERENT;
 	stored = DatumGetByteaPP(store_colv(0, 2));
-	decoded = palloc(Max(len, 1));
-	cst = lake_chunk_decode(store_decompression_context(), (const uint8 *) VARDATA_ANY(stored),
-							VARSIZE_ANY_EXHDR(stored), decoded, len, &got);
-	if (cst != LAKE_CODEC_OK || got != len)
+	in = (const uint8 *) VARDATA_ANY(stored);
+	inlen = VARSIZE_ANY_EXHDR(stored);
+	declared = DatumGetInt32(store_colv(0, 1));
+	cst = lake_chunk_decoded_size(in, inlen, false, &size);
+	/* Allocated by the frame's header only when the row agrees with it. */
+	if (cst == LAKE_CODEC_OK && (declared < 0 || size != (size_t) declared))
+		cst = LAKE_CODEC_SIZE_MISMATCH;
+	if (cst == LAKE_CODEC_OK)
+	{
+		decoded = palloc(Max(size, 1));
+		cst = lake_chunk_decode(store_decompression_context(), in, inlen, decoded, size, &got);
+	}
+	if (cst != LAKE_CODEC_OK || got != size)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("chunk %d of stage " INT64_FORMAT " is damaged", chunk_no, blob),
 				 errdetail("%s", cst != LAKE_CODEC_OK ? lake_codec_status_text(cst) :
 						   "it does not hold the bytes its row declares"),
 				 errhint("Abort the stage and begin again.")));
+	if (got != len)
+	{
+		pfree(decoded);
+		return CHUNK_DIFFERENT;
+	}
 	same = memcmp(decoded, data, len) == 0;
 	pfree(decoded);
 	return same ? CHUNK_SAME : CHUNK_DIFFERENT;

@@ -296,7 +296,6 @@ head_from_row(Datum *values, bool *nulls, VersionHead *head)
 	head->dataset_id = DatumGetInt32(values[VA_DATASET - 1]);
 	head->version = DatumGetInt64(values[VA_VERSION - 1]);
 	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
-	store_copy_digest(values[VA_DIGEST - 1], head->digest);
 	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
 		DatumGetByteaPP(values[VA_DATA - 1]);
 	head->blob = 0;
@@ -320,6 +319,8 @@ head_from_row(Datum *values, bool *nulls, VersionHead *head)
 	}
 	else if (!find_version_blob(head))
 		head->damage = "chunk 0 is missing";
+	if (!store_copy_digest(values[VA_DIGEST - 1], head->digest) && head->damage == NULL)
+		head->damage = "its stored digest is not 32 bytes";
 }
 
 static bool

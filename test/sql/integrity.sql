@@ -151,6 +151,57 @@ SELECT t.err(format('SELECT lake.commit_append(%s)', :late)) AS chunk_damaged;
 UPDATE lake_data.chunk c SET data = g.data FROM t.i_late g WHERE c.blob = g.blob AND c.chunk_no = g.chunk_no;
 SELECT lake.commit_append(:late) = :late_version AS repaired_contender;
 
+-- Columns beside the records are checked against them: an edited column is
+-- damage, never another answer.
+-- A version digest that is not 32 bytes: a read, a replay and a conflicting
+-- retry are LK005 (this was an internal error, XX000).
+SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('digest', 'UTF8')) AS dv \gset
+SELECT encode(digest, 'hex') AS dg FROM lake_data.version
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv \gset
+UPDATE lake_data.version SET digest = '\x00'
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv;
+SELECT t.err(format('SELECT lake.read(%L, %s)', 'i_ds', :dv)) AS short_digest_read;
+SELECT t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('digest', 'UTF8'))$q$) AS short_digest_replay;
+SELECT t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('other', 'UTF8'))$q$) AS short_digest_other;
+UPDATE lake_data.version SET digest = decode(:'dg', 'hex')
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv;
+SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('digest', 'UTF8')) = :dv AS repaired_digest;
+
+-- A stage chunk whose row declares another size than its record holds: a
+-- re-send is XX001 (it was LK001, "different content"), as is a commit.
+SELECT lake.begin_append('i_ds', 'acme', 'i-bytes') AS bs \gset
+SELECT lake.append_chunk(:bs, 0, convert_to('chunk', 'UTF8'));
+UPDATE lake_data.chunk SET bytes = bytes + 1 WHERE blob = :bs AND chunk_no = 0;
+SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 0, %L)', :bs, convert_to('chunk', 'UTF8'))),
+                      'stage \d+', 'stage <s>') AS resend_size_edited;
+SELECT regexp_replace(t.err(format('SELECT lake.commit_append(%s)', :bs)), 'stage \d+', 'stage <s>') AS commit_size_edited;
+UPDATE lake_data.chunk SET bytes = 5 WHERE blob = :bs AND chunk_no = 0;
+SELECT lake.append_chunk(:bs, 0, convert_to('chunk', 'UTF8')) AS resend_repaired;
+SELECT convert_from(lake.read('i_ds', lake.commit_append(:bs)), 'UTF8') AS committed_repaired;
+
+-- A sealed idempotent cast is answered from lake_data.cast_operation only
+-- when the log shows that receipt is this owner's landing of this
+-- operation: a row pointed at another owner's step is XX001 (it returned
+-- that step's coordinate), and so is a digest that is not 32 bytes.
+SELECT lake.create_owner('i_op1'), lake.create_owner('i_op2');
+SELECT (lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')).position AS op_a;
+SELECT (lake.cast_durable('i_op2', 'Planning', 'CognitiveWork', NULL, NULL, 'op-b')).position AS op_b;
+CREATE TABLE t.i_ops AS SELECT * FROM lake_data.cast_operation;
+UPDATE lake_data.cast_operation a SET epoch = b.epoch, seq = b.seq
+FROM lake_data.cast_operation b
+WHERE a.operation_id = 'op-a' AND b.operation_id = 'op-b'
+  AND a.owner_id = (SELECT id FROM lake_data.owner WHERE name = 'i_op1')
+  AND b.owner_id = (SELECT id FROM lake_data.owner WHERE name = 'i_op2');
+SELECT regexp_replace(t.err($q$SELECT lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')$q$),
+                      '\(\d+,\d+\)', '(e,s)') AS op_row_moved;
+SELECT left(t.err($q$SELECT lake.cast('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')$q$), 5) AS op_row_moved_cast;
+UPDATE lake_data.cast_operation c SET epoch = g.epoch, seq = g.seq, digest = '\x00'
+FROM t.i_ops g WHERE c.owner_id = g.owner_id AND c.operation_id = g.operation_id;
+SELECT left(t.err($q$SELECT lake.cast('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')$q$), 5) AS op_short_digest;
+UPDATE lake_data.cast_operation c SET digest = g.digest
+FROM t.i_ops g WHERE c.owner_id = g.owner_id AND c.operation_id = g.operation_id;
+SELECT (lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')).position AS op_a_repaired;
+
 DROP FUNCTION t.i_cycle_flips(bigint), t.i_version_flips(bigint), t.i_stage_flips(bigint),
     t.i_replay(), t.i_outcome(text, text), t.i_flip(bytea, int);
-DROP TABLE t.i_good, t.i_chunk, t.i_stage, t.i_big, t.i_late;
+DROP TABLE t.i_good, t.i_chunk, t.i_stage, t.i_big, t.i_late, t.i_ops;
