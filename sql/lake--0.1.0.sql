@@ -125,10 +125,14 @@ CREATE TABLE lake_data.version_blob (
 -- Stages whose commit found their operation already committed (a replay):
 -- the stage and its chunks are gone, the version it answered stays, so a
 -- retried commit of the stage gets the same answer, never "stage not found".
+-- Its operation is kept too: a retried commit answers only with a version
+-- of that operation.
 CREATE TABLE lake_data.stage_replay (
     stage         bigint PRIMARY KEY,
     dataset_id    int NOT NULL,
-    version       bigint NOT NULL
+    version       bigint NOT NULL,
+    tenant        text COLLATE "C" NOT NULL,
+    operation_id  text COLLATE "C" NOT NULL
 );
 
 -- Stored chunks (codec.h): of versions, and of open stages.

@@ -293,7 +293,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	else
 	{
 		/* A replay: its chunks are redundant, the answer is kept. */
-		store_note_stage_replay(stage, row.dataset_id, version);
+		store_note_stage_replay(stage, row.dataset_id, version, row.tenant, row.operation_id);
 		store_drop_stage(stage, true);
 	}
 	store_finish();

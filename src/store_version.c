@@ -201,10 +201,12 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
 #define VB_BYTES 5
 
 /* Columns of lake_data.stage_replay. */
-#define STAGE_REPLAY_NATTS 3
+#define STAGE_REPLAY_NATTS 5
 #define SR_STAGE 1
 #define SR_DATASET 2
 #define SR_VERSION 3
+#define SR_TENANT 4
+#define SR_OPERATION 5
 
 /* Columns of lake_data.chunk, as created by the install script. */
 #define CHUNK_NATTS 4
@@ -572,6 +574,8 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	ScanKeyData key[2];
 	Datum		values[VERSION_NATTS];
 	bool		nulls[VERSION_NATTS];
+	char	   *replay_tenant = NULL;
+	char	   *replay_operation = NULL;
 
 	store_key_int8(&key[0], VB_BLOB, blob);
 	if (store_fetch("version_blob", "version_blob_pkey", InvalidSnapshot, key, 1,
@@ -588,6 +592,8 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 			return false;
 		op->dataset_id = DatumGetInt32(values[SR_DATASET - 1]);
 		op->version = DatumGetInt64(values[SR_VERSION - 1]);
+		replay_tenant = TextDatumGetCString(values[SR_TENANT - 1]);
+		replay_operation = TextDatumGetCString(values[SR_OPERATION - 1]);
 	}
 	store_key_int4(&key[0], VA_DATASET, op->dataset_id);
 	store_key_int8(&key[1], VA_VERSION, op->version);
@@ -599,20 +605,30 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	memcpy(op->digest, op->head.digest, LAKE_DIGEST_LEN);
 	*tenant = op->head.tenant;
 	*operation_id = TextDatumGetCString(values[VA_OPERATION - 1]);
+	/* A replay's row is outside any checksum: its version must be of its operation. */
+	if (replay_tenant != NULL &&
+		(strcmp(replay_tenant, *tenant) != 0 || strcmp(replay_operation, *operation_id) != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the record of stage " INT64_FORMAT "'s commit is damaged", blob),
+				 errdetail("Its lake_data.stage_replay row names version " INT64_FORMAT ", which is not of operation \"%s\" of tenant \"%s\".",
+						   op->version, replay_operation, replay_tenant)));
 	return true;
 }
 
 /*
  * Stage 'stage' was committed as a replay of 'version', which already
- * existed: remember which, for a retried commit (store_version_of_blob).
+ * existed: remember which, and of which operation, for a retried commit
+ * (store_version_of_blob).
  */
 void
-store_note_stage_replay(int64 stage, int32 dataset_id, int64 version)
+store_note_stage_replay(int64 stage, int32 dataset_id, int64 version,
+						const char *tenant, const char *operation_id)
 {
 	Relation	rel = store_open("stage_replay", RowExclusiveLock);
 	Datum		values[STAGE_REPLAY_NATTS] = {Int64GetDatum(stage), Int32GetDatum(dataset_id),
-		Int64GetDatum(version)};
-	bool		nulls[STAGE_REPLAY_NATTS] = {false, false, false};
+		Int64GetDatum(version), CStringGetTextDatum(tenant), CStringGetTextDatum(operation_id)};
+	bool		nulls[STAGE_REPLAY_NATTS] = {false};
 
 	store_insert(rel, values, nulls);
 	table_close(rel, RowExclusiveLock);

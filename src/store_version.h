@@ -58,7 +58,8 @@ extern void store_add_version(int32 dataset_id, int64 version, const char *tenan
 							  int64 bytes, int32 nchunks, int64 blob);
 extern bool store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 								  char **operation_id);
-extern void store_note_stage_replay(int64 stage, int32 dataset_id, int64 version);
+extern void store_note_stage_replay(int64 stage, int32 dataset_id, int64 version,
+									const char *tenant, const char *operation_id);
 extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);
 /*
  * Hand a version's decoded payload to 'visit' (NULL: none) and verify it

@@ -179,6 +179,19 @@ UPDATE lake_data.chunk SET bytes = 5 WHERE blob = :bs AND chunk_no = 0;
 SELECT lake.append_chunk(:bs, 0, convert_to('chunk', 'UTF8')) AS resend_repaired;
 SELECT convert_from(lake.read('i_ds', lake.commit_append(:bs)), 'UTF8') AS committed_repaired;
 
+-- A retried commit_append of a stage that was committed as a replay is
+-- answered from lake_data.stage_replay only with a version of the stage's
+-- own operation: a row pointed at another version is XX001 (it returned
+-- that version).
+SELECT lake.begin_append('i_ds', 'acme', 'i-rp') AS rp \gset
+SELECT lake.append_chunk(:rp, 0, convert_to('replayed', 'UTF8'));
+SELECT lake.append('i_ds', 'acme', 'i-rp', convert_to('replayed', 'UTF8')) AS rpv \gset
+SELECT lake.commit_append(:rp) = :rpv AS committed_as_replay;
+UPDATE lake_data.stage_replay SET version = :dv WHERE stage = :rp;
+SELECT regexp_replace(t.err(format('SELECT lake.commit_append(%s)', :rp)), 'stage \d+|version \d+', '<n>', 'g') AS replay_row_moved;
+UPDATE lake_data.stage_replay SET version = :rpv WHERE stage = :rp;
+SELECT lake.commit_append(:rp) = :rpv AS replay_repaired;
+
 -- A sealed idempotent cast is answered from lake_data.cast_operation only
 -- when the log shows that receipt is this owner's landing of this
 -- operation: a row pointed at another owner's step is XX001 (it returned
