@@ -598,6 +598,31 @@ store_fetch(const char *table, const char *index, Snapshot snapshot,
 }
 
 /*
+ * Lower lock_timeout to 'wait_ms' for the lock waits that follow, unless
+ * the session's own is lower already; returns the GUC nest level to pass
+ * to store_unbound_lock_waits, and whether a lock-timeout error is then
+ * this bound's ('bounded') rather than the session's own 55P03.
+ */
+int
+store_bound_lock_waits(long wait_ms, bool *bounded)
+{
+	int			nest = NewGUCNestLevel();
+
+	*bounded = LockTimeout == 0 || LockTimeout > wait_ms;
+	if (*bounded)
+		(void) set_config_option("lock_timeout", psprintf("%ld", Max(wait_ms, 1)),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
+	return nest;
+}
+
+void
+store_unbound_lock_waits(int nest)
+{
+	AtEOXact_GUC(true, nest);
+}
+
+/*
  * Take a transaction-scoped object lock (keyed by a lake_data table's OID
  * and an id: no WAL, shows in pg_locks), waiting at most 'wait_ms'. The
  * wait queues in the lock manager (first come, first served, deadlock
@@ -616,12 +641,7 @@ store_lock_object(Oid classid, Oid objid, long wait_ms)
 		return true;
 	if (wait_ms <= 0)
 		return false;
-	bounded = LockTimeout == 0 || LockTimeout > wait_ms;
-	nest = NewGUCNestLevel();
-	if (bounded)
-		(void) set_config_option("lock_timeout", psprintf("%ld", wait_ms),
-								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-								 true, 0, false);
+	nest = store_bound_lock_waits(wait_ms, &bounded);
 	PG_TRY();
 	{
 		LockDatabaseObject(classid, objid, 0, ExclusiveLock);
@@ -637,11 +657,11 @@ store_lock_object(Oid classid, Oid objid, long wait_ms)
 		/* Out of the lock's wait queue now, not at the abort that follows. */
 		LockErrorCleanup();
 		FlushErrorState();
-		AtEOXact_GUC(true, nest);
+		store_unbound_lock_waits(nest);
 		return false;
 	}
 	PG_END_TRY();
-	AtEOXact_GUC(true, nest);
+	store_unbound_lock_waits(nest);
 	return true;
 }
 

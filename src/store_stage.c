@@ -73,20 +73,47 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	}
 
 	/*
-	 * ON CONFLICT waits for a concurrent begin of the same operation; if
+	 * ON CONFLICT waits for a concurrent begin, commit or abort of the same
+	 * operation's stage: at most lake.admission_queue_wait, then 53000. If
 	 * that stage is then committed or aborted before we can read it, try
 	 * again.
 	 */
 	for (;;)
 	{
+		bool		bounded;
+		int			nest;
+		MemoryContext mcxt = CurrentMemoryContext;
+
 		CHECK_FOR_INTERRUPTS();
 		values[4] = Int64GetDatum(store_next_blob());
-		store_run(store_plan(&plan_insert,
-					 "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id, opened_by) "
-					 "VALUES ($5, $1, $2, $3, $4) "
-					 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
-					 5, types),
-			values, SPI_OK_INSERT_RETURNING);
+		nest = store_bound_lock_waits(lake_admission_queue_wait_ms, &bounded);
+		PG_TRY();
+		{
+			store_run(store_plan(&plan_insert,
+						 "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id, opened_by) "
+						 "VALUES ($5, $1, $2, $3, $4) "
+						 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
+						 5, types),
+				values, SPI_OK_INSERT_RETURNING);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(mcxt);
+			edata = CopyErrorData();
+			if (!bounded || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+				PG_RE_THROW();
+			FlushErrorState();
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("operation \"%s\" of tenant \"%s\" is busy", operation_id, tenant),
+					 errdetail("Another transaction began, committed or aborted its stage and stayed open longer than lake.admission_queue_wait (%d ms).",
+							   lake_admission_queue_wait_ms),
+					 errhint("Retry later; nothing was written.")));
+		}
+		PG_END_TRY();
+		store_unbound_lock_waits(nest);
 		if (SPI_processed == 1)
 			return DatumGetInt64(store_colv(0, 1));
 		if ((id = find_stage(values, types)) != 0)
