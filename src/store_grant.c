@@ -9,6 +9,7 @@
 
 #include "catalog/pg_type.h"
 #include "store_grant.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
@@ -27,6 +28,27 @@ store_tenant_granted(const char *tenant, Oid role)
 				 2, types),
 		values, GetLatestSnapshot(), SPI_OK_SELECT);
 	return SPI_processed > 0;
+}
+
+Datum
+store_granted_tenants(Oid role)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(role)};
+	bool		isnull;
+	Datum		tenants;
+
+	store_run_snapshot(store_plan(&plan,
+				 "SELECT pg_catalog.array_agg(DISTINCT g.tenant) FROM lake_data.tenant_grant g "
+				 "JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
+				 "WHERE pg_catalog.pg_has_role($1, g.role, 'USAGE')",
+				 1, types),
+		values, GetLatestSnapshot(), SPI_OK_SELECT);
+	tenants = store_col(0, 1, &isnull);
+	if (isnull)
+		return PointerGetDatum(construct_empty_array(TEXTOID));
+	return SPI_datumTransfer(tenants, false, -1);
 }
 
 void

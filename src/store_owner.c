@@ -19,6 +19,7 @@
 #include "catalog/pg_type.h"
 #include "guc.h"
 #include "miscadmin.h"
+#include "store_grant.h"
 #include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -192,8 +193,8 @@ OwnerRow *
 store_owner_rows(Oid only_role, bool by_name, uint64 *n)
 {
 	static SPIPlanPtr plan_granted;
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(only_role)};
+	Oid			types[1] = {TEXTARRAYOID};
+	Datum		values[1];
 	OwnerRow   *rows;
 
 	if (!OidIsValid(only_role))
@@ -204,13 +205,11 @@ store_owner_rows(Oid only_role, bool by_name, uint64 *n)
 		*n = c.n;
 		return c.rows;
 	}
+	values[0] = store_granted_tenants(only_role);
 	store_run(store_plan(&plan_granted,
 						 "SELECT o.id, o.name, o.lifecycle, o.tenant, o.quarantine_position, "
 						 "       o.quarantine_reason FROM lake_data.owner o "
-						 "WHERE EXISTS (SELECT 1 FROM lake_data.tenant_grant g "
-						 "  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
-						 "  WHERE g.tenant OPERATOR(pg_catalog.=) o.tenant "
-						 "    AND pg_catalog.pg_has_role($1, g.role, 'USAGE')) "
+						 "WHERE o.tenant OPERATOR(pg_catalog.=) ANY ($1) "
 						 "ORDER BY o.id",
 						 1, types),
 			  values, SPI_OK_SELECT);

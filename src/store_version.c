@@ -41,6 +41,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "store_dict.h"
+#include "store_grant.h"
 #include "store_version.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -887,9 +888,8 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 {
 	static SPIPlanPtr plan_all;
 	static SPIPlanPtr plan_granted;
-	Oid			types[3] = {INT4OID, INT8OID, OIDOID};
-	Datum		values[3] = {Int32GetDatum(dataset_id), Int64GetDatum(after_version),
-	ObjectIdGetDatum(only_role)};
+	Oid			types[3] = {INT4OID, INT8OID, TEXTARRAYOID};
+	Datum		values[3] = {Int32GetDatum(dataset_id), Int64GetDatum(after_version), (Datum) 0};
 	SPIPlanPtr	plan;
 
 #define VERSION_COLUMNS \
@@ -905,14 +905,14 @@ store_list_versions(int32 dataset_id, int64 after_version, Oid only_role,
 	"  AND v.version OPERATOR(pg_catalog.>) $2 "
 
 	if (OidIsValid(only_role))
+	{
+		values[2] = store_granted_tenants(only_role);
 		plan = store_plan(&plan_granted,
 						VERSION_COLUMNS
-						"  AND EXISTS (SELECT 1 FROM lake_data.tenant_grant g "
-						"    JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) g.role "
-						"    WHERE g.tenant OPERATOR(pg_catalog.=) v.tenant "
-						"      AND pg_catalog.pg_has_role($3, g.role, 'USAGE')) "
+						"  AND v.tenant OPERATOR(pg_catalog.=) ANY ($3) "
 						"ORDER BY v.version",
 						3, types);
+	}
 	else
 		plan = store_plan(&plan_all, VERSION_COLUMNS "ORDER BY v.version", 2, types);
 #undef VERSION_COLUMNS
