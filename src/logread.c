@@ -50,7 +50,7 @@ landing_ignore(const LakeLanding *l, void *arg)
  * apply the prefix of a record it then finds broken.
  */
 const char *
-log_unwrap(Datum data, uint8_t **raw, size_t *len)
+log_unwrap(Datum data, int64 declared, uint8_t **raw, size_t *len)
 {
 	bytea	   *stored = DatumGetByteaPP(data);
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
@@ -62,6 +62,9 @@ log_unwrap(Datum data, uint8_t **raw, size_t *len)
 	*len = 0;
 	if (cst == LAKE_CODEC_OK && size > MaxAllocSize)
 		cst = LAKE_CODEC_TOO_BIG;
+	/* Allocated by the frame's header only when the row agrees with it. */
+	if (cst == LAKE_CODEC_OK && declared >= 0 && size != (size_t) declared)
+		cst = LAKE_CODEC_SIZE_MISMATCH;
 	if (cst == LAKE_CODEC_OK)
 	{
 		*raw = palloc(Max(size, 1));
@@ -77,12 +80,12 @@ log_unwrap(Datum data, uint8_t **raw, size_t *len)
  * then finds broken.
  */
 static const char *
-visit_record(Datum data, LakeCycleId id, LakeLandingVisitor visit, void *arg,
-			 bool whole_first)
+visit_record(Datum data, LakeCycleId id, int64 bytes, LakeLandingVisitor visit,
+			 void *arg, bool whole_first)
 {
 	size_t		got;
 	uint8_t    *raw;
-	const char *why = log_unwrap(data, &raw, &got);
+	const char *why = log_unwrap(data, bytes, &raw, &got);
 	LakeLandingStatus lst;
 
 	if (why == NULL && whole_first &&
@@ -108,9 +111,10 @@ cycle_damaged_error(int64 cycle, const char *why)
 
 /* Decode one stored cycle and visit its landings (XX001 if damaged). */
 static void
-log_visit_cycle(LakeCycleId id, Datum data, LakeLandingVisitor visit, void *arg)
+log_visit_cycle(LakeCycleId id, Datum data, int64 bytes, LakeLandingVisitor visit,
+				void *arg)
 {
-	const char *why = visit_record(data, id, visit, arg, false);
+	const char *why = visit_record(data, id, bytes, visit, arg, false);
 
 	if (why != NULL)
 		cycle_damaged_error(id.cycle, why);
@@ -147,7 +151,7 @@ cycle_owner_list(Datum stored, OwnerList *ol)
 {
 	size_t		got;
 	uint8_t    *raw;
-	const char *why = log_unwrap(stored, &raw, &got);
+	const char *why = log_unwrap(stored, -1, &raw, &got);
 	LakeIndexStatus st;
 
 	memset(ol, 0, sizeof(*ol));
@@ -215,7 +219,7 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 	int64		cycle;
 
 	if (SPI_execute_snapshot(store_plan(&plan,
-										"SELECT c.cycle, c.lsn, c.data FROM lake_data.cycle c "
+										"SELECT c.cycle, c.lsn, c.data, c.bytes FROM lake_data.cycle c "
 										"WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
 										"  AND c.last_seq OPERATOR(pg_catalog.>=) $2 "
 										"  AND c.first_seq OPERATOR(pg_catalog.<=) $2",
@@ -231,6 +235,7 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 	f->found = false;
 	log_visit_cycle((LakeCycleId) {cycle, epoch},
 					SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
+					DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)),
 					find_seq, f);
 	if (!f->found)
 		return false;
@@ -293,6 +298,7 @@ typedef struct CycleReader
 	AttrNumber	att_indexed;
 	AttrNumber	att_tail;
 	AttrNumber	att_owners;
+	AttrNumber	att_bytes;
 	AttrNumber	att_data;
 	MemoryContext cxt;
 } CycleReader;
@@ -308,6 +314,7 @@ cycle_reader_open(CycleReader *cr, Snapshot snapshot)
 	cr->att_indexed = get_attnum(RelationGetRelid(cr->rel), "indexed_through");
 	cr->att_tail = get_attnum(RelationGetRelid(cr->rel), "tail_owners");
 	cr->att_owners = get_attnum(RelationGetRelid(cr->rel), "owners");
+	cr->att_bytes = get_attnum(RelationGetRelid(cr->rel), "bytes");
 	cr->att_data = get_attnum(RelationGetRelid(cr->rel), "data");
 	cr->cxt = AllocSetContextCreate(CurrentMemoryContext, "lake cycle",
 									ALLOCSET_DEFAULT_SIZES);
@@ -347,7 +354,9 @@ cycle_reader_visit(CycleReader *cr, HeapTuple tup, LogCycle *where,
 	where->epoch = DatumGetInt32(cycle_column(cr, tup, cr->att_epoch));
 	old = MemoryContextSwitchTo(cr->cxt);
 	why = visit_record(cycle_column(cr, tup, cr->att_data),
-					   (LakeCycleId) {where->cycle, where->epoch}, visit, arg, damaged != NULL);
+					   (LakeCycleId) {where->cycle, where->epoch},
+					   DatumGetInt64(cycle_column(cr, tup, cr->att_bytes)),
+					   visit, arg, damaged != NULL);
 	if (why != NULL && damaged != NULL)
 	{
 		OwnerList	ol;
@@ -421,8 +430,9 @@ log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
 			LakeCycleId id = {cycle, DatumGetInt32(cycle_column(&cr, tup, cr.att_epoch))};
 
 			memset(&ol, 0, sizeof(ol));
-			if (visit_record(cycle_column(&cr, tup, cr.att_data), id, owner_list_landing,
-							 &ol, true) != NULL)
+			if (visit_record(cycle_column(&cr, tup, cr.att_data), id,
+							 DatumGetInt64(cycle_column(&cr, tup, cr.att_bytes)),
+							 owner_list_landing, &ol, true) != NULL)
 				ol.n = -1;
 		}
 		MemoryContextSwitchTo(old);
@@ -564,7 +574,7 @@ walk_blocks(OwnerWalk *w, int64 closed)
 		int64		first_cycle = DatumGetInt64(heap_getattr(btup, att_first, RelationGetDescr(brel), &isnull));
 		uint8_t    *raw;
 		size_t		got;
-		const char *why = log_unwrap(heap_getattr(btup, att_entry, RelationGetDescr(brel), &isnull), &raw, &got);
+		const char *why = log_unwrap(heap_getattr(btup, att_entry, RelationGetDescr(brel), &isnull), -1, &raw, &got);
 		LakeOwnerBlock b;
 		LakeIndexStatus st;
 

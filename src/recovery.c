@@ -392,7 +392,7 @@ load_snapshot(Replay *rp)
 		return 0;
 	cycle = DatumGetInt64(row[0]);
 	rp->at.cycle = cycle;
-	why = log_unwrap(row[5], &raw, &got);
+	why = log_unwrap(row[5], DatumGetInt64(row[3]), &raw, &got);
 	if (why == NULL)
 	{
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);

@@ -4,18 +4,23 @@
 -- snapshot is in test/t/008_quarantine.pl.)
 SELECT lake.create_owner('d_owner');
 SELECT (lake.cast_durable('d_owner', 'Planning', 'CognitiveWork', '\x01'::bytea)).cycle AS c \gset
-CREATE TABLE t.d_good AS SELECT data FROM lake_data.cycle WHERE cycle = :c;
+CREATE TABLE t.d_good AS SELECT data, bytes FROM lake_data.cycle WHERE cycle = :c;
 
--- Replace the cycle's bytes, read it every way, put the bytes back.
+-- Replace the cycle's bytes, read it every way, put the bytes back. A raw
+-- chunk ('R', a 4-byte checksum, the bytes) gets its size in the row too,
+-- so that each case reaches the check it is about.
 CREATE FUNCTION t.d_try(bad bytea, c bigint) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     r text;
 BEGIN
-    UPDATE lake_data.cycle SET data = bad WHERE cycle = c;
+    UPDATE lake_data.cycle
+    SET data = bad,
+        bytes = CASE WHEN length(bad) >= 5 AND get_byte(bad, 0) = ascii('R') THEN length(bad) - 5 ELSE bytes END
+    WHERE cycle = c;
     r := regexp_replace(t.err(format('SELECT count(*) FROM lake.trajectory(%L)', 'd_owner')),
                         'cycle \d+', 'cycle <c>')
          || ' | log: ' || left(t.err(format('SELECT count(*) FROM lake.log(%s)', c - 1)), 5);
-    UPDATE lake_data.cycle SET data = (SELECT data FROM t.d_good) WHERE cycle = c;
+    UPDATE lake_data.cycle SET data = g.data, bytes = g.bytes FROM t.d_good g WHERE cycle = c;
     RETURN r;
 END $$;
 
@@ -63,6 +68,11 @@ UPDATE lake_data.cycle SET epoch = epoch - 1 WHERE cycle = :c;
 UPDATE lake_data.cycle SET cycle = cycle + 1000 WHERE cycle = :c;
 SELECT regexp_replace(t.err(format('SELECT count(*) FROM lake.log(%s)', :c - 1)), 'cycle \d+', 'cycle <c>') AS key_altered;
 UPDATE lake_data.cycle SET cycle = cycle - 1000 WHERE cycle = :c + 1000;
+-- A row whose size is not its record's: refused before the record's size
+-- is allocated (a damaged frame header can claim up to 1 GB).
+UPDATE lake_data.cycle SET bytes = bytes + 1 WHERE cycle = :c;
+SELECT regexp_replace(t.err('SELECT count(*) FROM lake.trajectory(''d_owner'')'), 'cycle \d+', 'cycle <c>') AS size_altered;
+UPDATE lake_data.cycle SET bytes = bytes - 1 WHERE cycle = :c;
 DROP FUNCTION t.d_head(int, bigint, int);
 DROP FUNCTION t.le(bigint, int);
 -- Put back, the cycle reads as before.

@@ -65,6 +65,7 @@ is(psql('SELECT recovery_snapshot FROM lake.stats()'), $snap, 'recovery starts f
 is(states(), $want, 'and restores every owner');
 
 my $good = psql("SELECT encode(data, 'hex') FROM lake_data.snapshot WHERE cycle = $snap");
+my $good_bytes = psql("SELECT bytes FROM lake_data.snapshot WHERE cycle = $snap");
 my $len  = length($good) / 2;
 my @wrong;
 for my $i (0 .. $len - 1)
@@ -99,7 +100,8 @@ sub crc32c
 	}
 	return $crc ^ 0xffffffff;
 }
-my $raw = 'S' . pack('C V', 1, 3);
+# ('S', version 2, the count, the cycle the snapshot covers, then the images.)
+my $raw = 'S' . pack('C V Q<', 2, 3, $snap);
 for (['s1', 5, 1, 'CognitiveWork'], ['s2', 2, 0, 'Evaluation'], ['s3', 1, 0, 'CognitiveWork'])
 {
 	my ($o, $pos, $lap, $phase) = @$_;
@@ -111,11 +113,11 @@ for my $case ([ $raw, $snap, 'a well-formed raw snapshot is used' ],
 {
 	my ($rec, $from, $what) = @$case;
 	my $hex = unpack('H*', 'R' . pack('V', crc32c($rec)) . $rec);
-	psql("UPDATE lake_data.snapshot SET data = '\\x$hex' WHERE cycle = $snap");
+	psql("UPDATE lake_data.snapshot SET data = '\\x$hex', bytes = @{[ length $rec ]} WHERE cycle = $snap");
 	restart();
 	is(psql('SELECT recovery_snapshot FROM lake.stats()') . ' ' . states(), "$from $want", $what);
 }
-psql("UPDATE lake_data.snapshot SET data = decode('$good', 'hex') WHERE cycle = $snap");
+psql("UPDATE lake_data.snapshot SET data = decode('$good', 'hex'), bytes = $good_bytes WHERE cycle = $snap");
 
 # A damaged cycle: c1's landing alone in it, c2 in a later cycle.
 push @owners, qw(c1 c2);
