@@ -606,7 +606,15 @@ store_fetch(const char *table, const char *index, Snapshot snapshot,
 int
 store_bound_lock_waits(long wait_ms, bool *bounded)
 {
-	int			nest = NewGUCNestLevel();
+	int			nest;
+
+	/*
+	 * The fixed search_path's nest level must lie below this one: set
+	 * inside it, store_unbound_lock_waits would pop it mid-statement.
+	 */
+	if (depth > 0)
+		fix_search_path();
+	nest = NewGUCNestLevel();
 
 	*bounded = LockTimeout == 0 || LockTimeout > wait_ms;
 	if (*bounded)
@@ -620,6 +628,19 @@ void
 store_unbound_lock_waits(int nest)
 {
 	AtEOXact_GUC(true, nest);
+}
+
+void
+store_catch_bound_timeout(MemoryContext mcxt, bool bounded)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(mcxt);
+	edata = CopyErrorData();
+	if (!bounded || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		PG_RE_THROW();
+	FreeErrorData(edata);
+	FlushErrorState();
 }
 
 /*
@@ -648,15 +669,9 @@ store_lock_object(Oid classid, Oid objid, long wait_ms)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(mcxt);
-		edata = CopyErrorData();
-		if (!bounded || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			PG_RE_THROW();
+		store_catch_bound_timeout(mcxt, bounded);
 		/* Out of the lock's wait queue now, not at the abort that follows. */
 		LockErrorCleanup();
-		FlushErrorState();
 		store_unbound_lock_waits(nest);
 		return false;
 	}

@@ -98,4 +98,11 @@ extern bool store_lock_object(Oid classid, Oid objid, long wait_ms);
 extern int	store_bound_lock_waits(long wait_ms, bool *bounded);
 extern void store_unbound_lock_waits(int nest);
 
+/*
+ * In the PG_CATCH of a bounded wait: re-throws anything but the bound's own
+ * lock timeout, which it clears (the caller then reports it its own way).
+ * 'mcxt' is the context the wait began in.
+ */
+extern void store_catch_bound_timeout(MemoryContext mcxt, bool bounded);
+
 #endif							/* LAKE_STORE_H */

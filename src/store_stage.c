@@ -98,13 +98,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 		}
 		PG_CATCH();
 		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(mcxt);
-			edata = CopyErrorData();
-			if (!bounded || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-				PG_RE_THROW();
-			FlushErrorState();
+			store_catch_bound_timeout(mcxt, bounded);
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 					 errmsg("operation \"%s\" of tenant \"%s\" is busy", operation_id, tenant),
@@ -179,7 +173,8 @@ store_lock_stage(int64 stage)
 bool
 store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 {
-	if (!store_version_of_blob(stage, op, &row->tenant, &row->operation_id))
+	if (!store_version_of_blob(stage, op, &row->tenant, &row->operation_id,
+							   &row->replay_damaged))
 		return false;
 	row->id = stage;
 	row->dataset_id = op->dataset_id;
