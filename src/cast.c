@@ -68,18 +68,17 @@ cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
 	/* The content an operation id stands for: the move and the payload. */
 	if (req->operation_id != NULL)
 	{
-		LakeDigest *d = lake_digest_begin();
-		uint8		flags = (req->from ? LANDING_MOVE : 0) | (req->payload ? LANDING_PAYLOAD : 0);
+		LakeLanding l = {
+			.flags = (req->from ? LANDING_MOVE : 0) | (req->payload ? LANDING_PAYLOAD : 0),
+			.from_phase = req->from,
+			.from_len = req->from ? strlen(req->from) : 0,
+			.to_phase = req->to,
+			.to_len = req->to ? strlen(req->to) : 0,
+			.payload = req->payload ? (const uint8 *) VARDATA_ANY(req->payload) : NULL,
+			.payload_len = req->payload ? VARSIZE_ANY_EXHDR(req->payload) : 0,
+		};
 
-		lake_digest_update(d, &flags, 1);
-		if (req->from)
-		{
-			lake_digest_update(d, req->from, strlen(req->from) + 1);
-			lake_digest_update(d, req->to, strlen(req->to) + 1);
-		}
-		if (req->payload)
-			lake_digest_update(d, VARDATA_ANY(req->payload), VARSIZE_ANY_EXHDR(req->payload));
-		lake_digest_end(d, req->digest);
+		lake_landing_digest(&l, req->digest);
 	}
 }
 

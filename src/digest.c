@@ -11,6 +11,7 @@
 
 #include "common/cryptohash.h"
 #include "digest.h"
+#include "landing.h"
 
 static void
 digest_failed(pg_cryptohash_ctx *ctx)
@@ -67,4 +68,24 @@ lake_sha256(const void *data, size_t len, uint8 *out)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not compute SHA-256")));
+}
+
+void
+lake_landing_digest(const LakeLanding *l, uint8 *out)
+{
+	LakeDigest *d = lake_digest_begin();
+	uint8		flags = l->flags & (LANDING_MOVE | LANDING_PAYLOAD);
+	static const char nul = '\0';
+
+	lake_digest_update(d, &flags, 1);
+	if (flags & LANDING_MOVE)
+	{
+		lake_digest_update(d, l->from_phase, l->from_len);
+		lake_digest_update(d, &nul, 1);
+		lake_digest_update(d, l->to_phase, l->to_len);
+		lake_digest_update(d, &nul, 1);
+	}
+	if (flags & LANDING_PAYLOAD)
+		lake_digest_update(d, l->payload, l->payload_len);
+	lake_digest_end(d, out);
 }

@@ -14,4 +14,11 @@ extern LakeDigest *lake_digest_begin(void);
 extern void lake_digest_update(LakeDigest *ctx, const void *data, size_t len);
 extern void lake_digest_end(LakeDigest *ctx, uint8 *out);
 
+/*
+ * The content a cast's operation id stands for: its move and its payload
+ * (the landing's MOVE and PAYLOAD parts; nothing else of it).
+ */
+struct LakeLanding;
+extern void lake_landing_digest(const struct LakeLanding *l, uint8 *out);
+
 #endif							/* LAKE_DIGEST_H */

@@ -25,6 +25,7 @@
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
+#include "digest.h"
 #include "executor/spi.h"
 #include "logread.h"
 #include "miscadmin.h"
@@ -43,14 +44,8 @@ landing_ignore(const LakeLanding *l, void *arg)
 	return 0;
 }
 
-/*
- * Decode one stored cycle record and visit its landings. A damaged record
- * is XX001, or, when 'damaged' is given, is checked whole before any
- * landing is visited and handed to 'damaged' instead: a recovery must not
- * apply the prefix of a record it then finds broken.
- */
 const char *
-log_unwrap(Datum data, int64 declared, uint8_t **raw, size_t *len)
+log_unwrap(Datum data, const int64 *declared, uint8_t **raw, size_t *len)
 {
 	bytea	   *stored = DatumGetByteaPP(data);
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
@@ -63,7 +58,8 @@ log_unwrap(Datum data, int64 declared, uint8_t **raw, size_t *len)
 	if (cst == LAKE_CODEC_OK && size > MaxAllocSize)
 		cst = LAKE_CODEC_TOO_BIG;
 	/* Allocated by the frame's header only when the row agrees with it. */
-	if (cst == LAKE_CODEC_OK && declared >= 0 && size != (size_t) declared)
+	if (cst == LAKE_CODEC_OK && declared != NULL &&
+		(*declared < 0 || size != (size_t) *declared))
 		cst = LAKE_CODEC_SIZE_MISMATCH;
 	if (cst == LAKE_CODEC_OK)
 	{
@@ -85,7 +81,7 @@ visit_record(Datum data, LakeCycleId id, int64 bytes, LakeLandingVisitor visit,
 {
 	size_t		got;
 	uint8_t    *raw;
-	const char *why = log_unwrap(data, bytes, &raw, &got);
+	const char *why = log_unwrap(data, &bytes, &raw, &got);
 	LakeLandingStatus lst;
 
 	if (why == NULL && whole_first &&
@@ -151,7 +147,7 @@ cycle_owner_list(Datum stored, OwnerList *ol)
 {
 	size_t		got;
 	uint8_t    *raw;
-	const char *why = log_unwrap(stored, -1, &raw, &got);
+	const char *why = log_unwrap(stored, NULL, &raw, &got);
 	LakeIndexStatus st;
 
 	memset(ol, 0, sizeof(*ol));
@@ -187,8 +183,9 @@ typedef struct FindSeq
 	int32		owner_id;
 	int64		position;
 	const char *operation_id;	/* NULL: any */
+	const uint8 *digest;		/* with operation_id: its content's */
 	bool		found;
-	bool		operation_matches;
+	bool		operation_matches;	/* the landing is of this operation and content */
 } FindSeq;
 
 static int
@@ -205,6 +202,13 @@ find_seq(const LakeLanding *l, void *arg)
 		(l->flags & LANDING_OPERATION) &&
 		l->operation_len == strlen(f->operation_id) &&
 		memcmp(l->operation_id, f->operation_id, l->operation_len) == 0;
+	if (f->operation_matches)
+	{
+		uint8		digest[LAKE_DIGEST_LEN];
+
+		lake_landing_digest(l, digest);
+		f->operation_matches = memcmp(digest, f->digest, LAKE_DIGEST_LEN) == 0;
+	}
 	return 1;
 }
 
@@ -253,7 +257,7 @@ log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
 	ScanKeyData key[2];
 	Datum		values[5];
 	bool		nulls[5];
-	FindSeq		f = {.operation_id = operation_id};
+	FindSeq		f = {.operation_id = operation_id, .digest = out->digest};
 
 	store_key_int4(&key[0], 1, owner_id);
 	store_key_text(&key[1], 2, operation_id);
@@ -263,7 +267,8 @@ log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
 	/*
 	 * The row is outside any checksummed record: answer with its receipt
 	 * only once the log shows that receipt is this owner's landing of this
-	 * operation, never another owner's step.
+	 * operation, with the content the row's digest stands for; never
+	 * another owner's step, nor a retry judged by a false digest.
 	 */
 	if (!store_copy_digest(values[2], out->digest) ||
 		!find_landing(DatumGetInt32(values[3]), DatumGetInt64(values[4]), &f, out) ||
@@ -574,7 +579,7 @@ walk_blocks(OwnerWalk *w, int64 closed)
 		int64		first_cycle = DatumGetInt64(heap_getattr(btup, att_first, RelationGetDescr(brel), &isnull));
 		uint8_t    *raw;
 		size_t		got;
-		const char *why = log_unwrap(heap_getattr(btup, att_entry, RelationGetDescr(brel), &isnull), -1, &raw, &got);
+		const char *why = log_unwrap(heap_getattr(btup, att_entry, RelationGetDescr(brel), &isnull), NULL, &raw, &got);
 		LakeOwnerBlock b;
 		LakeIndexStatus st;
 

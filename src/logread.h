@@ -90,9 +90,10 @@ extern void log_visit_owner(int32 owner_id, int64 after_position,
 /*
  * Unwrap a stored record (one chunk, codec.h: a cycle or a snapshot) into
  * palloc'd bytes: NULL and *raw, or why it cannot be read. 'declared' is
- * the size its row gives (-1: none); a record of another size is damaged
- * before anything is allocated for it.
+ * the size its row gives (NULL: the row gives none); a record of another
+ * size, or a negative one, is damaged before anything is allocated for it.
  */
-extern const char *log_unwrap(Datum data, int64 declared, uint8_t **raw, size_t *len);
+extern const char *log_unwrap(Datum data, const int64 *declared, uint8_t **raw,
+							  size_t *len);
 
 #endif							/* LAKE_LOGREAD_H */

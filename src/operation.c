@@ -44,11 +44,12 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 	if (digest != NULL && memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
 	{
 		/*
-		 * A version known damaged (an unreadable digest, say) cannot tell
-		 * different content from a replay: LK005, not a conflict.
+		 * An unreadable digest cannot tell different content from a
+		 * replay: LK005, not a conflict. Damaged chunks under a sound
+		 * digest still can.
 		 */
-		if (op->head.damage != NULL)
-			store_lineage_broken(dataset, op->version, op->head.damage);
+		if (!op->head.digest_ok)
+			store_lineage_broken(dataset, op->version, "its stored digest is not 32 bytes");
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
 				 errmsg("operation \"%s\" of tenant \"%s\" already committed version " INT64_FORMAT " of dataset \"%s\" with different content",

@@ -381,6 +381,7 @@ load_snapshot(Replay *rp)
 	Datum		row[6];
 	bool		nulls[6];
 	int64		cycle;
+	int64		bytes;
 	size_t		got;
 	uint8	   *raw;
 	const char *why;
@@ -392,7 +393,8 @@ load_snapshot(Replay *rp)
 		return 0;
 	cycle = DatumGetInt64(row[0]);
 	rp->at.cycle = cycle;
-	why = log_unwrap(row[5], DatumGetInt64(row[3]), &raw, &got);
+	bytes = DatumGetInt64(row[3]);
+	why = log_unwrap(row[5], &bytes, &raw, &got);
 	if (why == NULL)
 	{
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);

@@ -86,6 +86,22 @@ require_stage_tenant(int64 stage, const StageRow *row)
 }
 
 /*
+ * A retired stage's version, to a caller who holds its tenant (the
+ * version's, not the stage_replay row's: that row has no checksum). XX001
+ * if the row names a version of another operation, naming neither.
+ */
+static void
+require_retired_stage(int64 stage, const StageRow *row)
+{
+	require_stage_tenant(stage, row);
+	if (row->replay_damaged)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the record of stage " INT64_FORMAT "'s commit is damaged", stage),
+				 errdetail("Its lake_data.stage_replay row names a version of another operation.")));
+}
+
+/*
  * The stage is not open: committed (55000, naming the version), or never
  * existed, aborted or expired (42704).
  */
@@ -97,7 +113,7 @@ stage_not_open(int64 stage)
 
 	if (store_stage_version(stage, &row, &op))
 	{
-		require_stage_tenant(stage, &row);
+		require_retired_stage(stage, &row);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",
@@ -216,7 +232,7 @@ reconcile_retired(int64 stage, const uint8 *supplied)
 
 	if (!store_stage_version(stage, &row, &op))
 		stage_not_open(stage);
-	require_stage_tenant(stage, &row);
+	require_retired_stage(stage, &row);
 	(void) admission_reserve(0);
 	return operation_replay(&op, supplied, row.dataset, row.tenant, row.operation_id);
 }

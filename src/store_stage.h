@@ -15,6 +15,7 @@ typedef struct StageRow
 	char	   *dataset;
 	char	   *tenant;
 	char	   *operation_id;
+	bool		replay_damaged; /* retired: its stage_replay row disagrees */
 } StageRow;
 
 /* Sizes of a stage's uploaded chunks. */

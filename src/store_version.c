@@ -322,7 +322,8 @@ head_from_row(Datum *values, bool *nulls, VersionHead *head)
 	}
 	else if (!find_version_blob(head))
 		head->damage = "chunk 0 is missing";
-	if (!store_copy_digest(values[VA_DIGEST - 1], head->digest) && head->damage == NULL)
+	head->digest_ok = store_copy_digest(values[VA_DIGEST - 1], head->digest);
+	if (!head->digest_ok && head->damage == NULL)
 		head->damage = "its stored digest is not 32 bytes";
 }
 
@@ -570,7 +571,7 @@ store_add_version(int32 dataset_id, int64 version, const char *tenant,
  */
 bool
 store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
-					  char **operation_id)
+					  char **operation_id, bool *replay_damaged)
 {
 	ScanKeyData key[2];
 	Datum		values[VERSION_NATTS];
@@ -607,13 +608,8 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	*tenant = op->head.tenant;
 	*operation_id = TextDatumGetCString(values[VA_OPERATION - 1]);
 	/* A replay's row is outside any checksum: its version must be of its operation. */
-	if (replay_tenant != NULL &&
-		(strcmp(replay_tenant, *tenant) != 0 || strcmp(replay_operation, *operation_id) != 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("the record of stage " INT64_FORMAT "'s commit is damaged", blob),
-				 errdetail("Its lake_data.stage_replay row names version " INT64_FORMAT ", which is not of operation \"%s\" of tenant \"%s\".",
-						   op->version, replay_operation, replay_tenant)));
+	*replay_damaged = replay_tenant != NULL &&
+		(strcmp(replay_tenant, *tenant) != 0 || strcmp(replay_operation, *operation_id) != 0);
 	return true;
 }
 

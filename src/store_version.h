@@ -14,6 +14,7 @@ typedef struct VersionHead
 	char	   *tenant;
 	int64		bytes;			/* the payload's size */
 	uint8		digest[LAKE_DIGEST_LEN];
+	bool		digest_ok;		/* false: the stored digest is unreadable */
 	bytea	   *inline_chunk;	/* chunk 0 when stored in the row, else NULL */
 	int64		blob;			/* the blob of the other chunks, 0: none */
 	int32		nchunks;		/* chunks in all */
@@ -56,8 +57,13 @@ extern void store_write_version(int32 dataset_id, int64 version,
 extern void store_add_version(int32 dataset_id, int64 version, const char *tenant,
 							  const char *operation_id, const uint8 *digest,
 							  int64 bytes, int32 nchunks, int64 blob);
+/*
+ * The version a blob (or a replayed stage) was committed as: its tenant and
+ * operation are the version's; 'replay_damaged' is set when a stage_replay
+ * row names a version of another operation.
+ */
 extern bool store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
-								  char **operation_id);
+								  char **operation_id, bool *replay_damaged);
 extern void store_note_stage_replay(int64 stage, int32 dataset_id, int64 version,
 									const char *tenant, const char *operation_id);
 extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);

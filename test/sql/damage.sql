@@ -44,7 +44,7 @@ FROM (VALUES
     ('corrupt zstd frame',  '\x5a0000000028b52ffd0000ffff'::bytea),
     ('frame cut short',     substring((SELECT data FROM t.d_good) FROM 1 FOR 12)),
     ('not a landing record',t.raw_chunk('\x68656c6c6f')),
-    ('landing version 1',   t.raw_chunk('\x4c0100000000')),
+    ('landing version 1',   t.raw_chunk(overlay(t.d_head(0, :c, :e) PLACING '\x01' FROM 2 FOR 1))),
     ('header cut short',    t.raw_chunk(substring(t.d_head(0, :c, :e) FROM 1 FOR 17))),
     ('another cycle',       t.raw_chunk(t.d_head(0, :c + 1, :e))),
     ('another epoch',       t.raw_chunk(t.d_head(0, :c, :e + 1))),
@@ -73,6 +73,10 @@ UPDATE lake_data.cycle SET cycle = cycle - 1000 WHERE cycle = :c + 1000;
 UPDATE lake_data.cycle SET bytes = bytes + 1 WHERE cycle = :c;
 SELECT regexp_replace(t.err('SELECT count(*) FROM lake.trajectory(''d_owner'')'), 'cycle \d+', 'cycle <c>') AS size_altered;
 UPDATE lake_data.cycle SET bytes = bytes - 1 WHERE cycle = :c;
+-- A negative size is no size to skip the check by: damaged too.
+UPDATE lake_data.cycle SET bytes = -1 WHERE cycle = :c;
+SELECT regexp_replace(t.err('SELECT count(*) FROM lake.trajectory(''d_owner'')'), 'cycle \d+', 'cycle <c>') AS size_negative;
+UPDATE lake_data.cycle c SET bytes = g.bytes FROM t.d_good g WHERE c.cycle = :c;
 DROP FUNCTION t.d_head(int, bigint, int);
 DROP FUNCTION t.le(bigint, int);
 -- Put back, the cycle reads as before.

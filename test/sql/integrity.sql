@@ -166,6 +166,17 @@ SELECT t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('other
 UPDATE lake_data.version SET digest = decode(:'dg', 'hex')
 WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv;
 SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('digest', 'UTF8')) = :dv AS repaired_digest;
+-- Chunk 0 unreadable under a sound digest: a replay is LK005, but a retry
+-- with other content is still told apart by the digest, LK001.
+SELECT encode(data, 'hex') AS dd FROM lake_data.version
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv \gset
+UPDATE lake_data.version SET data = set_byte(data, 0, 255)
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv;
+SELECT left(t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('digest', 'UTF8'))$q$), 5) AS damaged_chunk_replay;
+SELECT left(t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('other', 'UTF8'))$q$), 5) AS damaged_chunk_other;
+UPDATE lake_data.version SET data = decode(:'dd', 'hex')
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv;
+SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('digest', 'UTF8')) = :dv AS repaired_chunk;
 
 -- A stage chunk whose row declares another size than its record holds: a
 -- re-send is XX001 (it was LK001, "different content"), as is a commit.
@@ -189,6 +200,17 @@ SELECT lake.append('i_ds', 'acme', 'i-rp', convert_to('replayed', 'UTF8')) AS rp
 SELECT lake.commit_append(:rp) = :rpv AS committed_as_replay;
 UPDATE lake_data.stage_replay SET version = :dv WHERE stage = :rp;
 SELECT regexp_replace(t.err(format('SELECT lake.commit_append(%s)', :rp)), 'stage \d+|version \d+', '<n>', 'g') AS replay_row_moved;
+-- The tenant checked is the version's, before the row is judged: a role
+-- of another tenant learns nothing from the damage, even when the row was
+-- edited to name that role's tenant.
+CREATE ROLE lake_i_carol;
+GRANT USAGE ON SCHEMA lake, t TO lake_i_carol;
+SELECT lake.grant_tenant('lake_i_carol', 'globex');
+UPDATE lake_data.stage_replay SET version = :rpv, tenant = 'globex', operation_id = 'x' WHERE stage = :rp;
+SET ROLE lake_i_carol;
+SELECT regexp_replace(t.err(format('SELECT lake.commit_append(%s)', :rp)), 'stage \d+', 'stage <n>', 'g') AS replay_row_other_tenant;
+RESET ROLE;
+UPDATE lake_data.stage_replay SET tenant = 'acme', operation_id = 'i-rp' WHERE stage = :rp;
 UPDATE lake_data.stage_replay SET version = :rpv WHERE stage = :rp;
 SELECT lake.commit_append(:rp) = :rpv AS replay_repaired;
 
@@ -211,6 +233,12 @@ SELECT left(t.err($q$SELECT lake.cast('i_op1', 'Planning', 'CognitiveWork', NULL
 UPDATE lake_data.cast_operation c SET epoch = g.epoch, seq = g.seq, digest = '\x00'
 FROM t.i_ops g WHERE c.owner_id = g.owner_id AND c.operation_id = g.operation_id;
 SELECT left(t.err($q$SELECT lake.cast('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')$q$), 5) AS op_short_digest;
+-- A digest of the right length but for other content: the landing's own
+-- content is hashed and compared, so the retry is XX001, not judged a
+-- conflict by the false digest.
+UPDATE lake_data.cast_operation c SET digest = sha256('other')
+FROM t.i_ops g WHERE c.owner_id = g.owner_id AND c.operation_id = g.operation_id;
+SELECT left(t.err($q$SELECT lake.cast('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')$q$), 5) AS op_false_digest;
 UPDATE lake_data.cast_operation c SET digest = g.digest
 FROM t.i_ops g WHERE c.owner_id = g.owner_id AND c.operation_id = g.operation_id;
 SELECT (lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')).position AS op_a_repaired;
@@ -218,3 +246,6 @@ SELECT (lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-
 DROP FUNCTION t.i_cycle_flips(bigint), t.i_version_flips(bigint), t.i_stage_flips(bigint),
     t.i_replay(), t.i_outcome(text, text), t.i_flip(bytea, int);
 DROP TABLE t.i_good, t.i_chunk, t.i_stage, t.i_big, t.i_late, t.i_ops;
+SELECT lake.revoke_tenant('lake_i_carol', 'globex');
+REVOKE USAGE ON SCHEMA lake, t FROM lake_i_carol;
+DROP ROLE lake_i_carol;
