@@ -23,6 +23,8 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
 #include "digest.h"
@@ -235,6 +237,15 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 		return false;
 	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	out->lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+	/*
+	 * The lsn is handed out as a position the cycle is flushed at. A seal
+	 * commits synchronously, so a visible cycle's lsn is at or below the
+	 * WAL flushed here (replayed, on a standby); one past it is damage.
+	 */
+	if (out->lsn > (RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : GetFlushRecPtr(NULL)))
+		cycle_damaged_error(cycle, psprintf("its row's lsn %X/%X is past the WAL flushed here",
+											LSN_FORMAT_ARGS(out->lsn)));
 	f->seq = seq;
 	f->found = false;
 	log_visit_cycle((LakeCycleId) {cycle, epoch},

@@ -242,6 +242,18 @@ SELECT left(t.err($q$SELECT lake.cast('i_op1', 'Planning', 'CognitiveWork', NULL
 UPDATE lake_data.cast_operation c SET digest = g.digest
 FROM t.i_ops g WHERE c.owner_id = g.owner_id AND c.operation_id = g.operation_id;
 SELECT (lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')).position AS op_a_repaired;
+-- The lsn a sealed receipt is answered with must be flushed WAL: a row's
+-- lsn edited past the flush is XX001, never a coordinate the server has
+-- not made durable.
+SELECT cycle AS op_cycle, lsn AS op_lsn FROM lake_data.cycle c
+WHERE (SELECT epoch FROM t.i_ops WHERE operation_id = 'op-a') = c.epoch
+  AND (SELECT seq FROM t.i_ops WHERE operation_id = 'op-a') BETWEEN c.first_seq AND c.last_seq \gset
+UPDATE lake_data.cycle SET lsn = 'FFFFFFFF/0' WHERE cycle = :op_cycle;
+SELECT regexp_replace(t.err($q$SELECT lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')$q$),
+                      'cycle \d+', 'cycle <c>') AS op_lsn_past_flush;
+UPDATE lake_data.cycle SET lsn = :'op_lsn' WHERE cycle = :op_cycle;
+SELECT lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a') IS NOT NULL AS op_lsn_repaired,
+       (lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')).lsn <= pg_current_wal_flush_lsn() AS op_lsn_flushed;
 
 DROP FUNCTION t.i_cycle_flips(bigint), t.i_version_flips(bigint), t.i_stage_flips(bigint),
     t.i_replay(), t.i_outcome(text, text), t.i_flip(bytea, int);
