@@ -547,18 +547,26 @@ cycle_owner_reached(const char *name, int32 id, int64 *position, int64 *cycle)
 	return known;
 }
 
-/* A pending idempotent cast of this owner with this operation id (lock held). */
+/*
+ * A pending idempotent cast of this owner with this operation id (lock
+ * held). The scan stops after the owner's own pending records: an owner
+ * with none pays nothing for a full ring of others'.
+ */
 static CastRecord *
 pending_operation(const OwnerState *o, const char *operation_id)
 {
 	size_t		len = strlen(operation_id);
+	int32		left = o->pending;
 
-	for (uint64 off = cs->head; off < cs->tail;)
+	for (uint64 off = cs->head; left > 0 && off < cs->tail;)
 	{
 		CastRecord *r = cycle_record(off);
 
 		off = cycle_next(r, off);
-		if (r->len != 0 && r->owner == o && (r->flags & LANDING_OPERATION) &&
+		if (r->len == 0 || r->owner != o)
+			continue;
+		left--;
+		if ((r->flags & LANDING_OPERATION) &&
 			r->operation_len == len && memcmp(CAST_OPERATION(r), operation_id, len) == 0)
 			return r;
 	}
@@ -960,7 +968,11 @@ cycle_init(void)
  * Receipts
  * ---------------------------------------------------------------------- */
 
-/* The pending record of receipt seq of this epoch, or NULL (lock held). */
+/*
+ * The pending record of receipt seq of this epoch, or NULL (lock held).
+ * Receipts are numbered in ring order, so the scan stops at the first one
+ * past seq.
+ */
 static const CastRecord *
 pending_receipt(int64 seq)
 {
@@ -969,8 +981,10 @@ pending_receipt(int64 seq)
 		CastRecord *r = cycle_record(off);
 
 		off = cycle_next(r, off);
-		if (r->len != 0 && r->seq == seq)
-			return r;
+		if (r->len == 0)
+			continue;
+		if (r->seq >= seq)
+			return r->seq == seq ? r : NULL;
 	}
 	return NULL;
 }

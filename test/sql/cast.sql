@@ -197,3 +197,22 @@ SELECT (lake.cast('alpha', NULL, NULL, '\x01'::bytea)).seq IS NOT NULL AS cast;
 SELECT lake.seal() FROM generate_series(1, 2);
 \set VERBOSITY default
 SELECT lake.seal() > 0 AS sealed_once;
+
+-- Pending idempotent casts among other owners' casts: the scan for an
+-- operation id passes the others and stops after the owner's own, and a
+-- receipt lookup stops at the first receipt past it. Each of gamma's two
+-- pending operations is found, and so is a pending receipt between them.
+SELECT (lake.cast('alpha', NULL, NULL, 'a1'::bytea)).seq IS NOT NULL AS other;
+CREATE TEMP TABLE gop1 AS SELECT lake.cast('gamma', NULL, NULL, 'g1'::bytea, NULL, 'g-p1') AS r;
+CREATE TEMP TABLE mid AS SELECT lake.cast('alpha', NULL, NULL, 'a2'::bytea) AS r;
+CREATE TEMP TABLE gop2 AS SELECT lake.cast('gamma', NULL, NULL, 'g2'::bytea, NULL, 'g-p2') AS r;
+SELECT (lake.cast('alpha', NULL, NULL, 'a3'::bytea)).seq IS NOT NULL AS other;
+SELECT pending FROM lake.owner_state('gamma');
+SELECT lake.cast('gamma', NULL, NULL, 'g1'::bytea, NULL, 'g-p1') = r AS first_found FROM gop1;
+SELECT lake.cast('gamma', NULL, NULL, 'g2'::bytea, NULL, 'g-p2') = r AS second_found FROM gop2;
+SELECT left(t.err($$SELECT lake.cast('gamma', NULL, NULL, 'x'::bytea, NULL, 'g-p2')$$), 5) AS second_conflict;
+SELECT pending FROM lake.owner_state('gamma');
+-- Found pending (else it would be LK006), the await asks for the seal.
+SELECT (lake.await_durable(r)).position IS NOT NULL AS mid_durable FROM mid;
+SELECT pending FROM lake.owner_state('gamma');
+SELECT lake.cast('gamma', NULL, NULL, 'g2'::bytea, NULL, 'g-p2') = r AS second_found_sealed FROM gop2;
