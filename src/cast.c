@@ -219,6 +219,11 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 	if (ok && !checked)
 		require_receipt_tenant(registered_tenant(out->owner_id), epoch, seq);
 	store_finish();
+	if (!ok && cycle_receipt_sealed(epoch, seq))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the sealed cycle of receipt (%d," INT64_FORMAT ") is missing", epoch, seq),
+				 errdetail("This epoch's seals reached it, but no lake_data.cycle row of the epoch does: the table was altered.")));
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_NOT_DURABLE),

@@ -1034,6 +1034,17 @@ cycle_receipt_settled(int32 epoch, int64 seq)
 	return settled;
 }
 
+bool
+cycle_receipt_sealed(int32 epoch, int64 seq)
+{
+	bool		sealed;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	sealed = cs->epoch == epoch && cs->sealed_seq >= seq;
+	LWLockRelease(&cs->lock);
+	return sealed;
+}
+
 /* ----------------------------------------------------------------------
  * Sealing hand-over (seal.c holds the sealing lock around these)
  * ---------------------------------------------------------------------- */

@@ -163,10 +163,11 @@ extern uint32 cycle_max_payload(void);
 /*
  * Receipts: still in the ring (*tenant, NAMEDATALEN, gets its owner's
  * tenant; 22023 if never issued)? Settled (sealed, or lost with an epoch
- * that ended)?
+ * that ended)? Sealed in this server's current epoch?
  */
 extern bool cycle_receipt_pending(int32 epoch, int64 seq, char *tenant);
 extern bool cycle_receipt_settled(int32 epoch, int64 seq);
+extern bool cycle_receipt_sealed(int32 epoch, int64 seq);
 
 /* Sealers (holding the sealing lock) */
 extern bool cycle_cut(CycleCut *cut, int max_casts);

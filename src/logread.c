@@ -214,7 +214,12 @@ find_seq(const LakeLanding *l, void *arg)
 	return 1;
 }
 
-/* The landing of receipt (epoch, seq) into 'out' and 'f'; false if none. */
+/*
+ * The landing of receipt (epoch, seq) into 'out' and 'f'; false if no
+ * cycle of that epoch reaches seq (never sealed: lost with its epoch).
+ * An epoch's cycles cover its receipts without a gap, so a cycle past seq
+ * whose range or record does not hold it is damage, XX001: never "lost".
+ */
 static bool
 find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 {
@@ -225,10 +230,10 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 	int64		cycle;
 
 	if (SPI_execute_snapshot(store_plan(&plan,
-										"SELECT c.cycle, c.lsn, c.data, c.bytes FROM lake_data.cycle c "
+										"SELECT c.cycle, c.lsn, c.data, c.bytes, c.first_seq FROM lake_data.cycle c "
 										"WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
 										"  AND c.last_seq OPERATOR(pg_catalog.>=) $2 "
-										"  AND c.first_seq OPERATOR(pg_catalog.<=) $2",
+										"ORDER BY c.last_seq LIMIT 1",
 										2, types),
 							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							 true, false, 1) != SPI_OK_SELECT)
@@ -236,6 +241,9 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 	if (SPI_processed == 0)
 		return false;
 	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull)) > seq)
+		cycle_damaged_error(cycle, psprintf("receipt (%d," INT64_FORMAT ") falls in a gap before it: its row's range or another cycle's row was altered",
+											epoch, seq));
 	out->lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 
 	/*
@@ -253,7 +261,8 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 					DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)),
 					find_seq, f);
 	if (!f->found)
-		return false;
+		cycle_damaged_error(cycle, psprintf("its row's range covers receipt (%d," INT64_FORMAT ") but its record holds no landing of it",
+											epoch, seq));
 	out->epoch = epoch;
 	out->seq = seq;
 	out->cycle = cycle;

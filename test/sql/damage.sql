@@ -17,8 +17,8 @@ BEGIN
     SET data = bad,
         bytes = CASE WHEN length(bad) >= 5 AND get_byte(bad, 0) = ascii('R') THEN length(bad) - 5 ELSE bytes END
     WHERE cycle = c;
-    r := regexp_replace(t.err(format('SELECT count(*) FROM lake.trajectory(%L)', 'd_owner')),
-                        'cycle \d+', 'cycle <c>')
+    r := regexp_replace(regexp_replace(t.err(format('SELECT count(*) FROM lake.trajectory(%L)', 'd_owner')),
+                        'cycle \d+', 'cycle <c>'), 'owner id \d+', 'owner id <o>')
          || ' | log: ' || left(t.err(format('SELECT count(*) FROM lake.log(%s)', c - 1)), 5);
     UPDATE lake_data.cycle SET data = g.data, bytes = g.bytes FROM t.d_good g WHERE cycle = c;
     RETURN r;
@@ -77,6 +77,28 @@ UPDATE lake_data.cycle SET bytes = bytes - 1 WHERE cycle = :c;
 UPDATE lake_data.cycle SET bytes = -1 WHERE cycle = :c;
 SELECT regexp_replace(t.err('SELECT count(*) FROM lake.trajectory(''d_owner'')'), 'cycle \d+', 'cycle <c>') AS size_negative;
 UPDATE lake_data.cycle c SET bytes = g.bytes FROM t.d_good g WHERE c.cycle = :c;
+-- A receipt is found by its cycle row's range, and an epoch's cycles cover
+-- its receipts without a gap: a sealed receipt that no row's range or
+-- record holds is XX001, never LK006 ("lost, cast it again", which would
+-- invite a duplicate step).
+SELECT first_seq AS s FROM lake_data.cycle WHERE cycle = :c \gset
+SELECT (lake.cast_durable('d_owner', NULL, NULL, '\x02'::bytea)).cycle AS c2 \gset
+SELECT first_seq AS s2 FROM lake_data.cycle WHERE cycle = :c2 \gset
+CREATE FUNCTION t.d_await(e int, s bigint) RETURNS text LANGUAGE sql AS $$
+    SELECT regexp_replace(t.err(format('SELECT (lake.await_durable(ROW(%s, %s)::lake.receipt)).position',
+                                       e, s)), 'cycle \d+|\(\d+,\d+\)', '<n>', 'g')
+$$;
+SELECT t.d_await(:e, :s) AS receipt_sound;
+UPDATE lake_data.cycle SET epoch = epoch + 100 WHERE cycle = :c;
+SELECT t.d_await(:e, :s) AS receipt_in_gap;
+UPDATE lake_data.cycle SET first_seq = :s WHERE cycle = :c2;
+SELECT t.d_await(:e, :s) AS receipt_not_in_record;
+UPDATE lake_data.cycle SET epoch = epoch + 100 WHERE cycle = :c2;
+SELECT t.d_await(:e, :s) AS receipt_rows_gone;
+UPDATE lake_data.cycle SET epoch = :e, first_seq = :s2 WHERE cycle = :c2;
+UPDATE lake_data.cycle SET epoch = :e WHERE cycle = :c;
+SELECT t.d_await(:e, :s) AS receipt_repaired;
+DROP FUNCTION t.d_await(int, bigint);
 DROP FUNCTION t.d_head(int, bigint, int);
 DROP FUNCTION t.le(bigint, int);
 -- Put back, the cycle reads as before.
