@@ -184,9 +184,10 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 
 /*
  * Whether chunk 'chunk_no' of 'blob' is stored, and with exactly these
- * bytes: the stored chunk is decoded (its checksum verified, and its size
- * against its row's; XX001 if it is damaged) and compared byte for byte.
- * Only a re-send pays for this, so an upload hashes nothing.
+ * bytes: its size is checked against its row's (XX001 if they differ);
+ * one of the re-send's size is decoded (its checksum verified; XX001 if it
+ * is damaged) and compared byte for byte, one of another size is simply
+ * different. Only a re-send pays for this, so an upload hashes nothing.
  */
 StoredChunk
 store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
@@ -219,6 +220,9 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 	/* Allocated by the frame's header only when the row agrees with it. */
 	if (cst == LAKE_CODEC_OK && (declared < 0 || size != (size_t) declared))
 		cst = LAKE_CODEC_SIZE_MISMATCH;
+	/* Another size is other bytes: nothing beyond the admitted 'len' is allocated. */
+	if (cst == LAKE_CODEC_OK && size != len)
+		return CHUNK_DIFFERENT;
 	if (cst == LAKE_CODEC_OK)
 	{
 		decoded = palloc(Max(size, 1));
@@ -231,11 +235,6 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 				 errdetail("%s", cst != LAKE_CODEC_OK ? lake_codec_status_text(cst) :
 						   "it does not hold the bytes its row declares"),
 				 errhint("Abort the stage and begin again.")));
-	if (got != len)
-	{
-		pfree(decoded);
-		return CHUNK_DIFFERENT;
-	}
 	same = memcmp(decoded, data, len) == 0;
 	pfree(decoded);
 	return same ? CHUNK_SAME : CHUNK_DIFFERENT;
