@@ -37,6 +37,12 @@ find_stage(Datum *values, Oid *types)
 	return SPI_processed == 1 ? DatumGetInt64(store_colv(0, 1)) : 0;
 }
 
+static long
+ms_left(TimestampTz deadline)
+{
+	return Max(0, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline));
+}
+
 int64
 store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id,
 				  Oid role, int max_open, int64 *open)
@@ -47,6 +53,9 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	Oid			types[5] = {INT4OID, TEXTOID, TEXTOID, OIDOID, INT8OID};
 	Datum		values[5] = {Int32GetDatum(dataset_id), CStringGetTextDatum(tenant),
 	CStringGetTextDatum(operation_id), ObjectIdGetDatum(role), (Datum) 0};
+	/* Every wait of the call shares one lake.admission_queue_wait. */
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   lake_admission_queue_wait_ms);
 
 	/*
 	 * A capped role's begins serialize on a lock on (lake_data.stage, role)
@@ -58,7 +67,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	 */
 	if (max_open > 0)
 	{
-		if (!store_lock_object(store_relid("stage"), role, lake_admission_queue_wait_ms))
+		if (!store_lock_object(store_relid("stage"), role, ms_left(deadline)))
 			return -1;
 		if ((id = find_stage(values, types)) != 0)
 			return id;
@@ -86,7 +95,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 
 		CHECK_FOR_INTERRUPTS();
 		values[4] = Int64GetDatum(store_next_blob());
-		nest = store_bound_lock_waits(lake_admission_queue_wait_ms, &bounded);
+		nest = store_bound_lock_waits(ms_left(deadline), &bounded);
 		PG_TRY();
 		{
 			store_run(store_plan(&plan_insert,
