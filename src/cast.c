@@ -215,7 +215,7 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 		return true;
 
 	store_connect();
-	ok = log_find_receipt(epoch, seq, out);
+	ok = log_find_receipt(epoch, seq, cycle_live_epoch(), out);
 	if (ok && !checked)
 		require_receipt_tenant(registered_tenant(out->owner_id), epoch, seq);
 	store_finish();

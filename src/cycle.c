@@ -795,7 +795,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 				continue;
 			}
 			store_connect();
-			if (log_find_operation(now.id, req->operation_id, &sealed))
+			if (log_find_operation(now.id, req->operation_id, cycle_live_epoch(), &sealed))
 			{
 				store_finish();
 				if (memcmp(sealed.digest, req->digest, LAKE_DIGEST_LEN) != 0)
@@ -1032,6 +1032,17 @@ cycle_receipt_settled(int32 epoch, int64 seq)
 	settled = cs->epoch != epoch || cs->sealed_seq >= seq;
 	LWLockRelease(&cs->lock);
 	return settled;
+}
+
+int32
+cycle_live_epoch(void)
+{
+	int32		epoch;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	epoch = cs->epoch;
+	LWLockRelease(&cs->lock);
+	return epoch;
 }
 
 bool

@@ -168,6 +168,8 @@ extern uint32 cycle_max_payload(void);
 extern bool cycle_receipt_pending(int32 epoch, int64 seq, char *tenant);
 extern bool cycle_receipt_settled(int32 epoch, int64 seq);
 extern bool cycle_receipt_sealed(int32 epoch, int64 seq);
+/* The writer epoch this server seals in (0 before the first recovery). */
+extern int32 cycle_live_epoch(void);
 
 /* Sealers (holding the sealing lock) */
 extern bool cycle_cut(CycleCut *cut, int max_casts);

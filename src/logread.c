@@ -186,6 +186,7 @@ typedef struct FindSeq
 	int64		position;
 	const char *operation_id;	/* NULL: any */
 	const uint8 *digest;		/* with operation_id: its content's */
+	int32		live_epoch;		/* this server's writer epoch */
 	bool		found;
 	bool		operation_matches;	/* the landing is of this operation and content */
 } FindSeq;
@@ -248,10 +249,12 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 
 	/*
 	 * The lsn is handed out as a position the cycle is flushed at. A seal
-	 * commits synchronously, so a visible cycle's lsn is at or below the
-	 * WAL flushed here (replayed, on a standby); one past it is damage.
+	 * commits synchronously, so a visible cycle of this WAL stream (the
+	 * live epoch) has its lsn at or below the WAL flushed here (replayed,
+	 * on a standby); one past it is damage.
 	 */
-	if (out->lsn > (RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : GetFlushRecPtr(NULL)))
+	if (epoch == f->live_epoch &&
+		out->lsn > (RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : GetFlushRecPtr(NULL)))
 		cycle_damaged_error(cycle, psprintf("its row's lsn %X/%X is past the WAL flushed here",
 											LSN_FORMAT_ARGS(out->lsn)));
 	f->seq = seq;
@@ -272,12 +275,14 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 }
 
 bool
-log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
+log_find_operation(int32 owner_id, const char *operation_id, int32 live_epoch,
+				   LogReceipt *out)
 {
 	ScanKeyData key[2];
 	Datum		values[5];
 	bool		nulls[5];
-	FindSeq		f = {.operation_id = operation_id, .digest = out->digest};
+	FindSeq		f = {.operation_id = operation_id, .digest = out->digest,
+	.live_epoch = live_epoch};
 
 	store_key_int4(&key[0], 1, owner_id);
 	store_key_text(&key[1], 2, operation_id);
@@ -302,9 +307,9 @@ log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out)
 }
 
 bool
-log_find_receipt(int32 epoch, int64 seq, LogReceipt *out)
+log_find_receipt(int32 epoch, int64 seq, int32 live_epoch, LogReceipt *out)
 {
-	FindSeq		f = {0};
+	FindSeq		f = {.live_epoch = live_epoch};
 
 	return find_landing(epoch, seq, &f, out);
 }

@@ -28,10 +28,14 @@ typedef struct LogReceipt
 /*
  * The store must be connected for these. log_find_operation answers only
  * from a landing of that owner with that operation id (XX001 if the
- * operation's row points anywhere else).
+ * operation's row points anywhere else). 'live_epoch' is this server's
+ * writer epoch: a cycle of it was sealed on this WAL stream, so its lsn
+ * must be flushed here (XX001 if not); an earlier epoch's rows may come
+ * from a restored dump, their lsn another cluster's.
  */
-extern bool log_find_operation(int32 owner_id, const char *operation_id, LogReceipt *out);
-extern bool log_find_receipt(int32 epoch, int64 seq, LogReceipt *out);
+extern bool log_find_operation(int32 owner_id, const char *operation_id,
+							   int32 live_epoch, LogReceipt *out);
+extern bool log_find_receipt(int32 epoch, int64 seq, int32 live_epoch, LogReceipt *out);
 
 /* The cycle a visitor's landing comes from. */
 typedef LakeCycleId LogCycle;
