@@ -111,7 +111,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 					 errmsg("operation \"%s\" of tenant \"%s\" is busy", operation_id, tenant),
-					 errdetail("Another transaction began, committed or aborted its stage and stayed open longer than lake.admission_queue_wait (%d ms).",
+					 errdetail("Another transaction began, committed or aborted its stage and stayed open past this call's lake.admission_queue_wait (%d ms, shared with the call's other waits).",
 							   lake_admission_queue_wait_ms),
 					 errhint("Retry later; nothing was written.")));
 		}
