@@ -258,6 +258,15 @@ CREATE TABLE lake_data.writer (
     one    boolean PRIMARY KEY DEFAULT true CHECK (one),
     epoch  int NOT NULL
 );
+-- A restore (pg_dump dumps this table) meets the row this script made: the
+-- dumped epoch is merged into it, the higher one kept, so the restored
+-- history's receipts are never issued again.
+CREATE FUNCTION lake.writer_merge() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'lake_writer_merge'
+    LANGUAGE C;
+CREATE TRIGGER writer_merge BEFORE INSERT ON lake_data.writer
+    FOR EACH ROW EXECUTE FUNCTION lake.writer_merge();
+REVOKE ALL ON FUNCTION lake.writer_merge() FROM PUBLIC;
 INSERT INTO lake_data.writer (epoch) VALUES (0);
 
 -- Sealed cycles: every landing of a cycle in one zstd-compressed record.
@@ -332,6 +341,11 @@ SELECT pg_catalog.setval(pg_catalog.pg_get_serial_sequence('lake_data.lifecycle'
                          (SELECT pg_catalog.max(l.id) FROM lake_data.lifecycle l));
 
 SELECT pg_catalog.pg_extension_config_dump('lake_data.dataset', '');
+-- The identity sequences too: a restored database must not hand out the
+-- ids of restored datasets, lifecycles and owners again.
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('lake_data.dataset', 'id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('lake_data.lifecycle', 'id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('lake_data.owner', 'id'), '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.version', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.version_blob', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.stage_replay', '');

@@ -25,7 +25,10 @@
 #include "access/xact.h"
 #include "access.h"
 #include "args.h"
+#include "catalog/pg_type.h"
 #include "checkpoint.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
 #include "cycle.h"
 #include "funcapi.h"
 #include "guc.h"
@@ -46,6 +49,7 @@
 PG_FUNCTION_INFO_V1(lake_recover);
 PG_FUNCTION_INFO_V1(lake_release_owner);
 PG_FUNCTION_INFO_V1(lake_rebuild_owner_index);
+PG_FUNCTION_INFO_V1(lake_writer_merge);
 
 /* Why landing l cannot apply to o, or NULL; *to gets the phase it moves to. */
 static char *
@@ -492,6 +496,42 @@ advance_epoch(void)
 	index_close(idx, AccessShareLock);
 	table_close(rel, RowExclusiveLock);
 	return (int32) next;
+}
+
+/*
+ * BEFORE INSERT on lake_data.writer: the table holds one row, and a restore
+ * (pg_dump dumps it) inserts the dumped one over the row CREATE EXTENSION
+ * made. Merge it, keeping the higher epoch, so that recovery on the
+ * restored database starts past every epoch its history holds: the
+ * restored receipts are never issued again. An insert into the empty
+ * table goes ahead.
+ */
+Datum
+lake_writer_merge(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan;
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1];
+	bool		isnull;
+	uint64		merged;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(td->tg_event) || !TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		elog(ERROR, "lake_writer_merge: must run BEFORE INSERT FOR EACH ROW");
+	values[0] = heap_getattr(td->tg_trigtuple,
+							 SPI_fnumber(td->tg_relation->rd_att, "epoch"),
+							 td->tg_relation->rd_att, &isnull);
+	if (isnull)
+		PG_RETURN_POINTER(td->tg_trigtuple);	/* NOT NULL refuses it */
+	store_connect();
+	store_run(store_plan(&plan,
+				 "UPDATE lake_data.writer w SET epoch = GREATEST(w.epoch, $1)",
+				 1, types),
+		values, SPI_OK_UPDATE);
+	merged = SPI_processed;
+	store_finish();
+	PG_RETURN_POINTER(merged > 0 ? NULL : td->tg_trigtuple);
 }
 
 void

@@ -1,0 +1,90 @@
+# A database restored from pg_dump into another cluster (lake_data is
+# dumped with the extension) carries on from its history:
+# - the restore succeeds: the dumped writer epoch is merged into the row
+#   CREATE EXTENSION made, and the identity sequences are restored, so new
+#   owners get new ids;
+# - after the restart that recovers the restored owners, the server seals
+#   in an epoch past every restored one: no receipt is issued twice (one
+#   was, in a second cycle, and a retried cast waited forever);
+# - each cycle keeps its lsn, a position in the source cluster's WAL: a
+#   retried idempotent cast and an await of a restored receipt answer with
+#   the restored coordinate (the check that a coordinate's lsn is flushed
+#   applies to the cycles of this server's live epoch only).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $src = lake_node('restore_src');
+$src->start;
+$src->safe_psql('postgres', 'CREATE EXTENSION lake');
+$src->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
+  or die 'the source worker does not serve';
+
+# Move the source's WAL well past where a fresh cluster's will be after
+# the restore: each switch after a write starts a new 16 MB segment.
+for (1 .. 6)
+{
+	$src->safe_psql('postgres', 'CREATE TABLE IF NOT EXISTS filler (i int); INSERT INTO filler VALUES (1)');
+	$src->safe_psql('postgres', 'SELECT pg_switch_wal()');
+}
+$src->safe_psql('postgres', "SELECT lake.create_owner('r_owner')");
+my $coord = $src->safe_psql('postgres',
+	"SELECT lake.cast_durable('r_owner', 'Planning', 'CognitiveWork', '\\x01'::bytea, NULL, 'r-op')");
+my ($epoch, $seq) = split /\|/,
+  $src->safe_psql('postgres',
+	"SELECT epoch, seq FROM lake_data.cast_operation WHERE operation_id = 'r-op'");
+my $lsn = $src->safe_psql('postgres', "SELECT (lake.cast_durable('r_owner', 'Planning', 'CognitiveWork', '\\x01'::bytea, NULL, 'r-op')).lsn");
+
+my $dump = $src->basedir . '/lake.dump';
+$src->command_ok(
+	[ 'pg_dump', '-Fc', '-f', $dump, '-d', $src->connstr('postgres') ],
+	'the source database dumps');
+$src->stop;
+
+my $dst = lake_node('restore_dst');
+$dst->start;
+$dst->command_ok(
+	[ 'pg_restore', '--exit-on-error', '-d', $dst->connstr('postgres'), $dump ],
+	'the dump restores into a fresh cluster without an error');
+# The worker recovers the restored owners when it next starts.
+$dst->restart;
+$dst->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
+  or die 'the restored worker does not serve';
+
+ok( $dst->safe_psql('postgres', "SELECT pg_current_wal_flush_lsn() < '$lsn'::pg_lsn") eq 't',
+	'the restored cycle\'s lsn lies past this cluster\'s WAL (else this test proves nothing)');
+cmp_ok($dst->safe_psql('postgres', 'SELECT (lake.stats()).epoch'),
+	'>', $epoch, 'the restored server seals in a later epoch');
+
+is( $dst->safe_psql('postgres',
+		"SELECT lake.cast_durable('r_owner', 'Planning', 'CognitiveWork', '\\x01'::bytea, NULL, 'r-op')"),
+	$coord,
+	'a retried idempotent cast answers with the restored coordinate');
+is( $dst->safe_psql('postgres',
+		"SELECT lake.await_durable(ROW($epoch, $seq)::lake.receipt)"),
+	$coord,
+	'an await of the restored receipt answers with the restored coordinate');
+is( $dst->safe_psql('postgres',
+		"SELECT string_agg(to_phase, ',' ORDER BY position) FROM lake.trajectory('r_owner')"),
+	'CognitiveWork', 'the restored trajectory holds the step once');
+
+# New work on the restored database: new ids, a new epoch's receipts.
+$dst->safe_psql('postgres', "SELECT lake.create_owner('r_new')");
+is( $dst->safe_psql('postgres',
+		"SELECT count(DISTINCT id) FROM lake_data.owner WHERE name IN ('r_owner', 'r_new')"),
+	'2', 'a new owner gets a new id');
+$dst->safe_psql('postgres',
+	"SELECT lake.cast_durable('r_owner', 'CognitiveWork', 'Evaluation')");
+is( $dst->safe_psql('postgres',
+		"SELECT count(*) FROM lake_data.cycle a JOIN lake_data.cycle b ON a.cycle < b.cycle
+		  AND a.epoch = b.epoch AND a.first_seq <= b.last_seq AND b.first_seq <= a.last_seq"),
+	'0', 'no receipt is in two cycles');
+is( $dst->safe_psql('postgres',
+		"SELECT string_agg(to_phase, ',' ORDER BY position) FROM lake.trajectory('r_owner')"),
+	'CognitiveWork,Evaluation', 'the restored owner moves on from its restored state');
+
+done_testing();
