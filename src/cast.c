@@ -194,12 +194,20 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 	}
 	else
 	{
-		if (deadline == 0)
-			cycle_wait_ready();
-		else if (!cycle_wait_ready_until(deadline))
-			return false;		/* still recovering at the caller's deadline */
-		AcceptInvalidationMessages();
-		if (cycle_receipt_pending(epoch, seq, tenant))
+		ReceiptState state;
+
+		/* A recovery that begins after the wait is waited for in turn. */
+		do
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (deadline == 0)
+				cycle_wait_ready();
+			else if (!cycle_wait_ready_until(deadline))
+				return false;	/* still recovering at the caller's deadline */
+			AcceptInvalidationMessages();
+			state = cycle_receipt_state(epoch, seq, tenant);
+		} while (state == RECEIPT_RECOVERING);
+		if (state == RECEIPT_PENDING)
 		{
 			if (!access_tenant_cached(GetUserId(), tenant))
 			{

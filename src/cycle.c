@@ -992,14 +992,22 @@ pending_receipt(int64 seq)
 /*
  * Is receipt (epoch, seq) still in the ring? If so, *tenant (NAMEDATALEN)
  * gets its owner's tenant; if not, it is history: sealed, or lost with its
- * epoch. 22023 for a receipt that was never issued.
+ * epoch. 22023 for a receipt that was never issued. While a recovery
+ * rebuilds the ring (next_seq reset, the epoch not yet advanced) none of
+ * this can be told: the caller waits for it and asks again.
  */
-bool
-cycle_receipt_pending(int32 epoch, int64 seq, char *tenant)
+ReceiptState
+cycle_receipt_state(int32 epoch, int64 seq, char *tenant)
 {
 	const CastRecord *r = NULL;
 
 	LWLockAcquire(&cs->lock, LW_SHARED);
+	/* A recovery has reset the counters its epoch is judged by. */
+	if (!cs->ready)
+	{
+		LWLockRelease(&cs->lock);
+		return RECEIPT_RECOVERING;
+	}
 	if (epoch == cs->epoch && seq > cs->next_seq)
 	{
 		LWLockRelease(&cs->lock);
@@ -1019,7 +1027,7 @@ cycle_receipt_pending(int32 epoch, int64 seq, char *tenant)
 	if (r != NULL)
 		strlcpy(tenant, r->owner->tenant, NAMEDATALEN);
 	LWLockRelease(&cs->lock);
-	return r != NULL;
+	return r != NULL ? RECEIPT_PENDING : RECEIPT_HISTORY;
 }
 
 /* Is receipt (epoch, seq) sealed, or lost with an epoch that ended? */

@@ -162,10 +162,17 @@ extern uint32 cycle_max_payload(void);
 
 /*
  * Receipts: still in the ring (*tenant, NAMEDATALEN, gets its owner's
- * tenant; 22023 if never issued)? Settled (sealed, or lost with an epoch
- * that ended)? Sealed in this server's current epoch?
+ * tenant), history (sealed or lost), or not known while a recovery
+ * rebuilds the ring (22023 if never issued)? Settled (sealed, or lost with
+ * an epoch that ended)? Sealed in this server's current epoch?
  */
-extern bool cycle_receipt_pending(int32 epoch, int64 seq, char *tenant);
+typedef enum ReceiptState
+{
+	RECEIPT_PENDING,
+	RECEIPT_HISTORY,
+	RECEIPT_RECOVERING
+} ReceiptState;
+extern ReceiptState cycle_receipt_state(int32 epoch, int64 seq, char *tenant);
 extern bool cycle_receipt_settled(int32 epoch, int64 seq);
 extern bool cycle_receipt_sealed(int32 epoch, int64 seq);
 /* The writer epoch this server seals in (0 before the first recovery). */
