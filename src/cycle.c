@@ -1030,38 +1030,45 @@ cycle_receipt_state(int32 epoch, int64 seq, char *tenant)
 	return r != NULL ? RECEIPT_PENDING : RECEIPT_HISTORY;
 }
 
+/* The live epoch and how far it is sealed, read together. */
+static void
+sealed_through(int32 *epoch, int64 *sealed_seq)
+{
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	*epoch = cs->epoch;
+	*sealed_seq = cs->sealed_seq;
+	LWLockRelease(&cs->lock);
+}
+
 /* Is receipt (epoch, seq) sealed, or lost with an epoch that ended? */
 bool
 cycle_receipt_settled(int32 epoch, int64 seq)
 {
-	bool		settled;
+	int32		live;
+	int64		sealed;
 
-	LWLockAcquire(&cs->lock, LW_SHARED);
-	settled = cs->epoch != epoch || cs->sealed_seq >= seq;
-	LWLockRelease(&cs->lock);
-	return settled;
-}
-
-int32
-cycle_live_epoch(void)
-{
-	int32		epoch;
-
-	LWLockAcquire(&cs->lock, LW_SHARED);
-	epoch = cs->epoch;
-	LWLockRelease(&cs->lock);
-	return epoch;
+	sealed_through(&live, &sealed);
+	return live != epoch || sealed >= seq;
 }
 
 bool
 cycle_receipt_sealed(int32 epoch, int64 seq)
 {
-	bool		sealed;
+	int32		live;
+	int64		sealed;
 
-	LWLockAcquire(&cs->lock, LW_SHARED);
-	sealed = cs->epoch == epoch && cs->sealed_seq >= seq;
-	LWLockRelease(&cs->lock);
-	return sealed;
+	sealed_through(&live, &sealed);
+	return live == epoch && sealed >= seq;
+}
+
+int32
+cycle_live_epoch(void)
+{
+	int32		live;
+	int64		sealed;
+
+	sealed_through(&live, &sealed);
+	return live;
 }
 
 /* ----------------------------------------------------------------------
