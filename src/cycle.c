@@ -82,7 +82,7 @@ typedef struct CycleShared
 static CycleShared *cs = NULL;
 
 static bool prefaulted = false;
-static bool lifecycle_dirty = false;	/* this transaction edited lake_data.lifecycle */
+static bool recover_at_commit = false;	/* this transaction edited lifecycles or the writer */
 static uint64 seen_lifecycle_changes = 0;
 static void prefault_ring(void);
 static bool cut_active = false;	/* this backend holds a cut not yet sealed */
@@ -939,23 +939,41 @@ lake_lifecycle_changed(PG_FUNCTION_ARGS)
 {
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "lake_lifecycle_changed: not called as a trigger");
-	if (cs != NULL)
-		lifecycle_dirty = true;
+	cycle_recover_at_commit();
 	return PointerGetDatum(NULL);
+}
+
+void
+cycle_recover_at_commit(void)
+{
+	if (cs != NULL)
+		recover_at_commit = true;
+}
+
+bool
+cycle_has_history(void)
+{
+	Oid			generation = current_generation();	/* catalogs: before the lock */
+	bool		history;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	history = cs->generation == generation && cs->next_seq > 0;
+	LWLockRelease(&cs->lock);
+	return history;
 }
 
 /* Made visible: every cache and every live owner must follow an edit. */
 static void
 cycle_xact_callback(XactEvent event, void *arg)
 {
-	if (!lifecycle_dirty || (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT))
+	if (!recover_at_commit || (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT))
 		return;
 	if (event == XACT_EVENT_COMMIT)
 	{
 		pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
 		cycle_wake_worker();
 	}
-	lifecycle_dirty = false;
+	recover_at_commit = false;
 }
 
 void

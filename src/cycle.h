@@ -140,6 +140,15 @@ extern bool cycle_owner_copy(const OwnerState *o, uint64 filling, OwnerState *co
 /* Worker */
 extern bool cycle_needs_recovery(Oid generation);
 extern bool cycle_serves(Oid generation);
+
+/*
+ * Once this transaction commits, sessions reload their lifecycles and the
+ * worker seals what is pending and recovers every owner (a lifecycle edit,
+ * a restored writer epoch).
+ */
+extern void cycle_recover_at_commit(void);
+/* Has the installed extension's live epoch accepted any cast? */
+extern bool cycle_has_history(void);
 extern void cycle_close(void);
 extern void cycle_begin_recovery(void);
 extern void cycle_recovery_failed(const char *why);

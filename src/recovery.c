@@ -464,9 +464,30 @@ settle_quarantines(Replay *rp)
 }
 
 /*
+ * The newest epoch any sealed cycle carries, 0 if none: a restore that did
+ * not go through lake.writer_merge (triggers disabled) brings cycles whose
+ * epochs the writer row does not know.
+ */
+static int32
+newest_cycle_epoch(void)
+{
+	static SPIPlanPtr plan;
+	bool		isnull;
+	Datum		d;
+
+	store_run(store_plan(&plan, "SELECT pg_catalog.max(c.epoch) FROM lake_data.cycle c", 0, NULL),
+			  NULL, SPI_OK_SELECT);
+	d = store_col(0, 1, &isnull);
+	return isnull ? 0 : DatumGetInt32(d);
+}
+
+/*
  * Advance the durable writer epoch to the next one in this partition's
  * residue class (SPEC §7), straight on its one row: recovery is the only
- * writer of lake_data.writer (a concurrent update would be an error).
+ * writer of lake_data.writer (a concurrent update would be an error). The
+ * next epoch is past the row's, past every sealed cycle's and past this
+ * server's live one (which a dropped and re-created extension's row
+ * starts below), so no receipt is issued twice.
  */
 static int32
 advance_epoch(void)
@@ -485,7 +506,8 @@ advance_epoch(void)
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
-	next = (int64) DatumGetInt32(values[att - 1]) + 1;
+	next = (int64) Max(DatumGetInt32(values[att - 1]),
+					   Max(newest_cycle_epoch(), cycle_live_epoch())) + 1;
 	next += (lake_partition + lake_partitions - next % lake_partitions) % lake_partitions;
 	if (next > PG_INT32_MAX)
 		ereport(ERROR,
@@ -524,6 +546,12 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 							 td->tg_relation->rd_att, &isnull);
 	if (isnull)
 		PG_RETURN_POINTER(td->tg_trigtuple);	/* NOT NULL refuses it */
+	/* A history restored over live casts would share their receipts. */
+	if (cycle_has_history())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake_data.writer cannot take a restored epoch: this database's lake has accepted casts"),
+				 errhint("Restore into a new database, where the dump creates the extension.")));
 	store_connect();
 	store_run(store_plan(&plan,
 				 "UPDATE lake_data.writer w SET epoch = GREATEST(w.epoch, $1)",
@@ -531,6 +559,8 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 		values, SPI_OK_UPDATE);
 	merged = SPI_processed;
 	store_finish();
+	/* The restored owners are recovered once this commits, past its epoch. */
+	cycle_recover_at_commit();
 	PG_RETURN_POINTER(merged > 0 ? NULL : td->tg_trigtuple);
 }
 

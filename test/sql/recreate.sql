@@ -7,8 +7,15 @@ SELECT lake.append('again', 'tenant_a', 'op-1', '\x01'::bytea);
 SELECT lake.read('again', 1);
 
 -- Dropped and recreated in this very session: new tables, new OIDs.
+SELECT epoch AS old_epoch FROM lake.stats() \gset
 DROP EXTENSION lake CASCADE;
 CREATE EXTENSION lake;
+-- The new extension's writer row starts at 0, yet its worker's epoch goes
+-- past the one this server sealed in before: a receipt a client still holds
+-- from the dropped extension never names a new cast.
+SELECT lake.create_owner('recreated');
+SELECT (r).epoch > :old_epoch AS epoch_not_reused
+FROM (SELECT lake.cast('recreated', 'Planning', 'CognitiveWork') AS r) x;
 -- 'again' gets another id than before.
 SELECT lake.create_dataset('second');
 SELECT lake.create_dataset('again');
