@@ -596,7 +596,7 @@ recovery_run(RecoveryResult *out)
 	store_finish();
 
 	/* The new epoch must be durable before any receipt carries it. */
-	ForceSyncCommit();
+	store_commit_durably();
 	rp.fig.snapshot = snapshot;
 	rp.fig.ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
 	ereport(LOG,

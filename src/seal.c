@@ -639,7 +639,7 @@ seal_run(void)
 	if (nops > 0)
 		insert_rows(SEAL_CAST_OPERATION, nops, op_rows, nulls);
 
-	ForceSyncCommit();
+	store_commit_durably();
 	publish_at_commit(&cut, cycle, lsn, owners, nowners, positions, started);
 	store_finish();
 	return cycle;

@@ -131,9 +131,25 @@ lookup_owner(void)
 
 static void forget_all(void);
 
+/* store_commit_durably was called in this transaction. */
+static bool commit_durably = false;
+
 static void
 reset_depth_xact(XactEvent event, void *arg)
 {
+	/*
+	 * Raised at pre-commit, outside every GUC nest level (a function's SET
+	 * clause would take a value set inside it back before the commit), and
+	 * only for this transaction.
+	 */
+	if (event == XACT_EVENT_PRE_COMMIT && commit_durably &&
+		synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+		(void) set_config_option("synchronous_commit", "on",
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+								 true, 0, false);
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		commit_durably = false;
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		depth = 0;
@@ -628,6 +644,13 @@ void
 store_unbound_lock_waits(int nest)
 {
 	AtEOXact_GUC(true, nest);
+}
+
+void
+store_commit_durably(void)
+{
+	ForceSyncCommit();
+	commit_durably = true;
 }
 
 void

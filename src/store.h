@@ -99,6 +99,14 @@ extern int	store_bound_lock_waits(long wait_ms, bool *bounded);
 extern void store_unbound_lock_waits(int nest);
 
 /*
+ * Make this transaction's commit durable whatever the session or database
+ * asks for: flushed here (even with synchronous_commit = off) and, where
+ * synchronous standbys are named, there too (synchronous_commit raised to
+ * on for the rest of the transaction: local or off would skip the wait).
+ */
+extern void store_commit_durably(void);
+
+/*
  * In the PG_CATCH of a bounded wait: re-throws anything but the bound's own
  * lock timeout, which it clears (the caller then reports it its own way).
  * 'mcxt' is the context the wait began in.

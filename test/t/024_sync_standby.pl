@@ -1,0 +1,62 @@
+# With a synchronous standby named, a seal's commit waits for it whatever
+# synchronous_commit the database (or the worker's role) sets: a
+# coordinate is acknowledged only once the standby has the cycle, so a
+# promotion never loses it. The worker used to force only the local flush:
+# with synchronous_commit = local it acknowledged cycles the standby did
+# not have yet.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $primary = lake_node('sync_primary', init => { allows_streaming => 1 });
+$primary->start;
+$primary->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner('s')");
+ok($primary->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the primary serves');
+
+$primary->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('sync_standby');
+$standby->init_from_backup($primary, 'b', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "cluster_name = 'sync_standby'");
+$standby->start;
+
+# The standby is synchronous; the database asks for a local commit only,
+# and the worker starts again to take that setting.
+$primary->safe_psql('postgres', q{
+ALTER SYSTEM SET synchronous_standby_names = 'sync_standby';
+SELECT pg_reload_conf();
+ALTER DATABASE postgres SET synchronous_commit = local;});
+ok($primary->poll_query_until('postgres',
+		"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'sync_standby'"),
+	'the standby is synchronous');
+my $pid = $primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+$primary->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok( $primary->poll_query_until('postgres',
+		"SELECT worker_state = 'serving' AND worker_pid <> $pid FROM lake.stats()"),
+	'a new worker serves');
+is($primary->safe_psql('postgres',
+		"SELECT setting FROM pg_settings WHERE name = 'synchronous_commit'"),
+	'local', 'sessions of the database commit locally');
+
+# With the standby gone, a durable cast is not acknowledged ...
+$standby->stop;
+my $r = $primary->safe_psql('postgres', "SELECT lake.cast('s', 'Planning', 'CognitiveWork')");
+is($primary->safe_psql('postgres', "SELECT lake.await_durable('$r'::lake.receipt, 2000) IS NULL"),
+	't', 'no coordinate while the synchronous standby is away');
+
+# ... until it is back: then the standby has the cycle.
+$standby->start;
+my $coord = $primary->safe_psql('postgres', "SELECT lake.await_durable('$r'::lake.receipt)");
+like($coord, qr/^\(\d+,1,/, 'the coordinate once the standby confirms');
+my ($cycle) = $coord =~ /^\((\d+),/;
+ok( $standby->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM lake_data.cycle WHERE cycle = $cycle"),
+	'the standby holds the acknowledged cycle');
+
+$standby->stop;
+$primary->stop;
+done_testing();
