@@ -310,6 +310,7 @@ cycle_wait_ready_until(TimestampTz deadline)
 				 errmsg("lake owners are not available during recovery"),
 				 errdetail("This server is a standby (or still replaying WAL); casts, seals and owner states need the primary."),
 				 errhint("Sealed data can be read here with lake.trajectory, lake.log and lake.cycles.")));
+	lake_require_served_database();
 	if (!prefaulted)
 		prefault_ring();
 	generation = current_generation();
@@ -953,9 +954,12 @@ cycle_recover_at_commit(void)
 bool
 cycle_has_history(void)
 {
-	Oid			generation = current_generation();	/* catalogs: before the lock */
+	Oid			generation;
 	bool		history;
 
+	if (cs == NULL)
+		return false;			/* not preloaded: nothing live at all */
+	generation = current_generation();	/* catalogs: before the lock */
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	history = cs->generation == generation && cs->next_seq > 0;
 	LWLockRelease(&cs->lock);
