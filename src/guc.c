@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <math.h>
 
+#include "commands/dbcommands.h"
 #include "guc.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -312,4 +313,27 @@ int64
 lake_partition_handle(int64 n)
 {
 	return n * lake_partitions + lake_partition;
+}
+
+void
+lake_require_served_database(void)
+{
+	/* A backend's database and lake.database (postmaster) never change. */
+	static int	served = -1;
+
+	/* Not preloaded: no worker serves anything (lake_require_preload refuses). */
+	if (lake_database == NULL)
+		return;
+	if (served < 0)
+	{
+		char	   *name = get_database_name(MyDatabaseId);
+
+		served = name != NULL && strcmp(name, lake_database) == 0;
+	}
+	if (!served)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake serves database \"%s\", not this one", lake_database),
+				 errdetail("A copy of that database (CREATE DATABASE ... TEMPLATE) holds lake's tables but is not served."),
+				 errhint("Use lake in database \"%s\".", lake_database)));
 }

@@ -30,6 +30,13 @@ extern int	lake_partition;
 extern void lake_guc_init(void);
 extern bool lake_guc_byte_pair_valid(void);
 
+/*
+ * 55000 unless this session's database is lake.database: the worker
+ * serves that one only, and a copy of it (CREATE DATABASE ... TEMPLATE)
+ * holds the same OIDs, so nothing else would tell them apart.
+ */
+extern void lake_require_served_database(void);
+
 /* The n-th handle (stage id) of this partition: n * partitions + partition. */
 extern int64 lake_partition_handle(int64 n);
 

@@ -179,6 +179,8 @@ store_connect(void)
 		RegisterSubXactCallback(reset_depth_subxact, NULL);
 		callbacks_set = true;
 	}
+	if (depth == 0)
+		lake_require_served_database();
 	if (depth++ == 0)
 	{
 		lake_owner = lookup_owner();
