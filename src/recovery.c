@@ -483,8 +483,9 @@ newest_cycle_epoch(void)
 
 /*
  * Advance the durable writer epoch to the next one in this partition's
- * residue class (SPEC §7), straight on its one row: recovery is the only
- * writer of lake_data.writer (a concurrent update would be an error). The
+ * residue class (SPEC §7), straight on its one row: recovery is its only
+ * writer but for a restore's merge (lake.writer_merge), which a failed
+ * recovery outlasts and retries after. The
  * next epoch is past the row's, past every sealed cycle's and past this
  * server's live one (which a dropped and re-created extension's row
  * starts below), so no receipt is issued twice.
@@ -559,9 +560,11 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 		values, SPI_OK_UPDATE);
 	merged = SPI_processed;
 	store_finish();
+	if (merged == 0)
+		PG_RETURN_POINTER(td->tg_trigtuple);
 	/* The restored owners are recovered once this commits, past its epoch. */
 	cycle_recover_at_commit();
-	PG_RETURN_POINTER(merged > 0 ? NULL : td->tg_trigtuple);
+	PG_RETURN_POINTER(NULL);
 }
 
 void

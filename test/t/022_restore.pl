@@ -23,6 +23,16 @@ $src->start;
 $src->safe_psql('postgres', 'CREATE EXTENSION lake');
 $src->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
   or die 'the source worker does not serve';
+# Epochs past the destinations' own (each worker start advances it), so a
+# restored epoch that is dropped rather than merged shows.
+for my $n (2 .. 4)
+{
+	my $pid = $src->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+	$src->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+	$src->poll_query_until('postgres',
+		"SELECT worker_state = 'serving' AND worker_pid <> $pid AND epoch = $n FROM lake.stats()")
+	  or die "the source worker did not reach epoch $n";
+}
 
 # Move the source's WAL well past where a fresh cluster's will be after
 # the restore: each switch after a write starts a new 16 MB segment.
@@ -37,6 +47,7 @@ my $coord = $src->safe_psql('postgres',
 my ($epoch, $seq) = split /\|/,
   $src->safe_psql('postgres',
 	"SELECT epoch, seq FROM lake_data.cast_operation WHERE operation_id = 'r-op'");
+is($epoch, '4', 'the dumped history is of epoch 4');
 my $lsn = $src->safe_psql('postgres', "SELECT (lake.cast_durable('r_owner', 'Planning', 'CognitiveWork', '\\x01'::bytea, NULL, 'r-op')).lsn");
 
 my $dump = $src->basedir . '/lake.dump';
