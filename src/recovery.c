@@ -485,10 +485,10 @@ newest_cycle_epoch(void)
  * Advance the durable writer epoch to the next one in this partition's
  * residue class (SPEC §7), straight on its one row: recovery is its only
  * writer but for a restore's merge (lake.writer_merge), which a failed
- * recovery outlasts and retries after. The
- * next epoch is past the row's, past every sealed cycle's and past this
- * server's live one (which a dropped and re-created extension's row
- * starts below), so no receipt is issued twice.
+ * recovery outlasts and retries after. The next epoch is past the row's,
+ * past every sealed cycle's and past this server's live one (which a
+ * dropped and re-created extension's row starts below), so no receipt is
+ * issued twice.
  */
 static int32
 advance_epoch(void)
