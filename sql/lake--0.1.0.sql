@@ -253,10 +253,13 @@ CREATE TABLE lake_data.owner (
 );
 
 -- The writer epoch: grows durably each time a worker starts sealing, so a
--- receipt (epoch, seq) never repeats and a stale sealer can be fenced.
+-- receipt (epoch, seq) never repeats and a stale sealer can be fenced. The
+-- timeline it was taken on (NULL before the first): an epoch taken on a new
+-- timeline skips past those the old one's lost end may have used.
 CREATE TABLE lake_data.writer (
-    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
-    epoch  int NOT NULL
+    one       boolean PRIMARY KEY DEFAULT true CHECK (one),
+    epoch     int NOT NULL,
+    timeline  bigint
 );
 -- A restore (pg_dump dumps this table) meets the row this script made: the
 -- dumped epoch is merged into it, the higher one kept, so the restored

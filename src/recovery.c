@@ -23,6 +23,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "access.h"
 #include "args.h"
 #include "catalog/pg_type.h"
@@ -45,6 +46,13 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
+/*
+ * Worker lifetimes (epoch advances) a timeline's lost end is assumed never
+ * to have reached: a worker that restarted this often without one of its
+ * epochs reaching the standby that took over.
+ */
+#define LAKE_TIMELINE_EPOCH_SKIP 4096
 
 PG_FUNCTION_INFO_V1(lake_recover);
 PG_FUNCTION_INFO_V1(lake_release_owner);
@@ -489,32 +497,45 @@ newest_cycle_epoch(void)
  * past every sealed cycle's and past this server's live one (which a
  * dropped and re-created extension's row starts below), so no receipt is
  * issued twice.
+ *
+ * On a timeline other than the row's (a standby promoted, a point-in-time
+ * recovery), the old timeline may have gone on past what this server
+ * replayed, advancing epochs whose rows never reached it: the next epoch
+ * skips LAKE_TIMELINE_EPOCH_SKIP advances, so that a receipt of that lost
+ * end is never issued again for another cast.
  */
 static int32
 advance_epoch(void)
 {
 	Relation	rel = store_open("writer", RowExclusiveLock);
 	Relation	idx = store_open("writer_pkey", AccessShareLock);
-	AttrNumber	att = get_attnum(RelationGetRelid(rel), "epoch");
-	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
-	bool	   *nulls = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	epoch_att = get_attnum(RelationGetRelid(rel), "epoch");
+	AttrNumber	tli_att = get_attnum(RelationGetRelid(rel), "timeline");
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
 	SysScanDesc scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
 	HeapTuple	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	TimeLineID	tli = GetWALInsertionTimeLine();
 	int64		next;
 
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "lake: the writer epoch row is missing");
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
-	heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
-	next = (int64) Max(DatumGetInt32(values[att - 1]),
+	heap_deform_tuple(tup, desc, values, nulls);
+	next = (int64) Max(DatumGetInt32(values[epoch_att - 1]),
 					   Max(newest_cycle_epoch(), cycle_live_epoch())) + 1;
+	if (!nulls[tli_att - 1] && DatumGetInt64(values[tli_att - 1]) != (int64) tli)
+		next += (int64) LAKE_TIMELINE_EPOCH_SKIP * lake_partitions;
 	next += (lake_partition + lake_partitions - next % lake_partitions) % lake_partitions;
 	if (next > PG_INT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("the writer epoch cannot advance past %d", PG_INT32_MAX)));
-	values[att - 1] = Int32GetDatum((int32) next);
+	values[epoch_att - 1] = Int32GetDatum((int32) next);
+	values[tli_att - 1] = Int64GetDatum((int64) tli);
+	nulls[tli_att - 1] = false;
 	store_update(rel, &tup->t_self, values, nulls);
 	index_close(idx, AccessShareLock);
 	table_close(rel, RowExclusiveLock);

@@ -78,8 +78,8 @@ seal_lock(void)
 static LogIndexState
 check_fence(const CycleCut *cut, int64 base)
 {
-	Datum		writer_row[2];
-	bool		writer_nulls[2];
+	Datum		writer_row[3];
+	bool		writer_nulls[3];
 	int32		epoch;
 	LogIndexState st = {0};
 	bool		found;

@@ -35,6 +35,7 @@
 #include "access/skey.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/indexing.h"
@@ -440,12 +441,24 @@ store_relid(const char *name)
 /*
  * A new blob id (a stage's id, kept by the version it becomes), in this
  * partition's residue class: a router sends a stage id to its partition by
- * the id alone.
+ * the id alone. And in this timeline's range of 2^40 ids: a standby promoted
+ * without the primary's last WAL (or a point-in-time recovery) hands out
+ * the sequence's values again, and a stage id a client holds from the old
+ * timeline's lost end must not name another operation's stage.
  */
 int64
 store_next_blob(void)
 {
-	return lake_partition_handle(nextval_internal(lake_relid("blob_seq"), false));
+	int64		n = nextval_internal(lake_relid("blob_seq"), false);
+	TimeLineID	tli = GetWALInsertionTimeLine();
+
+	/* 2^12 timelines of 2^40 ids, times at most 1024 partitions: < 2^63. */
+	if (tli > (1 << 12) || n >= ((int64) 1 << 40))
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("no stage id is left for timeline %u", tli),
+				 errdetail("Stage ids hold 2^40 per timeline and 4096 timelines.")));
+	return lake_partition_handle(((int64) (tli - 1) << 40) + n);
 }
 
 /*
