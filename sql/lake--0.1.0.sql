@@ -254,8 +254,9 @@ CREATE TABLE lake_data.owner (
 
 -- The writer epoch: grows durably each time a worker starts sealing, so a
 -- receipt (epoch, seq) never repeats and a stale sealer can be fenced. The
--- timeline it was taken on (NULL before the first): an epoch taken on a new
--- timeline skips past those the old one's lost end may have used.
+-- timeline it was taken on (set when the row is made; NULL after a restore
+-- merged a dumped row): an epoch taken on a later timeline, or after a
+-- restore, skips past those the line it forked from may have gone on to.
 CREATE TABLE lake_data.writer (
     one       boolean PRIMARY KEY DEFAULT true CHECK (one),
     epoch     int NOT NULL,

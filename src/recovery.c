@@ -27,6 +27,7 @@
 #include "access.h"
 #include "args.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "checkpoint.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -498,11 +499,15 @@ newest_cycle_epoch(void)
  * dropped and re-created extension's row starts below), so no receipt is
  * issued twice.
  *
- * On a timeline other than the row's (a standby promoted, a point-in-time
- * recovery), the old timeline may have gone on past what this server
- * replayed, advancing epochs whose rows never reached it: the next epoch
- * skips LAKE_TIMELINE_EPOCH_SKIP advances, so that a receipt of that lost
- * end is never issued again for another cast.
+ * A fork may also have left another line of history go on from the row:
+ * a standby promoted or a point-in-time recovery (a timeline above the
+ * row's), a restore (the merge leaves the row's timeline NULL, and a
+ * restore without it brings cycles past the row's epoch). That line may
+ * have advanced epochs this server never saw, so the next epoch skips
+ * LAKE_TIMELINE_EPOCH_SKIP advances per timeline between the row's and
+ * this one (this whole one for a restore): a receipt of the lost line is
+ * never issued again for another cast, and two standbys promoted in turn
+ * from the same row (timelines 2 and 3) never take the same epoch.
  */
 static int32
 advance_epoch(void)
@@ -514,20 +519,32 @@ advance_epoch(void)
 	AttrNumber	tli_att = get_attnum(RelationGetRelid(rel), "timeline");
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
-	SysScanDesc scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
-	HeapTuple	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	SysScanDesc scan;
+	HeapTuple	tup;
 	TimeLineID	tli = GetWALInsertionTimeLine();
+	int32		row_epoch;
+	int32		newest = newest_cycle_epoch();
+	int64		forked_from;
 	int64		next;
 
+	if (epoch_att == InvalidAttrNumber || tli_att == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake_data.writer lacks its epoch or timeline column"),
+				 errhint("The extension was created by an older build of this version: re-create it.")));
+	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
+	tup = systable_getnext_ordered(scan, ForwardScanDirection);
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "lake: the writer epoch row is missing");
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, desc, values, nulls);
-	next = (int64) Max(DatumGetInt32(values[epoch_att - 1]),
-					   Max(newest_cycle_epoch(), cycle_live_epoch())) + 1;
-	if (!nulls[tli_att - 1] && DatumGetInt64(values[tli_att - 1]) != (int64) tli)
-		next += (int64) LAKE_TIMELINE_EPOCH_SKIP * lake_partitions;
+	row_epoch = DatumGetInt32(values[epoch_att - 1]);
+	next = (int64) Max(row_epoch, Max(newest, cycle_live_epoch())) + 1;
+	forked_from = nulls[tli_att - 1] || newest > row_epoch ? 0 :
+		DatumGetInt64(values[tli_att - 1]);
+	if ((int64) tli > forked_from)
+		next += ((int64) tli - forked_from) * LAKE_TIMELINE_EPOCH_SKIP * lake_partitions;
 	next += (lake_partition + lake_partitions - next % lake_partitions) % lake_partitions;
 	if (next > PG_INT32_MAX)
 		ereport(ERROR,
@@ -547,9 +564,27 @@ advance_epoch(void)
  * (pg_dump dumps it) inserts the dumped one over the row CREATE EXTENSION
  * made. Merge it, keeping the higher epoch, so that recovery on the
  * restored database starts past every epoch its history holds: the
- * restored receipts are never issued again. An insert into the empty
- * table goes ahead.
+ * restored receipts are never issued again. The merged row's timeline
+ * becomes NULL: the dumped database may go on after the dump, so the next
+ * epoch skips as after a fork (advance_epoch). An insert into the empty
+ * table goes ahead, with this timeline when CREATE EXTENSION makes it, as
+ * a fork's (NULL) otherwise.
  */
+/* The table's one row, inserted into the empty table: see lake_writer_merge. */
+static Datum
+writer_first_row(TriggerData *td)
+{
+	TupleDesc	desc = td->tg_relation->rd_att;
+	int			att = SPI_fnumber(desc, "timeline");
+	Datum		value = Int64GetDatum((int64) GetWALInsertionTimeLine());
+	bool		isnull = !creating_extension;
+
+	if (att <= 0)
+		return PointerGetDatum(td->tg_trigtuple);	/* advance_epoch refuses it */
+	return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, desc, 1,
+													 &att, &value, &isnull));
+}
+
 Datum
 lake_writer_merge(PG_FUNCTION_ARGS)
 {
@@ -576,13 +611,13 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 				 errhint("Restore into a new database, where the dump creates the extension.")));
 	store_connect();
 	store_run(store_plan(&plan,
-				 "UPDATE lake_data.writer w SET epoch = GREATEST(w.epoch, $1)",
+				 "UPDATE lake_data.writer w SET epoch = GREATEST(w.epoch, $1), timeline = NULL",
 				 1, types),
 		values, SPI_OK_UPDATE);
 	merged = SPI_processed;
 	store_finish();
 	if (merged == 0)
-		PG_RETURN_POINTER(td->tg_trigtuple);
+		return writer_first_row(td);
 	/* The restored owners are recovered once this commits, past its epoch. */
 	cycle_recover_at_commit();
 	PG_RETURN_POINTER(NULL);

@@ -9,7 +9,9 @@
 # - each cycle keeps its lsn, a position in the source cluster's WAL: a
 #   retried idempotent cast and an await of a restored receipt answer with
 #   the restored coordinate (the check that a coordinate's lsn is flushed
-#   applies to the cycles of this server's live epoch only).
+#   applies to the cycles of this server's live epoch only);
+# - a receipt the source issued after the dump (it went on) is LK006 on the
+#   restored database, never the coordinate of one of its own casts.
 use strict;
 use warnings;
 
@@ -54,6 +56,14 @@ my $dump = $src->basedir . '/lake.dump';
 $src->command_ok(
 	[ 'pg_dump', '-Fc', '-f', $dump, '-d', $src->connstr('postgres') ],
 	'the source database dumps');
+# The source goes on after the dump: a new worker lifetime and a sealed
+# cast. Its receipt must not name a cast of the restored database, which
+# clients may move to (the restore is a fork, as a promotion is).
+$src->restart;
+$src->poll_query_until('postgres', "SELECT worker_state = 'serving' AND epoch > $epoch FROM lake.stats()")
+  or die 'the source worker does not serve again';
+my $after_dump = $src->safe_psql('postgres', "SELECT lake.cast('r_owner', 'CognitiveWork', 'Evaluation')");
+$src->safe_psql('postgres', "SELECT lake.await_durable('$after_dump')");
 $src->stop;
 
 my $dst = lake_node('restore_dst');
@@ -96,6 +106,8 @@ is( $dst->safe_psql('postgres',
 is( $dst->safe_psql('postgres',
 		"SELECT string_agg(to_phase, ',' ORDER BY position) FROM lake.trajectory('r_owner')"),
 	'CognitiveWork,Evaluation', 'the restored owner moves on from its restored state');
+is( (sql_error($dst, "SELECT lake.await_durable('$after_dump', 10000)"))[0],
+	'LK006', "the source's receipt $after_dump, issued after the dump, is LK006 here, not this database's cast");
 
 # A restore over live casts would share their receipts: refused.
 $dst->command_fails_like(

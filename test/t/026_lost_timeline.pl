@@ -7,12 +7,16 @@
 #   used, so a receipt issued there is LK006 ("cast it again"), never the
 #   coordinate of another cast that happens to get the same (epoch, seq);
 # - a stage id begun there does not exist (42704) on the new timeline, never
-#   another operation's stage, whatever the stage-id sequence says.
-# The primary is restarted while the standby is stopped: its new epoch, its
-# receipts and its stage ids are the lost end.
+#   another operation's stage, whatever the stage-id sequence says;
+# - a second standby of the same primary, promoted after the first one was
+#   lost in turn (timeline 3, from the same writer row as timeline 2), takes
+#   an epoch neither the old primary nor the first standby took.
+# The primary is restarted while the standbys are stopped: its new epoch,
+# its receipts and its stage ids are the lost end.
 use strict;
 use warnings;
 
+use File::Copy ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -37,10 +41,12 @@ $primary->safe_psql('postgres',
 $primary->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'b', has_streaming => 1);
-$standby->start;
-$primary->wait_for_catchup($standby);
+my $second = PostgreSQL::Test::Cluster->new('second');
+$second->init_from_backup($primary, 'b', has_streaming => 1);
+$_->start for $standby, $second;
+$primary->wait_for_catchup($_) for $standby, $second;
 my $known = $primary->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
-$standby->stop;
+$_->stop for $standby, $second;
 
 # The lost end: a new worker lifetime, its receipts and a stage.
 $primary->restart;
@@ -95,12 +101,46 @@ $standby->safe_psql('postgres', "SELECT lake.append_chunk($stage, 0, 'new bytes'
 is($standby->safe_psql('postgres', "SELECT convert_from(lake.read('ds', lake.commit_append($stage)), 'UTF8')"),
 	'new bytes', 'the new stage commits its own bytes');
 
-# A restart on the new timeline advances the epoch by one step, as ever.
+# A receipt of the first standby's first epoch, then a restart on the new
+# timeline, which advances the epoch by one step, as ever.
+my @lost2 = ($standby->safe_psql('postgres', q{SELECT lake.cast('lost', 'Planning', 'CognitiveWork')}));
+$standby->safe_psql('postgres', "SELECT lake.await_durable('$lost2[0]')");
 $standby->restart;
 ok($standby->poll_query_until('postgres',
 		"SELECT worker_state = 'serving' AND epoch > $epoch FROM lake.stats()"),
 	'a restart on the new timeline serves a new epoch');
-is($standby->safe_psql('postgres', 'SELECT epoch FROM lake.stats()'),
-	$epoch + 1, 'the same timeline: the next epoch');
+my $epoch2 = $standby->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
+is($epoch2, $epoch + 1, 'the same timeline: the next epoch');
+
+# The promoted standby is lost in turn, with receipts of both its epochs.
+push @lost2, $standby->safe_psql('postgres', q{SELECT lake.cast('kept', NULL, NULL, 'y')});
+$standby->safe_psql('postgres', "SELECT lake.await_durable('$lost2[-1]')");
+my $history = $standby->data_dir . '/pg_wal/00000002.history';
+ok(-f $history, 'the first promotion wrote the history of timeline 2');
+$standby->stop('immediate');
+
+# The second standby knows timeline 2 exists (a shared archive would tell
+# it; here its history file is copied), so it promotes to timeline 3, from
+# the same writer row the first one started from.
+File::Copy::copy($history, $second->data_dir . '/pg_wal/00000002.history')
+  or die "copy $history: $!";
+$second->start;
+$second->promote;
+ok($second->poll_query_until('postgres',
+		"SELECT NOT pg_is_in_recovery() AND worker_state = 'serving' AND epoch > 0 FROM lake.stats()"),
+	'the second standby, promoted, serves');
+is($second->safe_psql('postgres', 'SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)'),
+	'00000003', 'it is on timeline 3');
+my $epoch3 = $second->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
+ok(!grep({ $_ == $epoch3 } $lost_epoch, $epoch, $epoch2),
+	"its epoch ($epoch3) is none the lost lines took ($lost_epoch; $epoch, $epoch2)");
+# More no-step casts than any lost epoch issued receipts.
+$second->safe_psql('postgres',
+	q{SELECT count(lake.cast_durable('kept', NULL, NULL, 'x')) FROM generate_series(1, 10)});
+for my $r (@receipts, @lost2)
+{
+	my ($state) = sql_error($second, "SELECT lake.await_durable('$r', 10000)");
+	is($state, 'LK006', "receipt $r of a lost line: LK006, not another cast's coordinate");
+}
 
 done_testing();
