@@ -690,20 +690,20 @@ store_catch_bound_timeout(MemoryContext mcxt, bool bounded)
  * and still raises its own 55P03.
  */
 bool
-store_lock_object(Oid classid, Oid objid, long wait_ms)
+store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 {
 	bool		bounded;
 	int			nest;
 	MemoryContext mcxt = CurrentMemoryContext;
 
-	if (ConditionalLockDatabaseObject(classid, objid, 0, ExclusiveLock))
+	if (ConditionalLockDatabaseObject(classid, objid, objsubid, ExclusiveLock))
 		return true;
 	if (wait_ms <= 0)
 		return false;
 	nest = store_bound_lock_waits(wait_ms, &bounded);
 	PG_TRY();
 	{
-		LockDatabaseObject(classid, objid, 0, ExclusiveLock);
+		LockDatabaseObject(classid, objid, objsubid, ExclusiveLock);
 	}
 	PG_CATCH();
 	{

@@ -89,7 +89,7 @@ extern Datum store_digest_datum(const uint8 *digest);
  * Take a transaction-scoped ExclusiveLock on (classid, objid), waiting at
  * most wait_ms: false when it ran out.
  */
-extern bool store_lock_object(Oid classid, Oid objid, long wait_ms);
+extern bool store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms);
 
 /*
  * Bound every lock wait until store_unbound_lock_waits to wait_ms (see

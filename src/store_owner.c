@@ -37,7 +37,7 @@ store_owner_lock_and_count(void)
 	 * lake.admission_queue_wait, and never the quarantine updates of the
 	 * worker, lake.recover() or lake.release_owner().
 	 */
-	if (!store_lock_object(store_relid("owner"), 0, lake_admission_queue_wait_ms))
+	if (!store_lock_object(store_relid("owner"), 0, 0, lake_admission_queue_wait_ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("owner creation is busy"),

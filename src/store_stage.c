@@ -67,7 +67,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	 */
 	if (max_open > 0)
 	{
-		if (!store_lock_object(store_relid("stage"), role, ms_left(deadline)))
+		if (!store_lock_object(store_relid("stage"), role, 0, ms_left(deadline)))
 			return -1;
 		if ((id = find_stage(values, types)) != 0)
 			return id;
@@ -163,7 +163,11 @@ store_lock_stage(int64 stage)
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(stage)};
 
-	if (!store_lock_object(store_relid("chunk"), (Oid) stage, lake_admission_queue_wait_ms))
+	/* The id's 64 bits in the tag's 48: its low half and its folded high half. */
+	uint32		high = (uint32) ((uint64) stage >> 32);
+
+	if (!store_lock_object(store_relid("chunk"), (Oid) stage,
+						   (uint16) (high ^ (high >> 16)), lake_admission_queue_wait_ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("stage " INT64_FORMAT " is busy", stage),
@@ -171,7 +175,7 @@ store_lock_stage(int64 stage)
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry later; nothing was written.")));
 	store_run(store_plan(&plan,
-				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.now() "
+				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.statement_timestamp() "
 				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_UPDATE);

@@ -176,7 +176,7 @@ store_dataset_name(int32 dataset_id)
 bool
 store_lock_dataset(int32 dataset_id, long wait_ms)
 {
-	return store_lock_object(store_relid("dataset"), (Oid) dataset_id, wait_ms);
+	return store_lock_object(store_relid("dataset"), (Oid) dataset_id, 0, wait_ms);
 }
 
 /* ----------------------------------------------------------------------
@@ -741,6 +741,8 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 		why = visit_stored(DatumGetByteaPP(values[CA_DATA - 1]), false,
 						   (size_t) (total - filled), visit, arg, &decoded);
 		MemoryContextSwitchTo(old);
+		if (why != NULL)
+			why = pstrdup(why); /* it may lie in chunkcxt, reset next */
 		MemoryContextReset(chunkcxt);
 		if (why != NULL)
 			break;

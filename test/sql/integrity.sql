@@ -132,6 +132,23 @@ UPDATE lake_data.chunk SET data = (SELECT v.data FROM lake_data.version v
     JOIN lake_data.dataset d ON d.id = v.dataset_id WHERE d.name = 'i_other')
 WHERE blob = :big_blob AND chunk_no = 1;
 SELECT t.i_replay() AS chunk_replaced;
+-- A compressed chunk in lake_data.chunk whose frame header is made to name
+-- a dictionary (the descriptor's Dictionary_ID_flag, codec.h): the reason
+-- names the missing dictionary (it was once read from memory freed with the
+-- chunk's).
+SELECT lake.append('i_ds', 'acme', 'i-named', convert_to(repeat('lake ', 419431), 'UTF8')) AS named \gset
+SELECT blob AS named_blob FROM lake_data.version_blob
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :named \gset
+SELECT chr(get_byte(data, 0)) AS chunk1_tag FROM lake_data.chunk WHERE blob = :named_blob AND chunk_no = 1;
+-- Flag 3: a 4-byte id (0x70000001) follows the descriptor, then the frame's
+-- 4-byte content size (256, within what the version allows).
+UPDATE lake_data.chunk SET data = overlay(set_byte(data, 5, get_byte(data, 5) | 3)
+                                          PLACING '\x0100007000010000'::bytea FROM 7 FOR 8)
+WHERE blob = :named_blob AND chunk_no = 1;
+SELECT regexp_replace(t.err($q$SELECT lake.append('i_ds', 'acme', 'i-named', convert_to(repeat('lake ', 419431), 'UTF8'))$q$),
+                      'dictionary \d+', 'dictionary N') AS replay_names_a_dictionary;
+SELECT regexp_replace(t.err(format('SELECT length(lake.read(%L, %s))', 'i_ds', :named)),
+                      'dictionary \d+', 'dictionary N') AS read_names_a_dictionary;
 UPDATE lake_data.chunk c SET data = g.data FROM t.i_big g WHERE c.blob = g.blob AND c.chunk_no = g.chunk_no;
 SELECT t.i_replay() = 'ok' AS repaired_replay;
 SELECT lake.append('i_ds', 'acme', 'i-big', convert_to(repeat('lake ', 209716), 'UTF8')) = :big AS same_version;

@@ -206,3 +206,14 @@ SELECT lake.append_chunk(:bc, 0, decode(repeat('0123456789abcdef', 163840), 'hex
 SELECT (SELECT total_bytes FROM pg_backend_memory_contexts WHERE name = 'TopMemoryContext') - :top_before < 1048576
        AS not_kept;
 SELECT lake.abort_append(:bc);
+
+-- A stage's activity is the time of its last call, not its transaction's
+-- start: an upload that runs longer than lake.stage_ttl in one transaction
+-- is not idle when it commits (the worker expires by touched_at).
+BEGIN;
+SELECT lake.begin_append('uploads', 'acme', 'long-upload') AS lu \gset
+SELECT pg_sleep(0.01);
+SELECT lake.append_chunk(:lu, 0, '\x01'::bytea);
+SELECT touched_at > now() AS touched_by_the_call FROM lake_data.stage WHERE id = :lu;
+COMMIT;
+SELECT lake.abort_append(:lu);
