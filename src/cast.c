@@ -329,7 +329,7 @@ lake_owner_state(PG_FUNCTION_ARGS)
 		o = cycle_owner_entry(name, &lc, true, NULL);
 		if (cycle_owner_copy(o, filling, &copy))
 			break;
-		/* A recovery refilled the owner table meanwhile: look again. */
+		/* A recovery is under way or refilled the owner table: look again. */
 	}
 
 	values[0] = CStringGetTextDatum(lc->phases[copy.phase]);

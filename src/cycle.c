@@ -213,8 +213,6 @@ cycle_begin_recovery(void)
 	cs->head = cs->cut = cs->tail = 0;
 	cs->pending = 0;
 	cs->nrole_bytes = 0;
-	cs->next_seq = 0;
-	cs->sealed_seq = 0;
 	LWLockRelease(&cs->lock);
 	ConditionVariableBroadcast(&cs->space_cv);
 }
@@ -224,7 +222,13 @@ cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 					  const RecoveryFigures *figures)
 {
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	/*
+	 * The receipt counters change with the epoch, not before: until then a
+	 * receipt the drain before the recovery sealed is still judged sealed.
+	 */
 	cs->epoch = epoch;
+	cs->next_seq = 0;
+	cs->sealed_seq = 0;
 	cs->generation = generation;
 	cs->sealed_cycle = sealed_cycle;
 	cs->stats.recovery = *figures;
@@ -510,14 +514,17 @@ cycle_owner_table(void)
 	return filling;
 }
 
-/* A copy of *o, if the table is still the filling it came from. */
+/*
+ * A copy of *o, if the table is still the filling it came from and no
+ * recovery is under way (it refills the table in place).
+ */
 bool
 cycle_owner_copy(const OwnerState *o, uint64 filling, OwnerState *copy)
 {
 	bool		current;
 
 	LWLockAcquire(&cs->lock, LW_SHARED);
-	current = cs->owner_table == filling;
+	current = cs->ready && cs->owner_table == filling;
 	if (current)
 		*copy = *o;
 	LWLockRelease(&cs->lock);
@@ -792,7 +799,8 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 			}
 			if (!cycle_owner_copy(o, filling, &now))
 			{
-				o = NULL;		/* recovery refilled the table meanwhile */
+				o = NULL;		/* a recovery is under way or refilled the table */
+				cycle_wait_ready();
 				continue;
 			}
 			store_connect();
@@ -870,10 +878,12 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 			cycle_wake_worker();
 			if (!sleeping)
 			{
+				/* Look again once on the queue: a seal freeing room meanwhile wakes it. */
 				deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   lake_admission_queue_wait_ms);
 				ConditionVariablePrepareToSleep(&cs->space_cv);
 				sleeping = true;
+				continue;
 			}
 			else if (GetCurrentTimestamp() >= deadline)
 			{
