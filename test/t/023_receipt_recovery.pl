@@ -1,11 +1,18 @@
-# An await of a sealed receipt that meets a recovery between its wait for
-# the owners and its look-up of the receipt waits for the recovery and
-# answers with the coordinate. A recovery resets the ring's counters
-# (next_seq) before it advances the epoch: the look-up judged the receipt
-# by them and answered 22023 "never issued" for a durable step.
+# A receipt that meets a recovery is judged by the epoch it was issued in,
+# never by counters the recovery has reset:
+# - an await of a sealed receipt that meets a recovery between its wait for
+#   the owners and its look-up waits for the recovery and answers with the
+#   coordinate (a recovery reset next_seq before it advanced the epoch, and
+#   the look-up answered 22023 "never issued" for a durable step);
+# - a cast_durable whose cast the drain before a recovery sealed answers
+#   with its coordinate at once, while the recovery is still held: the
+#   recovery reset sealed_seq under the old epoch, and the session waited
+#   for the recovery to finish, however long it kept failing;
+# - lake.owner_state meanwhile waits for the recovery, and never shows an
+#   owner the recovery has not rebuilt yet.
 #
-# gdb holds the awaiting session at the look-up (after its wait for the
-# owners), then holds the worker just after cycle_begin_recovery in a
+# gdb holds the session (at the look-up, or just after its cast was
+# accepted), then holds the worker just after cycle_begin_recovery in a
 # recovery a lifecycle edit starts; the session is let go first.
 use strict;
 use warnings;
@@ -63,6 +70,66 @@ ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lak
 $s->quit;
 like($s->{stdout}, qr/\Q$coord\E/, 'the await answers with the coordinate');
 unlike($s->{stderr}, qr/ERROR/, '... and no error (it was 22023, "never issued")');
+
+# A cast_durable, held just after its cast was accepted.
+my $s2 = $node->background_psql('postgres', on_error_stop => 0);
+my $spid2 = $s2->query_safe('SELECT pg_backend_pid()');
+my $gs2 = gdb_hold($spid2, 'cycle_receipt_settled');
+$s2->query_until(qr/start/,
+	"\\echo start\nSELECT lake.cast_durable('w', 'CognitiveWork', 'Evaluation') AS got;\n\\echo done\n");
+ok(defined wait_until(30, sub { $gs2->{h}->pump_nb; $gs2->{out} =~ /Breakpoint 1,/ }),
+	'the cast is accepted and its session held before it waits')
+  or diag("gdb: $gs2->{out}");
+my $cycles = $node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.cycle');
+
+# An owner_state, held past its wait for the owners.
+my $s3 = $node->background_psql('postgres', on_error_stop => 0);
+my $spid3 = $s3->query_safe('SELECT pg_backend_pid()');
+my $gs3 = gdb_hold($spid3, 'cycle_owner_table');
+$s3->query_until(qr/start/,
+	"\\echo start\nSELECT phase, position FROM lake.owner_state('w');\n\\echo done\n");
+ok(defined wait_until(30, sub { $gs3->{h}->pump_nb; $gs3->{out} =~ /Breakpoint 1,/ }),
+	'owner_state is held past its wait for the owners')
+  or diag("gdb: $gs3->{out}");
+
+# A recovery: its drain seals the cast, then the worker is held in it.
+$wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+my $gw2 = gdb_hold($wpid, 'cycle_begin_recovery');
+$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+ok(defined wait_until(30, sub { $gw2->{h}->pump_nb; $gw2->{out} =~ /Breakpoint 1,/ }),
+	'the worker begins a recovery')
+  or diag("gdb: $gw2->{out}");
+ok(gdb($gw2, "finish\n", qr/Run till exit/), 'the worker has reset the ring and is held');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.cycle'),
+	$cycles + 1, 'the drain before the recovery sealed the cast');
+
+gdb_let_go($gs2);
+ok(defined wait_until(30, sub { $s2->{run}->pump_nb; $s2->{stdout} =~ /done/ }),
+	'the cast_durable answers while the recovery is still held')
+  or diag("stdout: $s2->{stdout}\nstderr: $s2->{stderr}");
+like($s2->{stdout}, qr/^\(\d+,2,/m, '... with the coordinate of position 2');
+is($node->safe_psql('postgres', 'SELECT worker_state FROM lake.stats()'),
+	'recovering', '... and the worker was still held in the recovery');
+
+# owner_state, held past its wait for the owners before the recovery
+# began, looks at the owner table now: it waits, never shows the owner
+# before the recovery has rebuilt it.
+gdb_let_go($gs3);
+ok($node->poll_query_until('postgres',
+		"SELECT wait_event = 'Extension' FROM pg_stat_activity WHERE pid = $spid3"),
+	'owner_state waits for the recovery')
+  or diag("stdout: $s3->{stdout}\nstderr: $s3->{stderr}");
+
+gdb_let_go($gw2);
+ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the recovery completes');
+ok(defined wait_until(30, sub { $s3->{run}->pump_nb; $s3->{stdout} =~ /done/ }),
+	'owner_state answers after it');
+like($s3->{stdout}, qr/^Evaluation\|2$/m, '... with the recovered owner');
+$s3->quit;
+unlike($s3->{stderr}, qr/ERROR/, '... and no error');
+$s2->quit;
+unlike($s2->{stderr}, qr/ERROR/, 'no error');
 
 $node->stop;
 done_testing();
