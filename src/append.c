@@ -66,11 +66,16 @@ lake_append(PG_FUNCTION_ARGS)
 	access_require_tenant(tenant);
 	held = admission_held();
 	wait_ms = admission_reserve((uint64) len);
-	payload = lake_arg_bytea(fcinfo, 3, "payload");	/* its size admitted */
 	operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
 
 	/* All waits share the call's budget. */
 	wait_ms = operation_lock_queued(&op, dataset, held, (uint64) len, wait_ms);
+
+	/*
+	 * Detoasted only now: a call queued for the dataset's lock gives its
+	 * reservation back meanwhile, and must not hold a copy of the payload.
+	 */
+	payload = lake_arg_bytea(fcinfo, 3, "payload");
 
 	lake_sha256(VARDATA_ANY(payload), len, digest);
 	lake_check_digest(supplied, digest);
