@@ -12,6 +12,7 @@
 #include "access.h"
 #include "admission.h"
 #include "args.h"
+#include "codec.h"
 #include "digest.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -90,11 +91,17 @@ lake_append(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(version);
 }
 
-/* Where a read decodes to: the result, filled in order. */
+/*
+ * Where a read decodes to: the result, filled in order and grown as
+ * verified chunks arrive, up to the size the version declares. That size
+ * is outside every checksum: a damaged one must not be allocated up front.
+ */
 typedef struct ReadTarget
 {
-	char	   *out;
+	bytea	   *result;
 	int64		filled;
+	int64		room;			/* bytes allocated after the header */
+	int64		declared;
 } ReadTarget;
 
 static void
@@ -102,7 +109,13 @@ read_visit(const char *data, size_t len, void *arg)
 {
 	ReadTarget *t = (ReadTarget *) arg;
 
-	memcpy(t->out + t->filled, data, len);
+	if (t->filled + (int64) len > t->room)
+	{
+		/* store_visit_version never hands out more than declared. */
+		t->room = Min(Max(t->room * 2, t->filled + (int64) len), t->declared);
+		t->result = repalloc(t->result, VARHDRSZ + t->room);
+	}
+	memcpy(VARDATA(t->result) + t->filled, data, len);
 	t->filled += len;
 }
 
@@ -112,7 +125,6 @@ read_version(const char *dataset, int32 dataset_id, int64 version)
 {
 	VersionHead head;
 	ReadTarget	t;
-	bytea	   *result;
 	const char *why;
 
 	if (!store_version_head(dataset_id, version, &head))
@@ -126,19 +138,26 @@ read_version(const char *dataset, int32 dataset_id, int64 version)
 	if (head.damage != NULL)
 		store_lineage_broken(dataset, version, head.damage);
 	if (head.bytes > (int64) (MaxAllocSize - VARHDRSZ))
+	{
+		/* Too large to return, unless the size itself is the damage. */
+		why = store_visit_version(&head, NULL, NULL);
+		if (why != NULL)
+			store_lineage_broken(dataset, version, why);
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("version " INT64_FORMAT " of dataset \"%s\" is too large to read as one value",
 						version, dataset)));
+	}
 
-	result = SPI_palloc(VARHDRSZ + head.bytes);
-	SET_VARSIZE(result, VARHDRSZ + head.bytes);
-	t.out = VARDATA(result);
+	t.declared = head.bytes;
+	t.room = Min(head.bytes, (int64) LAKE_CHUNK_BYTES);
+	t.result = SPI_palloc(VARHDRSZ + t.room);
 	t.filled = 0;
 	why = store_visit_version(&head, read_visit, &t);
 	if (why != NULL)
 		store_lineage_broken(dataset, version, why);
-	return result;
+	SET_VARSIZE(t.result, VARHDRSZ + t.filled);
+	return t.result;
 }
 
 Datum

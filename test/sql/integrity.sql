@@ -152,6 +152,14 @@ SELECT regexp_replace(t.err(format('SELECT length(lake.read(%L, %s))', 'i_ds', :
 UPDATE lake_data.chunk c SET data = g.data FROM t.i_big g WHERE c.blob = g.blob AND c.chunk_no = g.chunk_no;
 SELECT t.i_replay() = 'ok' AS repaired_replay;
 SELECT lake.append('i_ds', 'acme', 'i-big', convert_to(repeat('lake ', 209716), 'UTF8')) = :big AS same_version;
+-- A version_blob row's size is outside every checksum: a damaged one is
+-- LK005 on read, neither an allocation of that size nor "too large" (54000).
+UPDATE lake_data.version_blob SET bytes = bytes + (1::bigint << 40) WHERE blob = :big_blob;
+SELECT t.err(format('SELECT length(lake.read(%L, %s))', 'i_ds', :big)) AS size_damaged;
+UPDATE lake_data.version_blob SET bytes = bytes + 900000000 - (1::bigint << 40) WHERE blob = :big_blob;
+SELECT t.err(format('SELECT length(lake.read(%L, %s))', 'i_ds', :big)) AS size_damaged;
+UPDATE lake_data.version_blob SET bytes = bytes - 900000000 WHERE blob = :big_blob;
+SELECT length(lake.read('i_ds', :big)) AS size_repaired;
 
 -- A late commit_append contender, over a stage already committed.
 SELECT lake.begin_append('i_ds', 'acme', 'i-late') AS late \gset
