@@ -257,10 +257,15 @@ CREATE TABLE lake_data.owner (
 -- timeline it was taken on (set when the row is made; NULL after a restore
 -- merged a dumped row): an epoch taken on a later timeline, or after a
 -- restore, skips past those the line it forked from may have gone on to.
+-- The partition the epochs were issued as (lake.partitions, lake.partition;
+-- NULL before the first): a server started as another one refuses to
+-- recover rather than issue receipts in another partition's class.
 CREATE TABLE lake_data.writer (
-    one       boolean PRIMARY KEY DEFAULT true CHECK (one),
-    epoch     int NOT NULL,
-    timeline  bigint
+    one           boolean PRIMARY KEY DEFAULT true CHECK (one),
+    epoch         int NOT NULL,
+    timeline      bigint,
+    partitions    int,
+    partition_no  int
 );
 -- A restore (pg_dump dumps this table) meets the row this script made: the
 -- dumped epoch is merged into it, the higher one kept, so the restored

@@ -491,6 +491,26 @@ newest_cycle_epoch(void)
 }
 
 /*
+ * Epochs and stage ids carry their partition in their residue class (a
+ * router finds a receipt's or a stage's partition by it): a database whose
+ * epochs were issued as one partition (partitions 0: none recorded yet)
+ * must not go on as another.
+ */
+static void
+require_partition(int32 partitions, int32 partition)
+{
+	if (partitions != 0 && (partitions != lake_partitions || partition != lake_partition))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this database's lake is partition %d of %d, not %d of %d",
+						partition, partitions, lake_partition, lake_partitions),
+				 errdetail("Its receipts and stage ids were issued in partition %d's residue class.",
+						   partition),
+				 errhint("Set lake.partitions and lake.partition back to %d and %d.",
+						 partitions, partition)));
+}
+
+/*
  * Advance the durable writer epoch to the next one in this partition's
  * residue class (SPEC §7), straight on its one row: recovery is its only
  * writer but for a restore's merge (lake.writer_merge), which a failed
@@ -517,6 +537,8 @@ advance_epoch(void)
 	TupleDesc	desc = RelationGetDescr(rel);
 	AttrNumber	epoch_att = get_attnum(RelationGetRelid(rel), "epoch");
 	AttrNumber	tli_att = get_attnum(RelationGetRelid(rel), "timeline");
+	AttrNumber	parts_att = get_attnum(RelationGetRelid(rel), "partitions");
+	AttrNumber	part_att = get_attnum(RelationGetRelid(rel), "partition_no");
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
 	SysScanDesc scan;
@@ -527,10 +549,11 @@ advance_epoch(void)
 	int64		forked_from;
 	int64		next;
 
-	if (epoch_att == InvalidAttrNumber || tli_att == InvalidAttrNumber)
+	if (epoch_att == InvalidAttrNumber || tli_att == InvalidAttrNumber ||
+		parts_att == InvalidAttrNumber || part_att == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("lake_data.writer lacks its epoch or timeline column"),
+				 errmsg("lake_data.writer lacks one of its columns"),
 				 errhint("The extension was created by an older build of this version: re-create it.")));
 	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
 	tup = systable_getnext_ordered(scan, ForwardScanDirection);
@@ -539,6 +562,8 @@ advance_epoch(void)
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, desc, values, nulls);
+	require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
+					  nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));
 	row_epoch = DatumGetInt32(values[epoch_att - 1]);
 	next = (int64) Max(row_epoch, Max(newest, cycle_live_epoch())) + 1;
 	forked_from = nulls[tli_att - 1] || newest > row_epoch ? 0 :
@@ -552,7 +577,9 @@ advance_epoch(void)
 				 errmsg("the writer epoch cannot advance past %d", PG_INT32_MAX)));
 	values[epoch_att - 1] = Int32GetDatum((int32) next);
 	values[tli_att - 1] = Int64GetDatum((int64) tli);
-	nulls[tli_att - 1] = false;
+	values[parts_att - 1] = Int32GetDatum(lake_partitions);
+	values[part_att - 1] = Int32GetDatum(lake_partition);
+	nulls[tli_att - 1] = nulls[parts_att - 1] = nulls[part_att - 1] = false;
 	store_update(rel, &tup->t_self, values, nulls);
 	index_close(idx, AccessShareLock);
 	table_close(rel, RowExclusiveLock);
@@ -590,19 +617,25 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr plan;
 	TriggerData *td = (TriggerData *) fcinfo->context;
-	Oid			types[1] = {INT4OID};
-	Datum		values[1];
+	Oid			types[3] = {INT4OID, INT4OID, INT4OID};
+	Datum		values[3];
 	bool		isnull;
+	bool		parts_null;
+	bool		part_null;
 	uint64		merged;
+	TupleDesc	desc = td->tg_relation->rd_att;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(td->tg_event) || !TRIGGER_FIRED_BY_INSERT(td->tg_event))
 		elog(ERROR, "lake_writer_merge: must run BEFORE INSERT FOR EACH ROW");
-	values[0] = heap_getattr(td->tg_trigtuple,
-							 SPI_fnumber(td->tg_relation->rd_att, "epoch"),
-							 td->tg_relation->rd_att, &isnull);
+	values[0] = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "epoch"), desc, &isnull);
 	if (isnull)
 		PG_RETURN_POINTER(td->tg_trigtuple);	/* NOT NULL refuses it */
+	/* The dumped partition, if it had one (0: none), goes with its epochs. */
+	values[1] = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "partitions"), desc, &parts_null);
+	values[2] = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "partition_no"), desc, &part_null);
+	if (parts_null || part_null)
+		values[1] = values[2] = Int32GetDatum(0);
 	/* A history restored over live casts would share their receipts. */
 	if (cycle_has_history())
 		ereport(ERROR,
@@ -611,8 +644,10 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 				 errhint("Restore into a new database, where the dump creates the extension.")));
 	store_connect();
 	store_run(store_plan(&plan,
-				 "UPDATE lake_data.writer w SET epoch = GREATEST(w.epoch, $1), timeline = NULL",
-				 1, types),
+				 "UPDATE lake_data.writer w SET epoch = GREATEST(w.epoch, $1), timeline = NULL, "
+				 "partitions = CASE WHEN $2 > 0 THEN $2 ELSE w.partitions END, "
+				 "partition_no = CASE WHEN $2 > 0 THEN $3 ELSE w.partition_no END",
+				 3, types),
 		values, SPI_OK_UPDATE);
 	merged = SPI_processed;
 	store_finish();

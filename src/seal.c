@@ -66,6 +66,10 @@ seal_lock(void)
 	LockDatabaseObject(sealing_lock_object(), 0, 0, ExclusiveLock);
 }
 
+/* lake_data.writer's columns: one, epoch, timeline, partitions, partition_no. */
+#define WRITER_NATTS 5
+#define WA_EPOCH 2
+
 /*
  * Refuse (writing nothing) unless this sealer's base is the durable head:
  * the state it cut from must belong to this incarnation of the extension,
@@ -78,8 +82,8 @@ seal_lock(void)
 static LogIndexState
 check_fence(const CycleCut *cut, int64 base)
 {
-	Datum		writer_row[3];
-	bool		writer_nulls[3];
+	Datum		writer_row[WRITER_NATTS];
+	bool		writer_nulls[WRITER_NATTS];
 	int32		epoch;
 	LogIndexState st = {0};
 	bool		found;
@@ -91,7 +95,7 @@ check_fence(const CycleCut *cut, int64 base)
 	if (!store_fetch("writer", "writer_pkey", GetLatestSnapshot(), NULL, 0,
 					 ForwardScanDirection, writer_row, writer_nulls))
 		elog(ERROR, "lake: the writer epoch row is missing");
-	epoch = DatumGetInt32(writer_row[1]);
+	epoch = DatumGetInt32(writer_row[WA_EPOCH - 1]);
 	found = log_index_state(GetLatestSnapshot(), &st);
 
 	if (epoch != cut->epoch || (found && st.cycle > base))

@@ -588,19 +588,26 @@ store_key_id(ScanKeyData *key, AttrNumber att, const char *value)
 /*
  * The first row of 'rel' through 'idx' matching the keys, scanning forward
  * or (for "the highest") backward; its columns are copied into
- * values/nulls (sized for the table). False if there is none. The snapshot
- * is the caller's choice; InvalidSnapshot means what SPI would use: a
- * fresh one in READ COMMITTED, the transaction's otherwise.
+ * values/nulls, which have room for 'room' columns. False if there is
+ * none. The snapshot is the caller's choice; InvalidSnapshot means what
+ * SPI would use: a fresh one in READ COMMITTED, the transaction's
+ * otherwise.
  */
 static bool
 store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 			   ScanKeyData *keys, int nkeys, ScanDirection dir,
-			   Datum *values, bool *nulls)
+			   Datum *values, bool *nulls, int room)
 {
 	SysScanDesc scan;
 	HeapTuple	tup;
 	bool		found;
 
+	if (RelationGetDescr(rel)->natts > room)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s.%s has %d columns, not %d", LAKE_DATA_SCHEMA,
+						RelationGetRelationName(rel), RelationGetDescr(rel)->natts, room),
+				 errdetail("lake's tables are its own: this one was altered.")));
 	if (snapshot == InvalidSnapshot)
 		snapshot = GetTransactionSnapshot();
 	scan = systable_beginscan_ordered(rel, idx, snapshot, nkeys, keys);
@@ -614,14 +621,14 @@ store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 
 /* store_fetch_in, opening lake_data.<table> and lake_data.<index> for it. */
 bool
-store_fetch(const char *table, const char *index, Snapshot snapshot,
-			ScanKeyData *keys, int nkeys, ScanDirection dir,
-			Datum *values, bool *nulls)
+store_fetch_sized(const char *table, const char *index, Snapshot snapshot,
+				  ScanKeyData *keys, int nkeys, ScanDirection dir,
+				  Datum *values, bool *nulls, int room)
 {
 	Relation	rel = store_open(table, AccessShareLock);
 	Relation	idx = store_open(index, AccessShareLock);
 	bool		found = store_fetch_in(rel, idx, snapshot, keys, nkeys, dir,
-									   values, nulls);
+									   values, nulls, room);
 
 	index_close(idx, AccessShareLock);
 	table_close(rel, AccessShareLock);

@@ -50,9 +50,17 @@ extern int64 store_next_blob(void);
 extern Relation store_open(const char *name, LOCKMODE mode);
 extern void store_insert(Relation rel, Datum *values, bool *nulls);
 extern void store_update(Relation rel, ItemPointer otid, Datum *values, bool *nulls);
-extern bool store_fetch(const char *table, const char *index, Snapshot snapshot,
-						ScanKeyData *keys, int nkeys, ScanDirection dir,
-						Datum *values, bool *nulls);
+/*
+ * The first row of lake_data.<table> through <index> matching the keys,
+ * deformed into values/nulls: arrays, whose length bounds the columns a
+ * row may have (a table with more is refused, never written past them).
+ */
+#define store_fetch(table, index, snapshot, keys, nkeys, dir, values, nulls) \
+	store_fetch_sized(table, index, snapshot, keys, nkeys, dir, values, nulls, \
+					  Min(lengthof(values), lengthof(nulls)))
+extern bool store_fetch_sized(const char *table, const char *index, Snapshot snapshot,
+							  ScanKeyData *keys, int nkeys, ScanDirection dir,
+							  Datum *values, bool *nulls, int room);
 
 /* Encode bytes as a stored chunk (codec.h) at lake.compression_level. */
 extern bytea *store_encode(const char *data, size_t len);
