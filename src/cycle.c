@@ -468,15 +468,30 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 	if (o == NULL)
 	{
 		char	   *stored;
+		bool		written_here;
 
-		if (!store_owner_lookup(name, &id, &lc, &stored))
+		if (!store_owner_lookup(name, &id, &lc, &stored, &written_here))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("owner \"%s\" does not exist", name),
 					 errhint("Create it with lake.create_owner().")));
 		strlcpy(tenant, stored, NAMEDATALEN);
+		if (as_tenant)
+			access_require_owner(tenant, name);
+
+		/*
+		 * The live table outlives transactions: an owner entered from a row
+		 * this transaction wrote would stay there after a rollback, and its
+		 * name, free again, would lead another tenant's new owner to it.
+		 */
+		if (written_here)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("owner \"%s\" was created or changed in this transaction", name),
+					 errdetail("Casts and owner states are not transactional: they would outlive a rollback of the owner."),
+					 errhint("Commit the transaction first.")));
 	}
-	if (as_tenant)
+	else if (as_tenant)
 		access_require_owner(tenant, name);
 	*lifecycle = why ? lifecycle_try_get(lc, why) : lifecycle_get(lc);
 	store_finish();

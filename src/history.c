@@ -124,7 +124,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	store_connect();
-	if (!store_owner_lookup(owner, &e.owner_id, &lifecycle, &tenant))
+	if (!store_owner_lookup(owner, &e.owner_id, &lifecycle, &tenant, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("owner \"%s\" does not exist", owner)));

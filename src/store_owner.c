@@ -16,6 +16,7 @@
 #include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "guc.h"
 #include "miscadmin.h"
@@ -66,14 +67,15 @@ store_owner_insert(const char *name, int32 lifecycle, const char *tenant)
 }
 
 bool
-store_owner_lookup(const char *name, int32 *id, int32 *lifecycle, char **tenant)
+store_owner_lookup(const char *name, int32 *id, int32 *lifecycle, char **tenant,
+				   bool *written_here)
 {
 	static SPIPlanPtr plan;
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
 	store_run(store_plan(&plan,
-						 "SELECT o.id, o.lifecycle, o.tenant FROM lake_data.owner o "
+						 "SELECT o.id, o.lifecycle, o.tenant, o.xmin FROM lake_data.owner o "
 						 "WHERE o.name OPERATOR(pg_catalog.=) $1",
 						 1, types),
 			  values, SPI_OK_SELECT);
@@ -82,6 +84,8 @@ store_owner_lookup(const char *name, int32 *id, int32 *lifecycle, char **tenant)
 	*id = DatumGetInt32(store_colv(0, 1));
 	*lifecycle = DatumGetInt32(store_colv(0, 2));
 	*tenant = store_col_text(0, 3);
+	if (written_here != NULL)
+		*written_here = TransactionIdIsCurrentTransactionId(DatumGetTransactionId(store_colv(0, 4)));
 	return true;
 }
 

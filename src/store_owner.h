@@ -27,9 +27,12 @@ typedef struct OwnerRow
 extern int64 store_owner_lock_and_count(void);
 /* Register an owner; false if the name is taken. */
 extern bool store_owner_insert(const char *name, int32 lifecycle, const char *tenant);
-/* An owner's id, lifecycle and tenant by name; false if there is none. */
+/*
+ * An owner's id, lifecycle and tenant by name; false if there is none.
+ * written_here (if not NULL): whether this transaction wrote its row.
+ */
 extern bool store_owner_lookup(const char *name, int32 *id, int32 *lifecycle,
-							   char **tenant);
+							   char **tenant, bool *written_here);
 /* The tenant of the owner with this id; NULL if there is none. */
 extern char *store_owner_tenant(int32 owner_id);
 /*

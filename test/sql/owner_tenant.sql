@@ -119,6 +119,22 @@ SELECT t.ot_err(format('SELECT lake.commit_append(%s)', :s2));
 SELECT t.ot_err(format('SELECT lake.abort_append(%s)', :s2));
 RESET ROLE;
 
+-- An owner created in a transaction that rolls back leaves nothing behind:
+-- a cast or owner_state inside that transaction is refused (55000), since
+-- the live owner table outlives the rollback; the name, free again, gives
+-- another tenant an owner of its own, in its initial phase.
+SET ROLE lake_ot_app;
+BEGIN;
+SELECT lake.create_owner('ot_ghost', 'kanban', 'ot_acme');
+SELECT t.err($$SELECT lake.cast('ot_ghost', 'Planning', 'CognitiveWork')$$);
+SELECT t.err($$SELECT * FROM lake.owner_state('ot_ghost')$$);
+ROLLBACK;
+RESET ROLE;
+SELECT lake.create_owner('ot_ghost', 'kanban', 'ot_globex');
+SELECT phase, lap, position, pending FROM lake.owner_state('ot_ghost');
+SELECT (lake.cast_durable('ot_ghost', 'Planning', 'CognitiveWork')).position;
+SELECT o.tenant, s.phase, s.position FROM lake_data.owner o, lake.owner_state(o.name) s WHERE o.name = 'ot_ghost';
+
 DROP TABLE t.ot_receipt, t.ot_sealed;
 DROP FUNCTION t.ot_err(text);
 DROP OWNED BY lake_ot_app, lake_ot_admin, lake_ot_group;
