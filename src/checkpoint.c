@@ -20,6 +20,7 @@
 #include "executor/spi.h"
 #include "landing.h"
 #include "lifecycle.h"
+#include "miscadmin.h"
 #include "seal.h"
 #include "store.h"
 #include "utils/builtins.h"
@@ -83,6 +84,13 @@ checkpoint_take(void)
 	c.images = palloc(sizeof(Image) * Max(lake_max_owners, 1));
 	c.n = 0;
 	LWLockAcquire(cycle_lock(), LW_SHARED);
+	if (!cycle_owners_live())
+	{
+		/* A lifecycle edit awaits its recovery: phase numbers are stale. */
+		LWLockRelease(cycle_lock());
+		store_finish();
+		return -1;
+	}
 	owner_foreach(collect, &c);
 	LWLockRelease(cycle_lock());
 	/* In id order, the registry's: recovery then walks its owners in step. */
@@ -169,8 +177,11 @@ lake_checkpoint(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	access_require_admin();
 	checkpoint_require_own_transaction("lake.checkpoint()");
-	cycle_wait_ready();
-	cycle = checkpoint_take();
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		cycle_wait_ready();
+	} while ((cycle = checkpoint_take()) < 0);
 	cycle_set_last_snapshot(cycle);
 	PG_RETURN_INT64(cycle);
 }

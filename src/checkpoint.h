@@ -9,8 +9,9 @@
 
 /*
  * Snapshot every owner as of the sealed head, in the current transaction
- * (store connected or not); returns the cycle it covers. Snapshots older
- * than the one before it are retired.
+ * (store connected or not); returns the cycle it covers, or -1 (nothing
+ * written) while a lifecycle edit awaits the recovery that renumbers the
+ * live phases. Snapshots older than the one before it are retired.
  */
 extern int64 checkpoint_take(void);
 

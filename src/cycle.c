@@ -219,7 +219,7 @@ cycle_begin_recovery(void)
 
 void
 cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
-					  const RecoveryFigures *figures)
+					  const RecoveryFigures *figures, uint64 lifecycle_changes)
 {
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	/*
@@ -232,7 +232,8 @@ cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 	cs->generation = generation;
 	cs->sealed_cycle = sealed_cycle;
 	cs->stats.recovery = *figures;
-	cs->ready = true;
+	/* Open only if no lifecycle edit committed since the recovery began. */
+	cs->ready = pg_atomic_read_u64(&cs->lifecycle_changes) == lifecycle_changes;
 	LWLockRelease(&cs->lock);
 	ConditionVariableBroadcast(&cs->ready_cv);
 }
@@ -297,6 +298,13 @@ bool
 cycle_is_ready(void)
 {
 	return cs->ready && cs->generation == current_generation();
+}
+
+/* With cycle_lock held: are the live states those of the current lifecycles? */
+bool
+cycle_owners_live(void)
+{
+	return cs->ready;
 }
 
 /*
@@ -999,7 +1007,14 @@ cycle_xact_callback(XactEvent event, void *arg)
 		return;
 	if (event == XACT_EVENT_COMMIT)
 	{
+		/*
+		 * Live phases are numbered by the lifecycles recovery loaded; from
+		 * now on a session loads the edited ones. Close until the worker
+		 * has recovered under them, so that no cast, owner state or
+		 * snapshot reads the old numbers through the new names.
+		 */
 		pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
+		cycle_close();
 		cycle_wake_worker();
 	}
 	recover_at_commit = false;

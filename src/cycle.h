@@ -118,6 +118,8 @@ extern LWLock *cycle_lock(void);
 extern void cycle_wait_ready(void);
 extern bool cycle_wait_ready_until(TimestampTz deadline);
 extern bool cycle_is_ready(void);
+/* With cycle_lock held: are the live states those of the current lifecycles? */
+extern bool cycle_owners_live(void);
 
 /*
  * The owner's live entry, entered from the registry at its first use after
@@ -154,7 +156,7 @@ extern void cycle_begin_recovery(void);
 extern void cycle_recovery_failed(const char *why);
 extern uint64 cycle_lifecycle_changes(void);
 extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
-								  const RecoveryFigures *figures);
+								  const RecoveryFigures *figures, uint64 lifecycle_changes);
 extern int64 cycle_pending(void);
 struct Latch;
 extern void cycle_set_worker_latch(struct Latch *latch);

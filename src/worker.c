@@ -244,7 +244,7 @@ snapshot_if_due(void)
 
 	if (cycle_sealed_cycle() - cycle_last_snapshot() < lake_checkpoint_cycles)
 		return;
-	if (run_in_transaction("lake: snapshotting owners", snapshot, &covered))
+	if (run_in_transaction("lake: snapshotting owners", snapshot, &covered) && covered >= 0)
 		cycle_set_last_snapshot(covered);
 }
 
@@ -282,7 +282,7 @@ recover_owners(Oid generation)
 		cycle_recovery_failed(recovery_failure);
 		return false;
 	}
-	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures);
+	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures, changes);
 	/* Receipts of the epoch that ended are settled: their waiters look. */
 	waiter_wake_all();
 	cycle_set_last_snapshot(r.last_snapshot);
