@@ -303,9 +303,26 @@ admission_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		held_subxact = parentSubid;
 }
 
+/*
+ * Whether this backend is counted in adm->sleepers: a FATAL error (a
+ * terminated waiter) leaves without unwinding wait_and_take, and the exit
+ * callback takes the count back instead.
+ */
+static bool counted_sleeping = false;
+
+static void
+leave_sleepers(void)
+{
+	counted_sleeping = false;
+	if (pg_atomic_sub_fetch_u32(&adm->sleepers, 1) > 0)
+		ConditionVariableSignal(&adm->cv);
+}
+
 static void
 admission_exit_callback(int code, Datum arg)
 {
+	if (counted_sleeping)
+		leave_sleepers();
 	release_permit();
 }
 
@@ -337,6 +354,7 @@ wait_and_take(bool need_slot, uint32 bytes, TimestampTz start, long budget_ms)
 
 	pg_atomic_fetch_add_u64(&adm->waited, 1);
 	pg_atomic_fetch_add_u32(&adm->sleepers, 1);
+	counted_sleeping = true;
 	PG_TRY();
 	{
 		ConditionVariablePrepareToSleep(&adm->cv);
@@ -364,8 +382,7 @@ wait_and_take(bool need_slot, uint32 bytes, TimestampTz start, long budget_ms)
 	}
 	PG_FINALLY();
 	{
-		if (pg_atomic_sub_fetch_u32(&adm->sleepers, 1) > 0)
-			ConditionVariableSignal(&adm->cv);
+		leave_sleepers();
 	}
 	PG_END_TRY();
 	return ok;
