@@ -331,6 +331,11 @@ lake_owner_state(PG_FUNCTION_ARGS)
 			break;
 		/* A recovery is under way or refilled the owner table: look again. */
 	}
+	if (copy.phase < 0 || copy.phase >= lc->nphases)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("owner \"%s\" is being recovered under an edited lifecycle", name),
+				 errhint("Retry in a moment.")));
 
 	values[0] = CStringGetTextDatum(lc->phases[copy.phase]);
 	values[1] = Int64GetDatum(copy.lap);

@@ -64,6 +64,20 @@ image_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * A lifecycle edit awaits its recovery: the live phase numbers are not
+ * those of the lifecycles a session now loads. Nothing is written, and the
+ * sealing lock, which that recovery needs, is let go for a caller that
+ * waits for it.
+ */
+static int64
+take_later(void)
+{
+	seal_unlock();
+	store_finish();
+	return -1;
+}
+
 int64
 checkpoint_take(void)
 {
@@ -76,6 +90,9 @@ checkpoint_take(void)
 	size_t		pos;
 	int			kept = 0;
 	bytea	   *stored;
+	uint64		changes;
+	bool		live;
+	bool		stale = false;
 
 	store_connect();
 	seal_lock();
@@ -84,12 +101,11 @@ checkpoint_take(void)
 	c.images = palloc(sizeof(Image) * Max(lake_max_owners, 1));
 	c.n = 0;
 	LWLockAcquire(cycle_lock(), LW_SHARED);
+	changes = cycle_lifecycle_changes();
 	if (!cycle_owners_live())
 	{
-		/* A lifecycle edit awaits its recovery: phase numbers are stale. */
 		LWLockRelease(cycle_lock());
-		store_finish();
-		return -1;
+		return take_later();
 	}
 	owner_foreach(collect, &c);
 	LWLockRelease(cycle_lock());
@@ -116,6 +132,11 @@ checkpoint_take(void)
 		if (lc == NULL)
 			continue;
 
+		if (c.images[i].phase >= lc->nphases)
+		{
+			stale = true;		/* loaded after an edit: checked below */
+			break;
+		}
 		o.owner_id = c.images[i].id;
 		o.position = c.images[i].position;
 		o.lap = c.images[i].lap;
@@ -124,6 +145,12 @@ checkpoint_take(void)
 		pos += lake_image_put(raw + pos, &o);
 		kept++;
 	}
+	/* An edit that committed meanwhile may have renumbered what was read. */
+	LWLockAcquire(cycle_lock(), LW_SHARED);
+	live = !stale && cycle_owners_live() && cycle_lifecycle_changes() == changes;
+	LWLockRelease(cycle_lock());
+	if (!live)
+		return take_later();
 	(void) lake_images_put_header(raw, (uint32) kept, cycle);
 	stored = store_encode((const char *) raw, pos);
 

@@ -959,24 +959,6 @@ cycle_lifecycle_changes(void)
 	return pg_atomic_read_u64(&cs->lifecycle_changes);
 }
 
-PG_FUNCTION_INFO_V1(lake_lifecycle_changed);
-
-/*
- * Trigger on UPDATE or DELETE of lake_data.lifecycle: once the transaction
- * commits, sessions reload their lifecycles and the worker seals what is
- * pending and recovers every owner against the lifecycles as they are now
- * (quarantining any whose durable steps no longer apply). Lifecycles are
- * meant to stay as defined; this keeps a hand edit coherent.
- */
-Datum
-lake_lifecycle_changed(PG_FUNCTION_ARGS)
-{
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "lake_lifecycle_changed: not called as a trigger");
-	cycle_recover_at_commit();
-	return PointerGetDatum(NULL);
-}
-
 void
 cycle_recover_at_commit(void)
 {
@@ -999,25 +981,36 @@ cycle_has_history(void)
 	return history;
 }
 
-/* Made visible: every cache and every live owner must follow an edit. */
+/*
+ * Every cache and every live owner must follow an edit. Live phases are
+ * numbers into the lifecycles recovery loaded, and once the edit is
+ * visible a session loads the edited ones: the door closes just before
+ * the commit makes it visible, and only a recovery that began after the
+ * edit reopens it (the editor holds the sealing lock, which recovery
+ * takes, until its commit is complete). So no cast, owner state or
+ * snapshot reads old numbers through new names.
+ */
 static void
 cycle_xact_callback(XactEvent event, void *arg)
 {
-	if (!recover_at_commit || (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT))
+	if (!recover_at_commit)
 		return;
-	if (event == XACT_EVENT_COMMIT)
+	switch (event)
 	{
-		/*
-		 * Live phases are numbered by the lifecycles recovery loaded; from
-		 * now on a session loads the edited ones. Close until the worker
-		 * has recovered under them, so that no cast, owner state or
-		 * snapshot reads the old numbers through the new names.
-		 */
-		pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
-		cycle_close();
-		cycle_wake_worker();
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
+			cycle_close();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_ABORT:
+			cycle_wake_worker();	/* an abort after the close reopens too */
+			recover_at_commit = false;
+			break;
+		default:
+			break;
 	}
-	recover_at_commit = false;
 }
 
 void

@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(lake_define_lifecycle);
 PG_FUNCTION_INFO_V1(lake_lifecycle_check);
@@ -240,6 +241,9 @@ phase_array(const Lifecycle *lc)
  * lifecycle that built without a flaw is cached: it is built in a context
  * of its own, which joins the cache only once the build succeeded.
  * Returns NULL with *f set when the stored lifecycle is not well formed.
+ * Read with the latest snapshot, not the statement's: the live phases are
+ * numbered by what the worker's recovery read, after every edit it knows
+ * of, and a statement that waited for that recovery began before the edit.
  */
 static const Lifecycle *
 load(int32 id, Flaw *f)
@@ -257,10 +261,11 @@ load(int32 id, Flaw *f)
 
 	if (hit != NULL)
 		return hit;
-	if (SPI_execute_plan(store_plan(&plan,
-									"SELECT l.initial_phase, l.edges, l.name FROM lake_data.lifecycle l "
-									"WHERE l.id OPERATOR(pg_catalog.=) $1", 1, types),
-						 values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (SPI_execute_snapshot(store_plan(&plan,
+										"SELECT l.initial_phase, l.edges, l.name FROM lake_data.lifecycle l "
+										"WHERE l.id OPERATOR(pg_catalog.=) $1", 1, types),
+							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "lake: lifecycle %d is missing", id);
 
 	cache_init();

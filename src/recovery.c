@@ -59,6 +59,7 @@ PG_FUNCTION_INFO_V1(lake_recover);
 PG_FUNCTION_INFO_V1(lake_release_owner);
 PG_FUNCTION_INFO_V1(lake_rebuild_owner_index);
 PG_FUNCTION_INFO_V1(lake_writer_merge);
+PG_FUNCTION_INFO_V1(lake_lifecycle_changed);
 
 /* Why landing l cannot apply to o, or NULL; *to gets the phase it moves to. */
 static char *
@@ -587,6 +588,26 @@ advance_epoch(void)
 }
 
 /*
+ * Trigger on UPDATE or DELETE of lake_data.lifecycle: once the transaction
+ * commits, sessions reload their lifecycles and the worker seals what is
+ * pending and recovers every owner against the lifecycles as they are now
+ * (quarantining any whose durable steps no longer apply). Lifecycles are
+ * meant to stay as defined; this keeps a hand edit coherent. The sealing
+ * lock, held to the commit, keeps every recovery, checkpoint and seal
+ * either wholly before the edit or after it is visible (the edit waits for
+ * one in progress, and they wait for the edit).
+ */
+Datum
+lake_lifecycle_changed(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "lake_lifecycle_changed: not called as a trigger");
+	seal_lock();
+	cycle_recover_at_commit();
+	return PointerGetDatum(NULL);
+}
+
+/*
  * BEFORE INSERT on lake_data.writer: the table holds one row, and a restore
  * (pg_dump dumps it) inserts the dumped one over the row CREATE EXTENSION
  * made. Merge it, keeping the higher epoch, so that recovery on the
@@ -788,7 +809,7 @@ lake_recover(PG_FUNCTION_ARGS)
 	cycle_wait_ready();
 
 	store_connect();
-	seal_lock();
+	seal_lock_live();
 	if (only == NULL)
 	{
 		rows = store_owner_rows(InvalidOid, true, &n);
@@ -839,7 +860,7 @@ lake_release_owner(PG_FUNCTION_ARGS)
 	cycle_wait_ready();
 
 	store_connect();
-	seal_lock();
+	seal_lock_live();
 	open_owner(name, &r);
 	if (!r.owner->quarantined)
 	{

@@ -66,6 +66,32 @@ seal_lock(void)
 	LockDatabaseObject(sealing_lock_object(), 0, 0, ExclusiveLock);
 }
 
+void
+seal_unlock(void)
+{
+	UnlockDatabaseObject(sealing_lock_object(), 0, 0, ExclusiveLock);
+}
+
+void
+seal_lock_live(void)
+{
+	for (;;)
+	{
+		bool		live;
+
+		CHECK_FOR_INTERRUPTS();
+		seal_lock();
+		LWLockAcquire(cycle_lock(), LW_SHARED);
+		live = cycle_owners_live();
+		LWLockRelease(cycle_lock());
+		if (live)
+			return;
+		/* A lifecycle edit committed: its recovery needs this lock. */
+		seal_unlock();
+		cycle_wait_ready();
+	}
+}
+
 /* lake_data.writer's columns: one, epoch, timeline, partitions, partition_no. */
 #define WRITER_NATTS 5
 #define WA_EPOCH 2

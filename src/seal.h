@@ -21,5 +21,13 @@ extern int64 seal_rebuild_owner_index(void);
 
 /* Take the lock every sealer (and recovery) holds to its commit. */
 extern void seal_lock(void);
+/* Let it go early, having written nothing under it. */
+extern void seal_unlock(void);
+/*
+ * The sealing lock, with the live states current: a lifecycle edit that
+ * committed after the caller's wait for the owners is recovered first.
+ * Not for the worker, which is the one that recovers.
+ */
+extern void seal_lock_live(void);
 
 #endif							/* LAKE_SEAL_H */

@@ -53,6 +53,37 @@ ok(defined wait_until(60, sub { finished($state) && finished($ckpt) }), 'both an
 is("$state->{out}$state->{err}", "C|2\n", 'owner_state: phase C, position 2');
 is("$ckpt->{out}$ckpt->{err}", "t\n", 'the checkpoint is taken');
 
+# A checkpoint already past its wait for the owners when an edit commits
+# finds the door closed under the sealing lock: it lets the lock go and
+# waits, since the recovery it waits for takes that lock (holding it, the
+# checkpoint failed with 55000 once the worker's recovery gave up on it).
+my $cs = $node->background_psql('postgres', on_error_stop => 0);
+my $cpid = $cs->query_safe('SELECT pg_backend_pid()');
+my $gc = gdb_hold($cpid, 'checkpoint_take');
+$cs->query_until(qr/start/, "\\echo start\nSELECT lake.checkpoint() IS NOT NULL AS taken;\n\\echo done\n");
+ok(defined wait_until(30, sub { $gc->{h}->pump_nb; $gc->{out} =~ /Breakpoint 1,/ }),
+	'a checkpoint is held past its wait for the owners')
+  or diag("gdb: $gc->{out}");
+$wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+$gw = gdb_hold($wpid, 'cycle_close');
+$node->safe_psql('postgres',
+	q{UPDATE lake_data.lifecycle SET edges = '{{A,E},{E,A},{A,D},{D,A},{A,B},{B,C},{C,A}}' WHERE name = 'abc'});
+ok(defined wait_until(30, sub { $gw->{h}->pump_nb; $gw->{out} =~ /Breakpoint 1,/ }),
+	'another edit; the worker is held as it starts recovering');
+gdb_let_go($gc);
+ok($node->poll_query_until('postgres',
+		"SELECT wait_event = 'Extension' FROM pg_stat_activity WHERE pid = $cpid"),
+	'the checkpoint waits for the recovery');
+gdb_let_go($gw);
+ok(defined wait_until(60, sub { $cs->{run}->pump_nb; $cs->{stdout} =~ /done/ }),
+	'the checkpoint answers after the recovery')
+  or diag("stdout: $cs->{stdout}\nstderr: $cs->{stderr}");
+like($cs->{stdout}, qr/^t$/m, '... having taken its snapshot');
+$cs->quit;
+unlike($cs->{stderr}, qr/ERROR/, '... without an error');
+is($node->safe_psql('postgres', q{SELECT phase, position FROM lake.owner_state('o')}),
+	'C|2', 'the owner is still in C');
+
 # The snapshot holds C: a restart recovers the owner in C, nothing to apply.
 $node->restart;
 ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
