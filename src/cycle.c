@@ -84,6 +84,8 @@ static CycleShared *cs = NULL;
 static bool prefaulted = false;
 static bool recover_at_commit = false;	/* this transaction edited lifecycles or the writer */
 static uint64 seen_lifecycle_changes = 0;
+
+static bool wait_open(Oid generation, TimestampTz deadline);
 static void prefault_ring(void);
 static bool cut_active = false;	/* this backend holds a cut not yet sealed */
 static Oid	seen_generation = InvalidOid;
@@ -300,11 +302,30 @@ cycle_is_ready(void)
 	return cs->ready && cs->generation == current_generation();
 }
 
-/* With cycle_lock held: are the live states those of the current lifecycles? */
+/*
+ * With cs->lock held: are the live states open, and numbered by the
+ * lifecycles this session's cache holds? The cache is emptied whenever an
+ * edit is seen (cycle_wait_ready_until), and an edit moves the count as it
+ * closes the door, under the lock.
+ */
+static bool
+live_for_me(void)
+{
+	return cs->ready && pg_atomic_read_u64(&cs->lifecycle_changes) == seen_lifecycle_changes;
+}
+
 bool
 cycle_owners_live(void)
 {
-	return cs->ready;
+	return live_for_me();
+}
+
+/* Forget the cached lifecycles: the caller reads them after every edit so far. */
+void
+cycle_lifecycles_reset(void)
+{
+	lifecycle_cache_reset();
+	seen_lifecycle_changes = pg_atomic_read_u64(&cs->lifecycle_changes);
 }
 
 /*
@@ -325,17 +346,40 @@ cycle_wait_ready_until(TimestampTz deadline)
 	lake_require_served_database();
 	if (!prefaulted)
 		prefault_ring();
+	if (recover_at_commit)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this transaction changed lake's lifecycles or writer epoch"),
+				 errdetail("Owners are recovered under the change once it commits."),
+				 errhint("Commit it first.")));
 	generation = current_generation();
-	if (generation != seen_generation ||
-		pg_atomic_read_u64(&cs->lifecycle_changes) != seen_lifecycle_changes)
+	for (;;)
 	{
-		lifecycle_cache_reset();
-		seen_generation = generation;
-		seen_lifecycle_changes = pg_atomic_read_u64(&cs->lifecycle_changes);
-	}
-	if (cs->ready && cs->generation == generation)
-		return true;
+		uint64		changes;
+		bool		open;
 
+		/* The count and the door together: an edit moves both at once. */
+		LWLockAcquire(&cs->lock, LW_SHARED);
+		changes = pg_atomic_read_u64(&cs->lifecycle_changes);
+		open = cs->ready && cs->generation == generation;
+		LWLockRelease(&cs->lock);
+		if (generation != seen_generation || changes != seen_lifecycle_changes)
+		{
+			lifecycle_cache_reset();
+			seen_generation = generation;
+			seen_lifecycle_changes = changes;
+		}
+		if (open)
+			return true;
+		if (!wait_open(generation, deadline))
+			return false;
+	}
+}
+
+/* Sleep until the door is open for 'generation'; false at the deadline. */
+static bool
+wait_open(Oid generation, TimestampTz deadline)
+{
 	ConditionVariablePrepareToSleep(&cs->ready_cv);
 	while (!(cs->ready && cs->generation == generation))
 	{
@@ -547,7 +591,7 @@ cycle_owner_copy(const OwnerState *o, uint64 filling, OwnerState *copy)
 	bool		current;
 
 	LWLockAcquire(&cs->lock, LW_SHARED);
-	current = cs->ready && cs->owner_table == filling;
+	current = live_for_me() && cs->owner_table == filling;
 	if (current)
 		*copy = *o;
 	LWLockRelease(&cs->lock);
@@ -841,9 +885,10 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		}
 
 		LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-		if (!cs->ready)
+		if (!live_for_me())
 		{
-			/* The worker is draining the ring before a recovery: wait. */
+			/* The worker is draining the ring before a recovery (or an
+			 * edit renumbered what this session cached): wait. */
 			LWLockRelease(&cs->lock);
 			cycle_wait_ready();
 			o = NULL;
@@ -997,14 +1042,23 @@ cycle_xact_callback(XactEvent event, void *arg)
 		return;
 	switch (event)
 	{
-		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
+			/* Its sealing lock would stop every seal until it is resolved. */
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot PREPARE a transaction that changed lake's lifecycles or writer epoch")));
+			break;
+		case XACT_EVENT_PRE_COMMIT:
+			/* The count moves with the door, under the lock. */
+			LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 			pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
-			cycle_close();
+			cs->ready = false;
+			LWLockRelease(&cs->lock);
 			break;
 		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_ABORT:
+			if (event == XACT_EVENT_ABORT)
+				lifecycle_cache_reset();	/* it may hold the rolled-back edit */
 			cycle_wake_worker();	/* an abort after the close reopens too */
 			recover_at_commit = false;
 			break;

@@ -120,6 +120,8 @@ extern bool cycle_wait_ready_until(TimestampTz deadline);
 extern bool cycle_is_ready(void);
 /* With cycle_lock held: are the live states those of the current lifecycles? */
 extern bool cycle_owners_live(void);
+/* Forget the cached lifecycles: the caller reads them after every edit so far. */
+extern void cycle_lifecycles_reset(void);
 
 /*
  * The owner's live entry, entered from the registry at its first use after

@@ -699,7 +699,7 @@ recovery_run(RecoveryResult *out)
 	store_connect();
 	seal_lock();
 	cycle_begin_recovery();
-	lifecycle_cache_reset();
+	cycle_lifecycles_reset();	/* under the sealing lock: every edit is visible */
 	PushActiveSnapshot(GetTransactionSnapshot());
 	epoch = advance_epoch();
 

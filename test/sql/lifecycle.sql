@@ -80,3 +80,19 @@ SELECT epoch > 1 AS recovered_again, recovery_quarantined >= 1 AS quarantined_by
 UPDATE lake_data.lifecycle SET initial_phase = 'A' WHERE name = 'lc_inserted';
 SELECT lake.release_owner('lc_q');
 SELECT phase, "position", quarantined FROM lake.owner_state('lc_q');
+
+-- A transaction that changed a lifecycle casts nothing and reads no owner
+-- state before it commits (owners are recovered under the edit only then),
+-- and cannot be prepared (it would hold the sealing lock until resolved).
+BEGIN;
+UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_used';
+SELECT t.err($$SELECT phase FROM lake.owner_state('lc_o1')$$);
+SELECT t.err($$SELECT lake.cast('lc_o1', 'B', 'A')$$);
+ROLLBACK;
+BEGIN;
+UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_used';
+\set VERBOSITY sqlstate
+PREPARE TRANSACTION 'lake_lifecycle_edit';
+\set VERBOSITY default
+SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'lake_lifecycle_edit';
+SELECT phase, "position", quarantined FROM lake.owner_state('lc_o1');

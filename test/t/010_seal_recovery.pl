@@ -129,9 +129,10 @@ for my $round (1 .. 5)
 }
 
 # Deterministic: the release holds the sealing lock, uncommitted, when a
-# re-recovery starts (another lifecycle's edit) and waits for the lock;
-# the release commits while it waits. The recovery must read the registry
-# after the lock is granted, so it sees the release.
+# re-recovery starts (a new worker lifetime; a lifecycle edit would itself
+# wait for the lock, as an edit takes it to its commit) and waits for the
+# lock; the release commits while it waits. The recovery must read the
+# registry after the lock is granted, so it sees the release.
 $node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = '{{A,B}}' WHERE name = 'lq'");
 ok($node->poll_query_until('postgres', "SELECT quarantined FROM lake.owner_state('q')"),
 	'held release: the owner is quarantined again');
@@ -150,7 +151,8 @@ ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_locks WHERE pid = $admin_pid AND locktype = 'advisory' AND NOT granted"),
 	'held release: released, uncommitted, holding the sealing lock');
 $e = epoch();
-$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+my $wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($wpid)");
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
 		  . "WHERE a.backend_type = 'lake worker' AND NOT l.granted"),
