@@ -358,11 +358,14 @@ cycle_wait_ready_until(TimestampTz deadline)
 		uint64		changes;
 		bool		open;
 
-		/* The count and the door together: an edit moves both at once. */
-		LWLockAcquire(&cs->lock, LW_SHARED);
+		/*
+		 * The count, then the door: an edit closes the door before it moves
+		 * the count, so a new count is never seen with the door still open
+		 * from before it (no lock on this path, which every cast takes).
+		 */
 		changes = pg_atomic_read_u64(&cs->lifecycle_changes);
+		pg_read_barrier();
 		open = cs->ready && cs->generation == generation;
-		LWLockRelease(&cs->lock);
 		if (generation != seen_generation || changes != seen_lifecycle_changes)
 		{
 			lifecycle_cache_reset();
@@ -1049,10 +1052,13 @@ cycle_xact_callback(XactEvent event, void *arg)
 					 errmsg("cannot PREPARE a transaction that changed lake's lifecycles or writer epoch")));
 			break;
 		case XACT_EVENT_PRE_COMMIT:
-			/* The count moves with the door, under the lock. */
+			/*
+			 * The door first, then the count (the atomic add is a full
+			 * barrier): cycle_wait_ready_until reads them the other way.
+			 */
 			LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-			pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
 			cs->ready = false;
+			pg_atomic_fetch_add_u64(&cs->lifecycle_changes, 1);
 			LWLockRelease(&cs->lock);
 			break;
 		case XACT_EVENT_COMMIT:
