@@ -90,7 +90,6 @@ checkpoint_take(void)
 	size_t		pos;
 	int			kept = 0;
 	bytea	   *stored;
-	uint64		changes;
 	bool		live;
 	bool		stale = false;
 
@@ -101,7 +100,6 @@ checkpoint_take(void)
 	c.images = palloc(sizeof(Image) * Max(lake_max_owners, 1));
 	c.n = 0;
 	LWLockAcquire(cycle_lock(), LW_SHARED);
-	changes = cycle_lifecycle_changes();
 	if (!cycle_owners_live())
 	{
 		LWLockRelease(cycle_lock());
@@ -147,7 +145,7 @@ checkpoint_take(void)
 	}
 	/* An edit that committed meanwhile may have renumbered what was read. */
 	LWLockAcquire(cycle_lock(), LW_SHARED);
-	live = !stale && cycle_owners_live() && cycle_lifecycle_changes() == changes;
+	live = !stale && cycle_owners_live();
 	LWLockRelease(cycle_lock());
 	if (!live)
 		return take_later();

@@ -308,16 +308,10 @@ cycle_is_ready(void)
  * edit is seen (cycle_wait_ready_until), and an edit moves the count as it
  * closes the door, under the lock.
  */
-static bool
-live_for_me(void)
-{
-	return cs->ready && pg_atomic_read_u64(&cs->lifecycle_changes) == seen_lifecycle_changes;
-}
-
 bool
 cycle_owners_live(void)
 {
-	return live_for_me();
+	return cs->ready && pg_atomic_read_u64(&cs->lifecycle_changes) == seen_lifecycle_changes;
 }
 
 /* Forget the cached lifecycles: the caller reads them after every edit so far. */
@@ -594,7 +588,7 @@ cycle_owner_copy(const OwnerState *o, uint64 filling, OwnerState *copy)
 	bool		current;
 
 	LWLockAcquire(&cs->lock, LW_SHARED);
-	current = live_for_me() && cs->owner_table == filling;
+	current = cycle_owners_live() && cs->owner_table == filling;
 	if (current)
 		*copy = *o;
 	LWLockRelease(&cs->lock);
@@ -888,7 +882,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		}
 
 		LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-		if (!live_for_me())
+		if (!cycle_owners_live())
 		{
 			/* The worker is draining the ring before a recovery (or an
 			 * edit renumbered what this session cached): wait. */

@@ -39,22 +39,23 @@ my $coord = $node->safe_psql('postgres', "SELECT lake.await_durable('$r'::lake.r
 like($coord, qr/^\(1,1,/, 'the receipt is sealed at position 1');
 
 # The awaiting session, held at the receipt's look-up.
-my $s = $node->background_psql('postgres', on_error_stop => 0);
-my $spid = $s->query_safe('SELECT pg_backend_pid()');
-my $gs = gdb_hold($spid, 'cycle_receipt_state');
-$s->query_until(qr/start/, "\\echo start\nSELECT lake.await_durable('$r'::lake.receipt) AS got;\n");
-ok(defined wait_until(30, sub { $gs->{h}->pump_nb; $gs->{out} =~ /Breakpoint 1,/ }),
-	'the session is held at the look-up, past its wait for the owners')
+my ($s, $spid, $gs) = held_session($node, 'cycle_receipt_state',
+	"SELECT lake.await_durable('$r'::lake.receipt) AS got;");
+ok(gdb_stopped($gs), 'the session is held at the look-up, past its wait for the owners')
   or diag("gdb: $gs->{out}");
 
-# The worker, held right after a recovery reset the ring.
-my $wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
-my $gw = gdb_hold($wpid, 'cycle_begin_recovery');
-$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
-ok(defined wait_until(30, sub { $gw->{h}->pump_nb; $gw->{out} =~ /Breakpoint 1,/ }),
-	'the worker begins a recovery')
-  or diag("gdb: $gw->{out}");
-ok(gdb($gw, "finish\n", qr/Run till exit/), 'the worker has reset the ring and is held');
+# The worker, held right after a recovery (a lifecycle edit's) reset the ring.
+sub hold_worker_in_recovery
+{
+	my $wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+	my $gw = gdb_hold($wpid, 'cycle_begin_recovery');
+	$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+	ok(gdb_stopped($gw), 'the worker begins a recovery')
+	  or diag("gdb: $gw->{out}");
+	ok(gdb($gw, "finish\n", qr/Run till exit/), 'the worker has reset the ring and is held');
+	return $gw;
+}
+my $gw = hold_worker_in_recovery();
 is($node->safe_psql('postgres', 'SELECT worker_state FROM lake.stats()'),
 	'recovering', 'the owners are being recovered');
 
@@ -72,34 +73,20 @@ like($s->{stdout}, qr/\Q$coord\E/, 'the await answers with the coordinate');
 unlike($s->{stderr}, qr/ERROR/, '... and no error (it was 22023, "never issued")');
 
 # A cast_durable, held just after its cast was accepted.
-my $s2 = $node->background_psql('postgres', on_error_stop => 0);
-my $spid2 = $s2->query_safe('SELECT pg_backend_pid()');
-my $gs2 = gdb_hold($spid2, 'cycle_receipt_settled');
-$s2->query_until(qr/start/,
-	"\\echo start\nSELECT lake.cast_durable('w', 'CognitiveWork', 'Evaluation') AS got;\n\\echo done\n");
-ok(defined wait_until(30, sub { $gs2->{h}->pump_nb; $gs2->{out} =~ /Breakpoint 1,/ }),
-	'the cast is accepted and its session held before it waits')
+my ($s2, $spid2, $gs2) = held_session($node, 'cycle_receipt_settled',
+	"SELECT lake.cast_durable('w', 'CognitiveWork', 'Evaluation') AS got;");
+ok(gdb_stopped($gs2), 'the cast is accepted and its session held before it waits')
   or diag("gdb: $gs2->{out}");
 my $cycles = $node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.cycle');
 
 # An owner_state, held past its wait for the owners.
-my $s3 = $node->background_psql('postgres', on_error_stop => 0);
-my $spid3 = $s3->query_safe('SELECT pg_backend_pid()');
-my $gs3 = gdb_hold($spid3, 'cycle_owner_table');
-$s3->query_until(qr/start/,
-	"\\echo start\nSELECT phase, position FROM lake.owner_state('w');\n\\echo done\n");
-ok(defined wait_until(30, sub { $gs3->{h}->pump_nb; $gs3->{out} =~ /Breakpoint 1,/ }),
-	'owner_state is held past its wait for the owners')
+my ($s3, $spid3, $gs3) = held_session($node, 'cycle_owner_table',
+	"SELECT phase, position FROM lake.owner_state('w');");
+ok(gdb_stopped($gs3), 'owner_state is held past its wait for the owners')
   or diag("gdb: $gs3->{out}");
 
 # A recovery: its drain seals the cast, then the worker is held in it.
-$wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
-my $gw2 = gdb_hold($wpid, 'cycle_begin_recovery');
-$node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
-ok(defined wait_until(30, sub { $gw2->{h}->pump_nb; $gw2->{out} =~ /Breakpoint 1,/ }),
-	'the worker begins a recovery')
-  or diag("gdb: $gw2->{out}");
-ok(gdb($gw2, "finish\n", qr/Run till exit/), 'the worker has reset the ring and is held');
+my $gw2 = hold_worker_in_recovery();
 is($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.cycle'),
 	$cycles + 1, 'the drain before the recovery sealed the cast');
 

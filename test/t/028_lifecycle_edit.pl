@@ -37,8 +37,7 @@ $node->safe_psql('postgres',
 	q{UPDATE lake_data.lifecycle SET edges = '{{A,D},{D,A},{A,B},{B,C},{C,A}}' WHERE name = 'abc'});
 is($node->safe_psql('postgres', q{SELECT phases FROM lake_data.lifecycle WHERE name = 'abc'}),
 	'{A,D,B,C}', 'the edit renumbers the phases');
-ok(defined wait_until(30, sub { $gw->{h}->pump_nb; $gw->{out} =~ /Breakpoint 1,/ }),
-	'the worker starts the recovery the edit asks for, and is held')
+ok(gdb_stopped($gw), 'the worker starts the recovery the edit asks for, and is held')
   or diag("gdb: $gw->{out}");
 
 my $state = background($node, q{SELECT phase, position FROM lake.owner_state('o')});
@@ -57,19 +56,15 @@ is("$ckpt->{out}$ckpt->{err}", "t\n", 'the checkpoint is taken');
 # finds the door closed under the sealing lock: it lets the lock go and
 # waits, since the recovery it waits for takes that lock (holding it, the
 # checkpoint failed with 55000 once the worker's recovery gave up on it).
-my $cs = $node->background_psql('postgres', on_error_stop => 0);
-my $cpid = $cs->query_safe('SELECT pg_backend_pid()');
-my $gc = gdb_hold($cpid, 'checkpoint_take');
-$cs->query_until(qr/start/, "\\echo start\nSELECT lake.checkpoint() IS NOT NULL AS taken;\n\\echo done\n");
-ok(defined wait_until(30, sub { $gc->{h}->pump_nb; $gc->{out} =~ /Breakpoint 1,/ }),
-	'a checkpoint is held past its wait for the owners')
+my ($cs, $cpid, $gc) = held_session($node, 'checkpoint_take',
+	'SELECT lake.checkpoint() IS NOT NULL AS taken;');
+ok(gdb_stopped($gc), 'a checkpoint is held past its wait for the owners')
   or diag("gdb: $gc->{out}");
 $wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
 $gw = gdb_hold($wpid, 'cycle_close');
 $node->safe_psql('postgres',
 	q{UPDATE lake_data.lifecycle SET edges = '{{A,E},{E,A},{A,D},{D,A},{A,B},{B,C},{C,A}}' WHERE name = 'abc'});
-ok(defined wait_until(30, sub { $gw->{h}->pump_nb; $gw->{out} =~ /Breakpoint 1,/ }),
-	'another edit; the worker is held as it starts recovering');
+ok(gdb_stopped($gw), 'another edit; the worker is held as it starts recovering');
 gdb_let_go($gc);
 ok($node->poll_query_until('postgres',
 		"SELECT wait_event = 'Extension' FROM pg_stat_activity WHERE pid = $cpid"),

@@ -14,7 +14,7 @@ use IPC::Run;
 use Test::More ();
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(lake_node sql_error wait_until kanban_next kanban_replay read_log
+our @EXPORT = qw(lake_node sql_error wait_until gdb_stopped held_session kanban_next kanban_replay read_log
   live_states kanban_statements cast_sql client_sql gdb_hold gdb gdb_let_go
   background finished);
 
@@ -278,6 +278,27 @@ sub gdb_hold
 	  or Test::More::BAIL_OUT("gdb could not attach to process $pid: $g{out}");
 	gdb(\%g, "continue\n", qr/Continuing/);
 	return \%g;
+}
+
+# gdb_stopped(handle) -> whether the process reached its breakpoint within 30 s
+sub gdb_stopped
+{
+	my ($g) = @_;
+	return defined wait_until(30, sub { $g->{h}->pump_nb; $g->{out} =~ /Breakpoint 1,/ });
+}
+
+# held_session(node, function, sql) -> (background psql, its pid, gdb handle)
+#
+# A session that runs sql with gdb holding it at 'function' (check with
+# gdb_stopped); its output ends with "done" once sql has run.
+sub held_session
+{
+	my ($node, $function, $sql) = @_;
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my $g = gdb_hold($pid, $function);
+	$s->query_until(qr/start/, "\\echo start\n$sql\n\\echo done\n");
+	return ($s, $pid, $g);
 }
 
 # gdb(handle, commands, regexp) -> whether gdb's output matched within 30 s
