@@ -163,6 +163,23 @@ require_receipt_tenant(const char *tenant, int32 epoch, int64 seq)
 }
 
 /*
+ * 55000 before a wait for a seal in a transaction that holds the sealing
+ * lock (lake.seal, lake.checkpoint, lake.recover or lake.release_owner
+ * earlier in the same statement): the seal waited for needs that lock, so
+ * the wait could never end.
+ */
+static void
+require_sealable(void)
+{
+	if (store_sealing_lock_held())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot wait for a seal while this transaction holds lake's sealing lock"),
+				 errdetail("A seal, checkpoint, recover or release earlier in this transaction holds it until the commit, and the seal waited for needs it."),
+				 errhint("Wait in a statement of its own.")));
+}
+
+/*
  * Wait until receipt (epoch, seq) is durable and fill *out; false on
  * timeout. LK006 if it can never be (lost with its epoch). Epoch and seq
  * are at least 1: lake_await_durable refuses anything lower. 'accepted':
@@ -214,6 +231,7 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 				require_receipt_tenant(tenant, epoch, seq);
 				checked = true;
 			}
+			require_sealable();
 			result = waiter_wait(epoch, seq, deadline, out);
 		}
 	}
@@ -293,6 +311,7 @@ lake_cast_durable(PG_FUNCTION_ARGS)
 
 	lake_require_preload();
 	cast_arguments(fcinfo, &req);
+	require_sealable();			/* before the cast is accepted */
 	cycle_wait_ready();
 	seq = cycle_accept(&req, &epoch);
 	(void) await_receipt(epoch, seq, -1, true, &c);

@@ -53,23 +53,16 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-/* lake_data.cycle's OID, from the store's relation cache. */
-static Oid
-sealing_lock_object(void)
-{
-	return store_relid("cycle");
-}
-
 void
 seal_lock(void)
 {
-	LockDatabaseObject(sealing_lock_object(), 0, 0, ExclusiveLock);
+	LockDatabaseObject(store_sealing_lock_object(), 0, 0, ExclusiveLock);
 }
 
 void
 seal_unlock(void)
 {
-	UnlockDatabaseObject(sealing_lock_object(), 0, 0, ExclusiveLock);
+	UnlockDatabaseObject(store_sealing_lock_object(), 0, 0, ExclusiveLock);
 }
 
 void

@@ -438,6 +438,21 @@ store_relid(const char *name)
 	return lake_relid(name);
 }
 
+Oid
+store_sealing_lock_object(void)
+{
+	return store_relid("cycle");
+}
+
+bool
+store_sealing_lock_held(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, store_sealing_lock_object(), 0, 0);
+	return LockHeldByMe(&tag, ExclusiveLock);
+}
+
 /*
  * A new blob id (a stage's id, kept by the version it becomes), in this
  * partition's residue class: a router sends a stage id to its partition by

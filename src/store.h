@@ -45,6 +45,13 @@ extern void store_key_text(ScanKeyData *key, AttrNumber att, const char *value);
 extern void store_key_id(ScanKeyData *key, AttrNumber att, const char *value);
 extern uint64 store_generation(void);
 extern Oid	store_relid(const char *name);
+/*
+ * The sealing lock's object (lake_data.cycle's OID): seal.h takes it; lower
+ * layers only ask whether this transaction holds it, before a wait that a
+ * seal must end.
+ */
+extern Oid	store_sealing_lock_object(void);
+extern bool store_sealing_lock_held(void);
 /* A new blob (and stage) id, in this partition's residue class. */
 extern int64 store_next_blob(void);
 extern Relation store_open(const char *name, LOCKMODE mode);

@@ -198,6 +198,17 @@ SELECT lake.seal() FROM generate_series(1, 2);
 \set VERBOSITY default
 SELECT lake.seal() > 0 AS sealed_once;
 
+-- A durable wait in a statement that already holds the sealing lock (a
+-- seal, checkpoint, recover or release earlier in it) could never end: the
+-- seal it waits for needs that lock. Refused at once, 55000, and the
+-- refused cast_durable accepts nothing.
+\set VERBOSITY sqlstate
+SELECT lake.seal() IS NULL AS nothing, lake.cast_durable('alpha', NULL, NULL, '\x02'::bytea);
+SELECT lake.checkpoint() > 0, lake.await_durable(lake.cast('alpha', NULL, NULL, '\x03'::bytea));
+\set VERBOSITY default
+SELECT pending FROM lake.owner_state('alpha');
+SELECT lake.seal() > 0 AS sealed_the_one;
+
 -- Pending idempotent casts among other owners' casts: the scan for an
 -- operation id passes the others and stops after the owner's own, and a
 -- receipt lookup stops at the first receipt past it. Each of gamma's two
