@@ -276,6 +276,12 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	wait_ms = admission_reserve(0);
 
 	store_stage_summary(stage, &sum);
+	/* Chunk rows' sizes are outside every checksum: negative ones are damage. */
+	if (sum.largest_chunk < 0 || sum.bytes < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("stage " INT64_FORMAT " cannot be committed: its chunks are damaged", stage),
+				 errdetail("A chunk row declares a negative size.")));
 	if (sum.nchunks == 0 || sum.nchunks != sum.last_chunk_no + 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -213,6 +213,7 @@ store_lock_dataset(int32 dataset_id, long wait_ms)
 #define CHUNK_NATTS 4
 #define CA_BLOB 1
 #define CA_CHUNK_NO 2
+#define CA_BYTES 3
 #define CA_DATA 4
 
 /* The key version_operation finds an operation by (its second column). */
@@ -578,10 +579,12 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	bool		nulls[VERSION_NATTS];
 	char	   *replay_tenant = NULL;
 	char	   *replay_operation = NULL;
+	bool		of_blob;
 
 	store_key_int8(&key[0], VB_BLOB, blob);
-	if (store_fetch("version_blob", "version_blob_pkey", InvalidSnapshot, key, 1,
-					ForwardScanDirection, values, nulls))
+	of_blob = store_fetch("version_blob", "version_blob_pkey", InvalidSnapshot, key, 1,
+						  ForwardScanDirection, values, nulls);
+	if (of_blob)
 	{
 		op->dataset_id = DatumGetInt32(values[VB_DATASET - 1]);
 		op->version = DatumGetInt64(values[VB_VERSION - 1]);
@@ -601,6 +604,12 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	store_key_int8(&key[1], VA_VERSION, op->version);
 	if (!store_fetch("version", "version_pkey", InvalidSnapshot, key, 2,
 					 ForwardScanDirection, values, nulls))
+		return false;
+	/*
+	 * A single-shot append's blob (chunk 0 kept in the row) was never a
+	 * stage: unknown to the stage functions, like an id never issued.
+	 */
+	if (of_blob && !nulls[VA_DATA - 1])
 		return false;
 	op->found = true;
 	head_from_row(values, nulls, &op->head);
@@ -652,10 +661,13 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
  * chunk is unreadable. A checked chunk is verified before anyone sees its
  * bytes (a raw one is then visited in place); a bare one (chunk 0 in a
  * version row) is verified by the caller, through the version's digest.
+ * '*declared' is the size its lake_data.chunk row gives (NULL: none): the
+ * frame header's, unverified until decoded, must agree before anything is
+ * allocated from it.
  */
 static const char *
-visit_stored(bytea *stored, bool bare, size_t room, ChunkVisitor visit, void *arg,
-			 size_t *decoded)
+visit_stored(bytea *stored, bool bare, size_t room, const int32 *declared,
+			 ChunkVisitor visit, void *arg, size_t *decoded)
 {
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
 	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
@@ -665,8 +677,11 @@ visit_stored(bytea *stored, bool bare, size_t room, ChunkVisitor visit, void *ar
 	char	   *out;
 	const char *why;
 
-	if (st == LAKE_CODEC_OK && size > room)
+	if (st == LAKE_CODEC_OK && (size > room || size > MaxAllocSize))
 		st = LAKE_CODEC_TOO_BIG;
+	if (st == LAKE_CODEC_OK && declared != NULL &&
+		(*declared < 0 || size != (size_t) *declared))
+		return "the chunk decodes to another size than its row declares";
 	if (st == LAKE_CODEC_OK)
 		st = lake_chunk_view(in, inlen, bare, &view, decoded);
 	if (st != LAKE_CODEC_OK)
@@ -720,6 +735,7 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 		Datum		values[CHUNK_NATTS];
 		bool		nulls[CHUNK_NATTS];
 		int32		chunk_no;
+		int32		declared;
 		MemoryContext old;
 		size_t		decoded = 0;
 
@@ -737,9 +753,10 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 						   chunk_no, count);
 			break;
 		}
+		declared = DatumGetInt32(values[CA_BYTES - 1]);
 		old = MemoryContextSwitchTo(chunkcxt);
 		why = visit_stored(DatumGetByteaPP(values[CA_DATA - 1]), false,
-						   (size_t) (total - filled), visit, arg, &decoded);
+						   (size_t) (total - filled), &declared, visit, arg, &decoded);
 		MemoryContextSwitchTo(old);
 		if (why != NULL)
 			why = pstrdup(why); /* it may lie in chunkcxt, reset next */
@@ -799,7 +816,7 @@ visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
 	if (head->inline_chunk == NULL)
 		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, visit, arg);
 
-	why = visit_stored(head->inline_chunk, true, (size_t) head->bytes, visit, arg,
+	why = visit_stored(head->inline_chunk, true, (size_t) head->bytes, NULL, visit, arg,
 					   &first_len);
 	if (why != NULL || first_len == (size_t) head->bytes)
 		return why;

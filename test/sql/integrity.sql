@@ -141,8 +141,9 @@ SELECT blob AS named_blob FROM lake_data.version_blob
 WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :named \gset
 SELECT chr(get_byte(data, 0)) AS chunk1_tag FROM lake_data.chunk WHERE blob = :named_blob AND chunk_no = 1;
 -- Flag 3: a 4-byte id (0x70000001) follows the descriptor, then the frame's
--- 4-byte content size (256, within what the version allows).
-UPDATE lake_data.chunk SET data = overlay(set_byte(data, 5, get_byte(data, 5) | 3)
+-- 4-byte content size (256, within what the version allows, and made the
+-- row's too).
+UPDATE lake_data.chunk SET bytes = 256, data = overlay(set_byte(data, 5, get_byte(data, 5) | 3)
                                           PLACING '\x0100007000010000'::bytea FROM 7 FOR 8)
 WHERE blob = :named_blob AND chunk_no = 1;
 SELECT regexp_replace(t.err($q$SELECT lake.append('i_ds', 'acme', 'i-named', convert_to(repeat('lake ', 419431), 'UTF8'))$q$),
@@ -160,6 +161,31 @@ UPDATE lake_data.version_blob SET bytes = bytes + 900000000 - (1::bigint << 40) 
 SELECT t.err(format('SELECT length(lake.read(%L, %s))', 'i_ds', :big)) AS size_damaged;
 UPDATE lake_data.version_blob SET bytes = bytes - 900000000 WHERE blob = :big_blob;
 SELECT length(lake.read('i_ds', :big)) AS size_repaired;
+-- A chunk row's size is outside its checksum too, and the frame header's
+-- is unverified until the chunk is decoded: the two must agree before
+-- anything is allocated for the chunk (LK005 naming the disagreement).
+SELECT lake.append('i_ds', 'acme', 'i-sizes', convert_to(repeat('lake ', 419431), 'UTF8')) AS sizes \gset
+SELECT blob AS sizes_blob FROM lake_data.version_blob
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :sizes \gset
+CREATE TABLE t.i_sizes AS SELECT * FROM lake_data.chunk WHERE blob = :sizes_blob AND chunk_no = 1;
+UPDATE lake_data.chunk SET bytes = bytes + 1 WHERE blob = :sizes_blob AND chunk_no = 1;
+SELECT t.err(format('SELECT length(lake.read(%L, %s))', 'i_ds', :sizes)) AS row_size_damaged;
+UPDATE lake_data.chunk SET bytes = -bytes WHERE blob = :sizes_blob AND chunk_no = 1;
+SELECT t.err(format('SELECT length(lake.read(%L, %s))', 'i_ds', :sizes)) AS row_size_negative;
+-- The frame's 4-byte content size (after the tag, checksum and descriptor)
+-- made 64 kB: within what the version allows, but not the row's 1 MB.
+UPDATE lake_data.chunk c SET bytes = g.bytes, data = overlay(g.data PLACING '\x00000100'::bytea FROM 7 FOR 4)
+FROM t.i_sizes g WHERE c.blob = g.blob AND c.chunk_no = 1;
+SELECT t.err(format('SELECT length(lake.read(%L, %s))', 'i_ds', :sizes)) AS frame_size_damaged;
+UPDATE lake_data.chunk c SET data = g.data FROM t.i_sizes g WHERE c.blob = g.blob AND c.chunk_no = 1;
+SELECT length(lake.read('i_ds', :sizes)) AS sizes_repaired;
+-- A stage whose chunk row declares a negative size: XX001 at commit, not a
+-- refusal for its size (54000) or an allocation from a wrapped sum.
+SELECT lake.begin_append('i_ds', 'acme', 'i-negative') AS neg \gset
+SELECT lake.append_chunk(:neg, 0, convert_to('minus', 'UTF8'));
+UPDATE lake_data.chunk SET bytes = -5 WHERE blob = :neg;
+SELECT regexp_replace(t.err(format('SELECT lake.commit_append(%s)', :neg)), 'stage \d+', 'stage N') AS stage_size_negative;
+SELECT lake.abort_append(:neg);
 
 -- A late commit_append contender, over a stage already committed.
 SELECT lake.begin_append('i_ds', 'acme', 'i-late') AS late \gset

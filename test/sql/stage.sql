@@ -125,6 +125,18 @@ SELECT lake.commit_append(:big) AS version;
 SELECT bytes, stored_bytes < 1000 AS compressed FROM lake.versions('uploads') WHERE operation_id = 'too-big';
 SELECT length(lake.read_operation('uploads', 'acme', 'too-big')) AS bytes;
 
+-- A single-shot append over 1 MB keeps its chunks under a blob id from the
+-- stage ids' sequence, but it was never a stage: every stage function
+-- answers 42704 for it, as for an id never issued, and commit_append never
+-- hands out the other operation's version.
+SELECT lake.append('uploads', 'acme', 'single-big', decode(repeat('ab', 1536 * 1024), 'hex')) AS single_big \gset
+SELECT b.blob AS single_blob FROM lake_data.version_blob b JOIN lake_data.dataset d ON d.id = b.dataset_id
+WHERE d.name = 'uploads' AND b.version = :single_big \gset
+SELECT t.err(format('SELECT lake.commit_append(%s)', :single_blob));
+SELECT t.err(format('SELECT lake.append_chunk(%s, 0, %L::bytea)', :single_blob, '\x00'));
+SELECT t.err(format('SELECT lake.abort_append(%s)', :single_blob));
+SELECT length(lake.read_operation('uploads', 'acme', 'single-big')) AS still_reads;
+
 -- A multi-chunk staged payload reads back exactly.
 SELECT lake.begin_append('uploads', 'acme', 'json') AS js \gset
 SELECT lake.append_chunk(:js, i - 1,
