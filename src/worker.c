@@ -65,6 +65,8 @@ typedef struct WorkerShared
 	pg_atomic_uint64 stages_open;	/* as of the last expiry pass */
 	pg_atomic_uint64 stages_expired;
 	pg_atomic_uint64 chunks_expired;
+	/* Lifetimes in a row that died connecting (lake.database is missing). */
+	pg_atomic_uint32 failed_connects;
 } WorkerShared;
 
 static WorkerShared *ws = NULL;
@@ -95,6 +97,7 @@ worker_shmem_startup(void)
 		pg_atomic_init_u64(&ws->stages_open, 0);
 		pg_atomic_init_u64(&ws->stages_expired, 0);
 		pg_atomic_init_u64(&ws->chunks_expired, 0);
+		pg_atomic_init_u32(&ws->failed_connects, 0);
 	}
 }
 
@@ -339,6 +342,37 @@ seal_if_due(TimestampTz *due)
 	return 0;
 }
 
+/*
+ * Connecting to a database that does not exist is FATAL, and the
+ * postmaster starts the worker again a second later. After each lifetime
+ * that died here, wait twice as long first (up to a minute): the log gets
+ * a line a minute, not one a second, and a database created meanwhile is
+ * served within the minute.
+ */
+static void
+connect_served_database(void)
+{
+	uint32		failed = pg_atomic_fetch_add_u32(&ws->failed_connects, 1);
+
+	if (failed > 0)
+	{
+		TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														failed <= 6 ? 1000L << (failed - 1) : 60000L);
+		long		left;
+
+		/* The latch may be set already, or again by a session: sleep it out. */
+		while ((left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 left, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	BackgroundWorkerInitializeConnection(lake_database, NULL, 0);
+	pg_atomic_write_u32(&ws->failed_connects, 0);
+}
+
 void
 lake_worker_main(Datum arg)
 {
@@ -360,7 +394,7 @@ lake_worker_main(Datum arg)
 	pg_atomic_write_u32(&ws->pid, (uint32) MyProcPid);
 	before_shmem_exit(worker_exit, (Datum) 0);
 
-	BackgroundWorkerInitializeConnection(lake_database, NULL, 0);
+	connect_served_database();
 	pgstat_report_appname("lake worker");
 
 	/*
