@@ -83,6 +83,7 @@ static CycleShared *cs = NULL;
 
 static bool prefaulted = false;
 static bool recover_at_commit = false;	/* this transaction edited lifecycles or the writer */
+static SubTransactionId recover_subxact;	/* the one whose abort undoes the edit */
 static uint64 seen_lifecycle_changes = 0;
 
 static bool wait_open(Oid generation, TimestampTz deadline);
@@ -1004,8 +1005,10 @@ cycle_lifecycle_changes(void)
 void
 cycle_recover_at_commit(void)
 {
-	if (cs != NULL)
-		recover_at_commit = true;
+	if (cs == NULL || recover_at_commit)
+		return;					/* set by this subtransaction or a parent */
+	recover_at_commit = true;
+	recover_subxact = GetCurrentSubTransactionId();
 }
 
 bool
@@ -1067,10 +1070,31 @@ cycle_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * An edit rolled back to a savepoint is undone, and so is the sealing lock
+ * its trigger took: nothing to recover for. A committed subtransaction's
+ * edit belongs to its parent.
+ */
+static void
+cycle_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	if (!recover_at_commit || mySubid != recover_subxact)
+		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		recover_at_commit = false;
+		lifecycle_cache_reset();	/* it may hold the rolled-back edit */
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		recover_subxact = parentSubid;
+}
+
 void
 cycle_init(void)
 {
 	RegisterXactCallback(cycle_xact_callback, NULL);
+	RegisterSubXactCallback(cycle_subxact_callback, NULL);
 }
 
 /* ----------------------------------------------------------------------

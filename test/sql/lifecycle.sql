@@ -89,6 +89,22 @@ UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_used';
 SELECT t.err($$SELECT phase FROM lake.owner_state('lc_o1')$$);
 SELECT t.err($$SELECT lake.cast('lc_o1', 'B', 'A')$$);
 ROLLBACK;
+-- An edit rolled back to a savepoint is undone with it: the transaction
+-- reads owner states on, and its commit starts no recovery.
+SELECT epoch AS epoch_before FROM lake.stats() \gset
+BEGIN;
+SAVEPOINT before_edit;
+UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_used';
+ROLLBACK TO SAVEPOINT before_edit;
+COMMIT;
+SELECT phase FROM lake.owner_state('lc_o1');
+SELECT epoch = :epoch_before AS not_recovered FROM lake.stats();
+BEGIN;
+SAVEPOINT before_edit;
+UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_used';
+ROLLBACK TO SAVEPOINT before_edit;
+SELECT phase FROM lake.owner_state('lc_o1');
+COMMIT;
 BEGIN;
 UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_used';
 \set VERBOSITY sqlstate
