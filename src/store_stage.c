@@ -325,35 +325,56 @@ store_drop_stage(int64 stage, bool with_chunks)
 }
 
 /*
- * Remove stages idle since before 'idle_before', with their chunks. A stage
- * being committed or written to right now is locked and skipped.
+ * Remove stages idle since before 'idle_before' with their chunks, at most
+ * 'batch_bytes' of chunks (and 1,024 chunks) at a time: one call never
+ * holds the worker from sealing for long, however much a stage held. A
+ * stage row goes with its last chunks. A stage being committed or written
+ * to right now is locked and skipped. Returns whether more are left.
  */
-void
-store_expire_stages(TimestampTz idle_before, int64 *stages, int64 *chunks,
-					int64 *open)
+bool
+store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
+					int64 *chunks, int64 *open)
 {
 	static SPIPlanPtr plan;
 	static SPIPlanPtr plan_open;
-	Oid			types[1] = {TIMESTAMPTZOID};
-	Datum		values[1] = {TimestampTzGetDatum(idle_before)};
+	Oid			types[2] = {TIMESTAMPTZOID, INT8OID};
+	Datum		values[2] = {TimestampTzGetDatum(idle_before), Int64GetDatum(batch_bytes)};
+	int64		doomed_chunks;
 
 	store_run(store_plan(&plan,
-				 "WITH gone AS ("
-				 "  DELETE FROM lake_data.stage s WHERE s.id IN ("
-				 "    SELECT x.id FROM lake_data.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
-				 "    FOR UPDATE SKIP LOCKED) RETURNING s.id), "
+				 "WITH doomed AS ("
+				 "  SELECT x.id FROM lake_data.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
+				 "  FOR UPDATE SKIP LOCKED), "
+				 "listed AS ("
+				 "  SELECT z.blob, z.chunk_no, pg_catalog.sum(z.bytes::pg_catalog.int8) "
+				 "    OVER (ORDER BY z.blob, z.chunk_no) OPERATOR(pg_catalog.-) z.bytes AS before "
+				 "  FROM lake_data.chunk z JOIN doomed d ON z.blob OPERATOR(pg_catalog.=) d.id), "
 				 "chunks AS ("
-				 "  DELETE FROM lake_data.chunk c USING gone "
-				 "  WHERE c.blob OPERATOR(pg_catalog.=) gone.id RETURNING 1) "
+				 "  DELETE FROM lake_data.chunk c USING ("
+				 "    SELECT l.blob, l.chunk_no FROM listed l WHERE l.before OPERATOR(pg_catalog.<) $2 "
+				 "    ORDER BY l.blob, l.chunk_no LIMIT 1024) b "
+				 "  WHERE c.blob OPERATOR(pg_catalog.=) b.blob AND c.chunk_no OPERATOR(pg_catalog.=) b.chunk_no "
+				 "  RETURNING c.blob), "
+				 "counted AS ("
+				 "  SELECT h.blob, pg_catalog.count(*) AS n FROM chunks h GROUP BY h.blob), "
+				 "gone AS ("
+				 "  DELETE FROM lake_data.stage s USING doomed d WHERE s.id OPERATOR(pg_catalog.=) d.id "
+				 "  AND (SELECT pg_catalog.count(*) FROM listed l WHERE l.blob OPERATOR(pg_catalog.=) d.id) "
+				 "      OPERATOR(pg_catalog.=) "
+				 "      COALESCE((SELECT k.n FROM counted k WHERE k.blob OPERATOR(pg_catalog.=) d.id), 0) "
+				 "  RETURNING s.id) "
 				 "SELECT (SELECT pg_catalog.count(*) FROM gone), "
-				 "       (SELECT pg_catalog.count(*) FROM chunks)",
-				 1, types),
+				 "       (SELECT pg_catalog.count(*) FROM chunks), "
+				 "       (SELECT pg_catalog.count(*) FROM listed)",
+				 2, types),
 		values, SPI_OK_SELECT);
 	*stages = DatumGetInt64(store_colv(0, 1));
 	*chunks = DatumGetInt64(store_colv(0, 2));
+	doomed_chunks = DatumGetInt64(store_colv(0, 3));
 	store_run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake_data.stage", 0, NULL),
 		NULL, SPI_OK_SELECT);
 	*open = DatumGetInt64(store_colv(0, 1));
+	return *chunks < doomed_chunks;
 }
 
 

@@ -53,8 +53,8 @@ extern void store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t
 extern void store_stage_summary(int64 blob, StageSummary *sum);
 extern int64 store_first_missing_chunk(int64 blob);
 extern void store_drop_stage(int64 stage, bool with_chunks);
-extern void store_expire_stages(TimestampTz idle_before, int64 *stages,
-								int64 *chunks, int64 *open);
+extern bool store_expire_stages(TimestampTz idle_before, int64 batch_bytes,
+								int64 *stages, int64 *chunks, int64 *open);
 /* The stage's chunks become the version's: insert its row, retire the stage. */
 extern void store_adopt_stage(const StageRow *stage, int64 version,
 							  const uint8 *digest, const StageSummary *sum);

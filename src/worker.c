@@ -165,7 +165,11 @@ typedef struct Expiry
 	int64		stages;
 	int64		chunks;
 	int64		open;
+	bool		more;
 } Expiry;
+
+/* Chunk bytes one expiry transaction removes at most (TOAST included). */
+#define EXPIRY_BATCH_BYTES (32 * 1024 * 1024)
 
 static void
 expire_stages(void *arg)
@@ -173,27 +177,31 @@ expire_stages(void *arg)
 	Expiry	   *e = (Expiry *) arg;
 
 	store_connect();
-	store_expire_stages(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													-(int64) lake_stage_ttl_s * 1000),
-						&e->stages, &e->chunks, &e->open);
+	e->more = store_expire_stages(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															  -(int64) lake_stage_ttl_s * 1000),
+								  EXPIRY_BATCH_BYTES, &e->stages, &e->chunks, &e->open);
 	store_finish();
 }
 
-/* Remove stages idle for longer than lake.stage_ttl. */
-static void
+/*
+ * Remove stages idle for longer than lake.stage_ttl, one batch; true if
+ * more are left (the caller seals before the next batch).
+ */
+static bool
 expire_idle_stages(void)
 {
 	Expiry		e = {0};
 
 	if (!run_in_transaction("lake: expiring idle stages", expire_stages, &e))
-		return;
+		return false;
 	pg_atomic_write_u64(&ws->stages_open, (uint64) e.open);
 	pg_atomic_fetch_add_u64(&ws->stages_expired, (uint64) e.stages);
 	pg_atomic_fetch_add_u64(&ws->chunks_expired, (uint64) e.chunks);
-	if (e.stages > 0)
+	if (e.chunks > 0 || e.stages > 0)
 		ereport(LOG,
-				(errmsg("lake worker expired " INT64_FORMAT " idle stages (" INT64_FORMAT " chunks)",
-						e.stages, e.chunks)));
+				(errmsg("lake worker expired " INT64_FORMAT " idle stages (" INT64_FORMAT " chunks)%s",
+						e.stages, e.chunks, e.more ? ", more to come" : "")));
+	return e.more;
 }
 
 /* How often to look for idle stages: a quarter of the TTL, 1 s to 60 s. */
@@ -450,9 +458,13 @@ lake_worker_main(Datum arg)
 				snapshot_if_due();
 				if (GetCurrentTimestamp() >= next_expiry)
 				{
-					expire_idle_stages();
-					next_expiry = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-															  expiry_interval_ms());
+					bool		more = expire_idle_stages();
+
+					/* The next batch after the seals now due, without a pause. */
+					next_expiry = more ? 0 :
+						TimestampTzPlusMilliseconds(GetCurrentTimestamp(), expiry_interval_ms());
+					if (more)
+						timeout = 0;
 				}
 				if (timeout == 0)
 				{

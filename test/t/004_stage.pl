@@ -181,8 +181,11 @@ sub vm_hwm_kb
 }
 
 # --- Expiry: idle stages go, with their chunks; committed versions stay.
+# 40 MB of chunks go in two transactions (32 MB at most each): the worker
+# seals between them, however much an abandoned stage holds.
 {
-	my $idle = upload('idle', 2);
+	my $idle = upload('idle', 40);
+	my $log_at = -s $node->logfile;
 	my $kept = $node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.chunk');
 	my $before = $node->safe_psql('postgres', 'SELECT stages_expired FROM lake.stats()');
 	$node->append_conf('postgresql.conf', "lake.stage_ttl = '1s'");
@@ -201,7 +204,11 @@ sub vm_hwm_kb
 	is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.chunk WHERE blob = $idle"),
 		'0', 'with its chunks');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.chunk'),
-		$kept - 2, 'and no other chunk');
+		$kept - 40, 'and no other chunk');
+	my $log = substr(slurp_file($node->logfile), $log_at);
+	like($log, qr/expired 0 idle stages \(32 chunks\), more to come/,
+		'in batches: 32 chunks first');
+	like($log, qr/expired 1 idle stages \(8 chunks\)\n/, 'then the stage with its last 8');
 	ok( $node->poll_query_until(
 			'postgres', "SELECT stages_expired > $before FROM lake.stats()"),
 		'lake.stats() counts the expired stage');
