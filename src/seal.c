@@ -53,10 +53,25 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+/*
+ * The worker waits under its own lock_timeout and retries at its next
+ * pass; a session (lake.seal, checkpoint, recover, release_owner, a
+ * lifecycle edit) waits for a seal in progress at most
+ * lake.admission_queue_wait, as for every wait in lake (SPEC §3).
+ */
 void
 seal_lock(void)
 {
-	LockDatabaseObject(store_sealing_lock_object(), 0, 0, ExclusiveLock);
+	if (IsBackgroundWorker)
+		LockDatabaseObject(store_sealing_lock_object(), 0, 0, ExclusiveLock);
+	else if (!store_lock_object(store_sealing_lock_object(), 0, 0,
+								lake_admission_queue_wait_ms))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("lake's sealing lock is busy"),
+				 errdetail("A seal, checkpoint, recovery or lifecycle edit held it longer than lake.admission_queue_wait (%d ms).",
+						   lake_admission_queue_wait_ms),
+				 errhint("Retry; keep transactions that edit lifecycles short.")));
 }
 
 void

@@ -19,7 +19,10 @@ extern int64 seal_run(void);
  */
 extern int64 seal_rebuild_owner_index(void);
 
-/* Take the lock every sealer (and recovery) holds to its commit. */
+/*
+ * Take the lock every sealer (and recovery) holds to its commit; a session
+ * waits at most lake.admission_queue_wait, then 53000.
+ */
 extern void seal_lock(void);
 /* Let it go early, having written nothing under it. */
 extern void seal_unlock(void);
