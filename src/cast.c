@@ -301,20 +301,41 @@ lake_await_durable(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
 }
 
+/* A receipt accepted before an error (a cancelled wait): the error says which. */
+typedef struct AcceptedReceipt
+{
+	int32		epoch;
+	int64		seq;
+} AcceptedReceipt;
+
+static void
+accepted_receipt_context(void *arg)
+{
+	AcceptedReceipt *r = (AcceptedReceipt *) arg;
+
+	errcontext("the cast was accepted as receipt (%d," INT64_FORMAT ") and will be sealed; "
+			   "lake.await_durable waits for it", r->epoch, r->seq);
+}
+
 Datum
 lake_cast_durable(PG_FUNCTION_ARGS)
 {
 	CastRequest req;
-	int32		epoch;
-	int64		seq;
+	AcceptedReceipt accepted;
+	ErrorContextCallback context;
 	LogReceipt	c;
 
 	lake_require_preload();
 	cast_arguments(fcinfo, &req);
 	require_sealable();			/* before the cast is accepted */
 	cycle_wait_ready();
-	seq = cycle_accept(&req, &epoch);
-	(void) await_receipt(epoch, seq, -1, true, &c);
+	accepted.seq = cycle_accept(&req, &accepted.epoch);
+	context.callback = accepted_receipt_context;
+	context.arg = &accepted;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	(void) await_receipt(accepted.epoch, accepted.seq, -1, true, &c);
+	error_context_stack = context.previous;
 	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
 }
 

@@ -73,12 +73,29 @@ ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats(
 	'terminating it removes its queue entry');
 eval { $waiter->quit };    # its backend is gone
 
+# A cast_durable whose wait is cut short (statement_timeout here) has had
+# its cast accepted: the error names the receipt, the cast is sealed once
+# seals can run, and a retry of its operation id gets its coordinate.
+my ($rc, $out, $err) = $node->psql('postgres',
+	"SET statement_timeout = '300ms'; "
+	  . "SELECT lake.cast_durable('d1', NULL, NULL, '\\x05'::bytea, NULL, 'cut-short')");
+like($err, qr/canceling statement due to statement timeout/, 'a cast_durable cut short fails');
+my ($accepted) = $err =~ /accepted as receipt (\(\d+,\d+\)) and will be sealed/;
+ok(defined $accepted, '... naming the receipt it was accepted as') or diag($err);
+is($node->safe_psql('postgres',
+	"SELECT lake.cast('d1', NULL, NULL, '\\x05'::bytea, NULL, 'cut-short')::text"),
+	$accepted // '', '... which its operation id replays');
+
 # Released, the held cast is sealed and its coordinate is flushed too.
 $holder->query_safe('COMMIT');
 is($node->safe_psql('postgres',
 	"SELECT (c).lsn <= pg_current_wal_flush_lsn() FROM (SELECT lake.await_durable('$r'::lake.receipt) c) x"),
 	't', 'the held receipt becomes durable once seals can run');
 $holder->quit;
+is($node->safe_psql('postgres',
+	"SELECT (c).position = (SELECT max(position) FROM lake.trajectory('d1')) "
+	  . "FROM (SELECT lake.cast_durable('d1', NULL, NULL, '\\x05'::bytea, NULL, 'cut-short') c) x"),
+	't', 'the cast cut short is sealed, and a retry gets its coordinate');
 
 # Re-created: new tables, new OIDs; the worker and a session both seal into them.
 $node->safe_psql('postgres', 'SELECT lake.seal()');
