@@ -63,14 +63,15 @@ CREATE FUNCTION lake_router.receipt_partition(receipt lake.receipt) RETURNS int4
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN COALESCE((receipt).epoch, 0);
 
--- The partitions of the cluster, from the SQL/MED server's p<N> options.
+-- The partitions of the cluster, from the SQL/MED server's p<N> (or, as
+-- PL/Proxy also takes them, partition_<N>) options.
 CREATE FUNCTION lake_router.partitions() RETURNS int4
     LANGUAGE sql STABLE
     RETURN (SELECT pg_catalog.count(*)::int4
               FROM pg_catalog.pg_foreign_server s,
                    pg_catalog.unnest(s.srvoptions) o
              WHERE s.srvname OPERATOR(pg_catalog.=) 'lake'
-               AND o OPERATOR(pg_catalog.~) '^p[0-9]+=');
+               AND o OPERATOR(pg_catalog.~) '^(p|partition_)[0-9]+=');
 
 -- recover(owner): the owner's partition, or every partition for NULL.
 CREATE FUNCTION lake_router.owner_partitions(owner text) RETURNS SETOF int4

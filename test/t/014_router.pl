@@ -71,6 +71,17 @@ for my $p (@part)
 is( $router->safe_psql('postgres', 'SELECT partition, lake_partition, lake_partitions, ok FROM lake_router.check()'),
 	join("\n", map { "$_|$_|$N|t" } 0 .. $N - 1),
 	'lake_router.check(): every partition is the one its place in server "lake" names');
+# PL/Proxy also takes partition_<N> for p<N>: the router counts both.
+is( $router->safe_psql('postgres', qq{
+BEGIN;
+ALTER SERVER lake OPTIONS (DROP p0, ADD partition_0 '@{[ part_connstr($part[0]) ]}');
+SELECT lake_router.partitions();
+ROLLBACK;}),
+	$N, 'lake_router.partitions() counts partitions named partition_<N>');
+# SPEC §7: datasets and owners go by hashtext(name).
+is( $router->safe_psql('postgres',
+		"SELECT bool_and(lake_router.key_partition(k) = hashtext(k)) FROM (VALUES ('a'), ('ds'), ('owner-7'), ('')) v(k)"),
+	't', 'names are routed by hashtext');
 
 # call(node, sql) -> its output, or "ERROR <sqlstate>", and the message.
 sub call
