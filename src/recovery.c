@@ -492,26 +492,6 @@ newest_cycle_epoch(void)
 }
 
 /*
- * Epochs and stage ids carry their partition in their residue class (a
- * router finds a receipt's or a stage's partition by it): a database whose
- * epochs were issued as one partition (partitions 0: none recorded yet)
- * must not go on as another.
- */
-static void
-require_partition(int32 partitions, int32 partition)
-{
-	if (partitions != 0 && (partitions != lake_partitions || partition != lake_partition))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this database's lake is partition %d of %d, not %d of %d",
-						partition, partitions, lake_partition, lake_partitions),
-				 errdetail("Its receipts and stage ids were issued in partition %d's residue class.",
-						   partition),
-				 errhint("Set lake.partitions and lake.partition back to %d and %d.",
-						 partitions, partition)));
-}
-
-/*
  * Advance the durable writer epoch to the next one in this partition's
  * residue class (SPEC §7), straight on its one row: recovery is its only
  * writer but for a restore's merge (lake.writer_merge), which a failed
@@ -563,8 +543,8 @@ advance_epoch(void)
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, desc, values, nulls);
-	require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
-					  nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));
+	store_require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
+							nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));
 	row_epoch = DatumGetInt32(values[epoch_att - 1]);
 	next = (int64) Max(row_epoch, Max(newest, cycle_live_epoch())) + 1;
 	forked_from = nulls[tli_att - 1] || newest > row_epoch ? 0 :

@@ -100,10 +100,6 @@ seal_lock_live(void)
 	}
 }
 
-/* lake_data.writer's columns: one, epoch, timeline, partitions, partition_no. */
-#define WRITER_NATTS 5
-#define WA_EPOCH 2
-
 /*
  * Refuse (writing nothing) unless this sealer's base is the durable head:
  * the state it cut from must belong to this incarnation of the extension,

@@ -461,11 +461,34 @@ store_sealing_lock_held(void)
  * the sequence's values again, and a stage id a client holds from the old
  * timeline's lost end must not name another operation's stage.
  */
+void
+store_require_partition(int32 partitions, int32 partition)
+{
+	if (partitions != 0 && (partitions != lake_partitions || partition != lake_partition))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this database's lake is partition %d of %d, not %d of %d",
+						partition, partitions, lake_partition, lake_partitions),
+				 errdetail("Its receipts and stage ids were issued in partition %d's residue class.",
+						   partition),
+				 errhint("Set lake.partitions and lake.partition back to %d and %d.",
+						 partitions, partition)));
+}
+
 int64
 store_next_blob(void)
 {
-	int64		n = nextval_internal(lake_relid("blob_seq"), false);
+	Datum		writer[WRITER_NATTS];
+	bool		nulls[WRITER_NATTS];
+	int64		n;
 	TimeLineID	tli = GetWALInsertionTimeLine();
+
+	/* Never an id in another partition's class than the data's (SPEC §7). */
+	if (store_fetch("writer", "writer_pkey", InvalidSnapshot, NULL, 0,
+					ForwardScanDirection, writer, nulls))
+		store_require_partition(nulls[WA_PARTITIONS - 1] ? 0 : DatumGetInt32(writer[WA_PARTITIONS - 1]),
+								nulls[WA_PARTITION_NO - 1] ? 0 : DatumGetInt32(writer[WA_PARTITION_NO - 1]));
+	n = nextval_internal(lake_relid("blob_seq"), false);
 
 	/* 2^12 timelines of 2^40 ids, times at most 1024 partitions: < 2^63. */
 	if (tli > (1 << 12) || n >= ((int64) 1 << 40))

@@ -51,6 +51,17 @@ extern Oid	store_relid(const char *name);
  * seal must end.
  */
 extern Oid	store_sealing_lock_object(void);
+
+/* lake_data.writer's columns: one, epoch, timeline, partitions, partition_no. */
+#define WRITER_NATTS 5
+#define WA_EPOCH 2
+#define WA_PARTITIONS 4
+#define WA_PARTITION_NO 5
+/*
+ * 55000 unless this server runs as the partition the database's epochs and
+ * stage ids were issued as (partitions 0: none recorded yet).
+ */
+extern void store_require_partition(int32 partitions, int32 partition);
 extern bool store_sealing_lock_held(void);
 /* A new blob (and stage) id, in this partition's residue class. */
 extern int64 store_next_blob(void);

@@ -14,7 +14,8 @@ use LakeTAP;
 
 my $node = lake_node('partition_kept', conf => "lake.partitions = 4\nlake.partition = 1\n");
 $node->start;
-$node->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner('p')");
+$node->safe_psql('postgres',
+	"CREATE EXTENSION lake; SELECT lake.create_owner('p'); SELECT lake.create_dataset('pk')");
 ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
 	'partition 1 of 4 serves');
 my $epoch = $node->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
@@ -39,6 +40,9 @@ for my $wrong ("lake.partition = 2", "lake.partitions = 8")
 		'... and the server log says which partition the data belongs to');
 	is($node->safe_psql('postgres', 'SELECT epoch FROM lake_data.writer'), $epoch,
 		'... and no epoch was taken');
+	($state, $msg) = sql_error($node, "SELECT lake.begin_append('pk', 'default', 'op')");
+	is($state, '55000', '... nor a stage id, which would be in another partition\'s class');
+	like($msg, qr/this database's lake is partition 1 of 4, not/, '... saying why');
 	$node->stop;
 	$node->append_conf('postgresql.conf', "lake.partitions = 4\nlake.partition = 1\n");
 	$node->start;
@@ -51,6 +55,8 @@ for my $wrong ("lake.partition = 2", "lake.partitions = 8")
 is($node->safe_psql('postgres',
 		"SELECT (lake.cast_durable('p', 'CognitiveWork', 'Evaluation')).position"),
 	'2', 'and casts land again');
+is($node->safe_psql('postgres', "SELECT lake.begin_append('pk', 'default', 'op') % 4"),
+	'1', "and stage ids come in partition 1's class");
 
 $node->stop;
 done_testing();
