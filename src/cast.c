@@ -301,7 +301,7 @@ lake_await_durable(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
 }
 
-/* A receipt accepted before an error (a cancelled wait): the error says which. */
+/* A receipt accepted before an error (a wait cut short): the error says which. */
 typedef struct AcceptedReceipt
 {
 	int32		epoch;
@@ -313,8 +313,8 @@ accepted_receipt_context(void *arg)
 {
 	AcceptedReceipt *r = (AcceptedReceipt *) arg;
 
-	errcontext("the cast was accepted as receipt (%d," INT64_FORMAT ") and will be sealed; "
-			   "lake.await_durable waits for it", r->epoch, r->seq);
+	errcontext("the cast was accepted as receipt (%d," INT64_FORMAT "); "
+			   "lake.await_durable tells when it is durable", r->epoch, r->seq);
 }
 
 Datum

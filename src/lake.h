@@ -29,6 +29,9 @@
  */
 #define LAKE_DATA_SCHEMA "lake_data"
 
+/* The background worker's bgw_type (and name), as pg_stat_activity shows it. */
+#define LAKE_WORKER_TYPE "lake worker"
+
 /* SHA-256 digest length; the content identity of every payload. */
 #define LAKE_DIGEST_LEN 32
 

@@ -42,6 +42,7 @@
 #include "logread.h"
 #include "miscadmin.h"
 #include "owner_index.h"
+#include "postmaster/bgworker.h"
 #include "publish.h"
 #include "seal.h"
 #include "storage/lmgr.h"
@@ -54,15 +55,16 @@
 #include "utils/timestamp.h"
 
 /*
- * The worker waits under its own lock_timeout and retries at its next
- * pass; a session (lake.seal, checkpoint, recover, release_owner, a
- * lifecycle edit) waits for a seal in progress at most
- * lake.admission_queue_wait, as for every wait in lake (SPEC §3).
+ * lake's worker waits under its own lock_timeout and retries at its next
+ * pass; anyone else (a session's lake.seal, checkpoint, recover,
+ * release_owner or lifecycle edit, another extension's worker running
+ * them) waits for a seal in progress at most lake.admission_queue_wait, as
+ * for every wait in lake (SPEC §3).
  */
 void
 seal_lock(void)
 {
-	if (IsBackgroundWorker)
+	if (MyBgworkerEntry != NULL && strcmp(MyBgworkerEntry->bgw_type, LAKE_WORKER_TYPE) == 0)
 		LockDatabaseObject(store_sealing_lock_object(), 0, 0, ExclusiveLock);
 	else if (!store_lock_object(store_sealing_lock_object(), 0, 0,
 								lake_admission_queue_wait_ms))

@@ -277,7 +277,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 
 	store_stage_summary(stage, &sum);
 	/* Chunk rows' sizes are outside every checksum: negative ones are damage. */
-	if (sum.largest_chunk < 0 || sum.bytes < 0)
+	if (sum.smallest_chunk < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("stage " INT64_FORMAT " cannot be committed: its chunks are damaged", stage),

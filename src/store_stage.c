@@ -273,7 +273,8 @@ store_stage_summary(int64 blob, StageSummary *sum)
 				 "SELECT pg_catalog.count(*), "
 				 "       COALESCE(pg_catalog.max(c.chunk_no), -1)::pg_catalog.int8, "
 				 "       COALESCE(pg_catalog.max(c.bytes), 0)::pg_catalog.int8, "
-				 "       COALESCE(pg_catalog.sum(c.bytes), 0)::pg_catalog.int8 "
+				 "       COALESCE(pg_catalog.sum(c.bytes), 0)::pg_catalog.int8, "
+				 "       COALESCE(pg_catalog.min(c.bytes), 0)::pg_catalog.int8 "
 				 "FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_SELECT);
@@ -281,6 +282,7 @@ store_stage_summary(int64 blob, StageSummary *sum)
 	sum->last_chunk_no = DatumGetInt64(store_colv(0, 2));
 	sum->largest_chunk = DatumGetInt64(store_colv(0, 3));
 	sum->bytes = DatumGetInt64(store_colv(0, 4));
+	sum->smallest_chunk = DatumGetInt64(store_colv(0, 5));
 }
 
 /* The first chunk number missing below the last one uploaded. */
@@ -326,10 +328,11 @@ store_drop_stage(int64 stage, bool with_chunks)
 
 /*
  * Remove stages idle since before 'idle_before' with their chunks, at most
- * 'batch_bytes' of chunks (and 1,024 chunks) at a time: one call never
- * holds the worker from sealing for long, however much a stage held. A
- * stage row goes with its last chunks. A stage being committed or written
- * to right now is locked and skipped. Returns whether more are left.
+ * 64 stages and 'batch_bytes' of chunks (and 1,024 chunks) at a time: one
+ * call never holds the worker from sealing for long, however much was
+ * abandoned, and locks no more stages than it can finish. A stage row goes
+ * with its last chunks. A stage being committed or written to right now
+ * is locked and skipped. Returns whether more are left.
  */
 bool
 store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
@@ -344,7 +347,7 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 	store_run(store_plan(&plan,
 				 "WITH doomed AS ("
 				 "  SELECT x.id FROM lake_data.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
-				 "  FOR UPDATE SKIP LOCKED), "
+				 "  ORDER BY x.id LIMIT 64 FOR UPDATE SKIP LOCKED), "
 				 "listed AS ("
 				 "  SELECT z.blob, z.chunk_no, pg_catalog.sum(z.bytes::pg_catalog.int8) "
 				 "    OVER (ORDER BY z.blob, z.chunk_no) OPERATOR(pg_catalog.-) z.bytes AS before "
@@ -374,7 +377,7 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 	store_run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake_data.stage", 0, NULL),
 		NULL, SPI_OK_SELECT);
 	*open = DatumGetInt64(store_colv(0, 1));
-	return *chunks < doomed_chunks;
+	return *chunks < doomed_chunks || *stages == 64;
 }
 
 

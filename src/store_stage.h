@@ -24,6 +24,7 @@ typedef struct StageSummary
 	int64		nchunks;
 	int64		last_chunk_no;	/* -1 when there are none */
 	int64		largest_chunk;
+	int64		smallest_chunk;	/* negative only in a damaged row */
 	int64		bytes;
 } StageSummary;
 

@@ -112,8 +112,8 @@ worker_register(void)
 	worker.bgw_restart_time = 1;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "lake");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "lake_worker_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "lake worker");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "lake worker");
+	snprintf(worker.bgw_name, BGW_MAXLEN, LAKE_WORKER_TYPE);
+	snprintf(worker.bgw_type, BGW_MAXLEN, LAKE_WORKER_TYPE);
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -454,23 +454,24 @@ lake_worker_main(Datum arg)
 			}
 			else
 			{
+				bool		more_to_expire = false;
+
 				timeout = seal_if_due(&seal_due);
 				snapshot_if_due();
 				if (GetCurrentTimestamp() >= next_expiry)
 				{
-					bool		more = expire_idle_stages();
-
-					/* The next batch after the seals now due, without a pause. */
-					next_expiry = more ? 0 :
+					/* More left: the next batch after the seals now due, without a pause. */
+					more_to_expire = expire_idle_stages();
+					next_expiry = more_to_expire ? 0 :
 						TimestampTzPlusMilliseconds(GetCurrentTimestamp(), expiry_interval_ms());
-					if (more)
-						timeout = 0;
 				}
 				if (timeout == 0)
 				{
 					sealed_again = true;
 					continue;
 				}
+				if (more_to_expire)
+					continue;
 			}
 		}
 		else

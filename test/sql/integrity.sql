@@ -183,7 +183,8 @@ SELECT length(lake.read('i_ds', :sizes)) AS sizes_repaired;
 -- refusal for its size (54000) or an allocation from a wrapped sum.
 SELECT lake.begin_append('i_ds', 'acme', 'i-negative') AS neg \gset
 SELECT lake.append_chunk(:neg, 0, convert_to('minus', 'UTF8'));
-UPDATE lake_data.chunk SET bytes = -5 WHERE blob = :neg;
+SELECT lake.append_chunk(:neg, 1, convert_to(' one', 'UTF8'));
+UPDATE lake_data.chunk SET bytes = -5 WHERE blob = :neg AND chunk_no = 0;
 SELECT regexp_replace(t.err(format('SELECT lake.commit_append(%s)', :neg)), 'stage \d+', 'stage N') AS stage_size_negative;
 SELECT lake.abort_append(:neg);
 

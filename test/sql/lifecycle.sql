@@ -99,10 +99,14 @@ ROLLBACK TO SAVEPOINT before_edit;
 COMMIT;
 SELECT phase FROM lake.owner_state('lc_o1');
 SELECT epoch = :epoch_before AS not_recovered FROM lake.stats();
+-- Released into an outer savepoint, the edit goes with that one.
 BEGIN;
+SAVEPOINT outer_sp;
 SAVEPOINT before_edit;
 UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_used';
-ROLLBACK TO SAVEPOINT before_edit;
+RELEASE SAVEPOINT before_edit;
+SELECT left(t.err($$SELECT phase FROM lake.owner_state('lc_o1')$$), 5) AS released_edit_kept;
+ROLLBACK TO SAVEPOINT outer_sp;
 SELECT phase FROM lake.owner_state('lc_o1');
 COMMIT;
 BEGIN;

@@ -80,7 +80,7 @@ my ($rc, $out, $err) = $node->psql('postgres',
 	"SET statement_timeout = '300ms'; "
 	  . "SELECT lake.cast_durable('d1', NULL, NULL, '\\x05'::bytea, NULL, 'cut-short')");
 like($err, qr/canceling statement due to statement timeout/, 'a cast_durable cut short fails');
-my ($accepted) = $err =~ /accepted as receipt (\(\d+,\d+\)) and will be sealed/;
+my ($accepted) = $err =~ /accepted as receipt (\(\d+,\d+\)); lake.await_durable tells/;
 ok(defined $accepted, '... naming the receipt it was accepted as') or diag($err);
 is($node->safe_psql('postgres',
 	"SELECT lake.cast('d1', NULL, NULL, '\\x05'::bytea, NULL, 'cut-short')::text"),
