@@ -160,6 +160,11 @@ CREATE TABLE lake_data.stage (
     UNIQUE (dataset_id, tenant, operation_id)
 );
 CREATE INDEX stage_touched_at ON lake_data.stage (touched_at);
+-- Expired stages' ids: their rows are gone, their chunks are removed by the
+-- worker a batch at a time.
+CREATE TABLE lake_data.blob_gone (
+    blob  bigint PRIMARY KEY
+);
 CREATE INDEX stage_opened_by ON lake_data.stage (opened_by);
 
 -- Which roles may append to and read which tenants.
@@ -360,6 +365,7 @@ SELECT pg_catalog.pg_extension_config_dump('lake_data.version_blob', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.stage_replay', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.chunk', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.stage', '');
+SELECT pg_catalog.pg_extension_config_dump('lake_data.blob_gone', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.tenant_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.blob_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.dictionary', '');

@@ -327,57 +327,79 @@ store_drop_stage(int64 stage, bool with_chunks)
 }
 
 /*
- * Remove stages idle since before 'idle_before' with their chunks, at most
- * 64 stages and 'batch_bytes' of chunks (and 1,024 chunks) at a time: one
- * call never holds the worker from sealing for long, however much was
- * abandoned, and locks no more stages than it can finish. A stage row goes
- * with its last chunks. A stage being committed or written to right now
- * is locked and skipped. Returns whether more are left.
+ * Remove stages idle since before 'idle_before': their rows at once (up to
+ * 64 a call; a stage being committed or written to right now is locked
+ * and skipped), so a client coming back finds the stage gone (42704), not
+ * one with holes; their chunks a batch at a time, at most 'batch_bytes'
+ * (and 1,024 chunks) a call, through lake_data.blob_gone: one call never
+ * holds the worker from sealing for long, however much was abandoned.
+ * Returns whether more are left.
  */
 bool
 store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 					int64 *chunks, int64 *open)
 {
-	static SPIPlanPtr plan;
+	static SPIPlanPtr plan_stages;
+	static SPIPlanPtr plan_chunks;
 	static SPIPlanPtr plan_open;
-	Oid			types[2] = {TIMESTAMPTZOID, INT8OID};
-	Datum		values[2] = {TimestampTzGetDatum(idle_before), Int64GetDatum(batch_bytes)};
-	int64		doomed_chunks;
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {TimestampTzGetDatum(idle_before)};
+	Oid			chunk_types[1] = {INT8OID};
+	Datum		chunk_values[1] = {Int64GetDatum(batch_bytes)};
+	int64		listed;
+	int64		blobs_left;
+	bool		beyond;
 
-	store_run(store_plan(&plan,
+	store_run(store_plan(&plan_stages,
 				 "WITH doomed AS ("
 				 "  SELECT x.id FROM lake_data.stage x WHERE x.touched_at OPERATOR(pg_catalog.<) $1 "
 				 "  ORDER BY x.id LIMIT 64 FOR UPDATE SKIP LOCKED), "
+				 "gone AS ("
+				 "  DELETE FROM lake_data.stage s USING doomed d WHERE s.id OPERATOR(pg_catalog.=) d.id "
+				 "  RETURNING s.id), "
+				 "kept AS (INSERT INTO lake_data.blob_gone (blob) SELECT g.id FROM gone g RETURNING blob) "
+				 "SELECT pg_catalog.count(*) FROM kept",
+				 1, types),
+		values, SPI_OK_SELECT);
+	*stages = DatumGetInt64(store_colv(0, 1));
+
+	/* The gone blobs' chunks in (blob, chunk_no) order, up to the budget. */
+	store_run(store_plan(&plan_chunks,
+				 "WITH blobs AS (SELECT g.blob FROM lake_data.blob_gone g ORDER BY g.blob LIMIT 64), "
 				 "listed AS ("
 				 "  SELECT z.blob, z.chunk_no, pg_catalog.sum(z.bytes::pg_catalog.int8) "
 				 "    OVER (ORDER BY z.blob, z.chunk_no) OPERATOR(pg_catalog.-) z.bytes AS before "
-				 "  FROM lake_data.chunk z JOIN doomed d ON z.blob OPERATOR(pg_catalog.=) d.id), "
+				 "  FROM lake_data.chunk z JOIN blobs b ON z.blob OPERATOR(pg_catalog.=) b.blob), "
 				 "chunks AS ("
 				 "  DELETE FROM lake_data.chunk c USING ("
-				 "    SELECT l.blob, l.chunk_no FROM listed l WHERE l.before OPERATOR(pg_catalog.<) $2 "
+				 "    SELECT l.blob, l.chunk_no FROM listed l WHERE l.before OPERATOR(pg_catalog.<) $1 "
 				 "    ORDER BY l.blob, l.chunk_no LIMIT 1024) b "
 				 "  WHERE c.blob OPERATOR(pg_catalog.=) b.blob AND c.chunk_no OPERATOR(pg_catalog.=) b.chunk_no "
 				 "  RETURNING c.blob), "
 				 "counted AS ("
 				 "  SELECT h.blob, pg_catalog.count(*) AS n FROM chunks h GROUP BY h.blob), "
-				 "gone AS ("
-				 "  DELETE FROM lake_data.stage s USING doomed d WHERE s.id OPERATOR(pg_catalog.=) d.id "
-				 "  AND (SELECT pg_catalog.count(*) FROM listed l WHERE l.blob OPERATOR(pg_catalog.=) d.id) "
+				 "done AS ("
+				 "  DELETE FROM lake_data.blob_gone g USING blobs b WHERE g.blob OPERATOR(pg_catalog.=) b.blob "
+				 "  AND (SELECT pg_catalog.count(*) FROM listed l WHERE l.blob OPERATOR(pg_catalog.=) b.blob) "
 				 "      OPERATOR(pg_catalog.=) "
-				 "      COALESCE((SELECT k.n FROM counted k WHERE k.blob OPERATOR(pg_catalog.=) d.id), 0) "
-				 "  RETURNING s.id) "
-				 "SELECT (SELECT pg_catalog.count(*) FROM gone), "
-				 "       (SELECT pg_catalog.count(*) FROM chunks), "
-				 "       (SELECT pg_catalog.count(*) FROM listed)",
-				 2, types),
-		values, SPI_OK_SELECT);
-	*stages = DatumGetInt64(store_colv(0, 1));
-	*chunks = DatumGetInt64(store_colv(0, 2));
-	doomed_chunks = DatumGetInt64(store_colv(0, 3));
+				 "      COALESCE((SELECT k.n FROM counted k WHERE k.blob OPERATOR(pg_catalog.=) b.blob), 0) "
+				 "  RETURNING g.blob) "
+				 "SELECT (SELECT pg_catalog.count(*) FROM chunks), "
+				 "       (SELECT pg_catalog.count(*) FROM listed), "
+				 "       (SELECT pg_catalog.count(*) FROM blobs) OPERATOR(pg_catalog.-) "
+				 "       (SELECT pg_catalog.count(*) FROM done), "
+				 "       (SELECT pg_catalog.count(*) FROM lake_data.blob_gone) OPERATOR(pg_catalog.>) 64",
+				 1, chunk_types),
+		chunk_values, SPI_OK_SELECT);
+	*chunks = DatumGetInt64(store_colv(0, 1));
+	listed = DatumGetInt64(store_colv(0, 2));
+	blobs_left = DatumGetInt64(store_colv(0, 3));
+	beyond = DatumGetBool(store_colv(0, 4));
 	store_run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake_data.stage", 0, NULL),
 		NULL, SPI_OK_SELECT);
 	*open = DatumGetInt64(store_colv(0, 1));
-	return *chunks < doomed_chunks || *stages == 64;
+	/* Chunks left in this batch's blobs, more blobs, or more stages. */
+	return *chunks < listed || blobs_left > 0 || beyond || *stages == 64;
 }
 
 

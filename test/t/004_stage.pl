@@ -181,8 +181,9 @@ sub vm_hwm_kb
 }
 
 # --- Expiry: idle stages go, with their chunks; committed versions stay.
-# 40 MB of chunks go in two transactions (32 MB at most each): the worker
-# seals between them, however much an abandoned stage holds.
+# The stage row goes at once (a client coming back finds no stage, not one
+# with holes); its 40 MB of chunks go in two transactions (32 MB at most
+# each): the worker seals between them, however much was abandoned.
 {
 	my $idle = upload('idle', 40);
 	my $log_at = -s $node->logfile;
@@ -201,14 +202,19 @@ sub vm_hwm_kb
 	ok(defined $took && $took < 5,
 		'the worker expires a stage idle longer than lake.stage_ttl, within seconds of the reload')
 	  or diag('took ' . ($took // 'over 15') . ' s');
-	is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.chunk WHERE blob = $idle"),
-		'0', 'with its chunks');
+	is((sql_error($node, "SELECT lake.append_chunk($idle, 40, '\\x01'::bytea)"))[0],
+		'42704', 'a client coming back finds no stage');
+	ok($node->poll_query_until('postgres',
+			"SELECT count(*) = 0 FROM lake_data.chunk WHERE blob = $idle"),
+		'its chunks go');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.chunk'),
 		$kept - 40, 'and no other chunk');
 	my $log = substr(slurp_file($node->logfile), $log_at);
-	like($log, qr/expired 0 idle stages \(32 chunks\), more to come/,
-		'in batches: 32 chunks first');
-	like($log, qr/expired 1 idle stages \(8 chunks\)\n/, 'then the stage with its last 8');
+	like($log, qr/expired 1 idle stages \(32 chunks\), more to come/,
+		'in batches: the stage and 32 chunks first');
+	like($log, qr/expired 0 idle stages \(8 chunks\)\n/, 'then its last 8');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.blob_gone'),
+		'0', 'and nothing is left to remove');
 	ok( $node->poll_query_until(
 			'postgres', "SELECT stages_expired > $before FROM lake.stats()"),
 		'lake.stats() counts the expired stage');
