@@ -166,17 +166,17 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	 * transaction's): otherwise queued creators all pass the limit.
 	 */
 	registered = store_owner_lock_and_count();
-	if (registered >= lake_max_owners)
+	/* An existing owner is 42710 even when the registry is full. */
+	if (!store_owner_insert(name, DatumGetInt32(values[1]), tenant))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("owner \"%s\" already exists", name)));
+	if (registered >= lake_max_owners)	/* the insert goes with the error */
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("cannot create owner \"%s\": lake.max_owners (%d) owners exist",
 						name, lake_max_owners),
 				 errhint("Raise lake.max_owners and restart the server.")));
-
-	if (!store_owner_insert(name, DatumGetInt32(values[1]), tenant))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("owner \"%s\" already exists", name)));
 	store_finish();
 	PG_RETURN_VOID();
 }

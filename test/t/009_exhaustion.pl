@@ -440,6 +440,8 @@ sub create_sql
 
 	my ($state, $msg) = sql_error($node, "SELECT lake.create_owner('one-more')");
 	is($state, '53000', "owner table: one more owner is refused with 53000 ($msg)");
+	($state, $msg) = sql_error($node, "SELECT lake.create_owner('c1')");
+	is($state, '42710', "... and an existing one, when full, with 42710 ($msg)");
 
 	# The owners from before are intact, and the new ones take casts.
 	is( $node->safe_psql('postgres',
