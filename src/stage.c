@@ -51,17 +51,22 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	access_require_tenant(tenant);
 	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id,
 							  GetOuterUserId(), lake_role_max_open_stages, &open);
-	if (stage <= 0)
+	if (stage == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("role \"%s\" has reached lake.role_max_open_stages (%d)",
 						GetUserNameFromId(GetOuterUserId(), false),
 						lake_role_max_open_stages),
-				 stage == 0 ?
-				 errdetail("The role has " INT64_FORMAT " open stages.", open) :
-				 errdetail("Another session of the role was opening a stage for longer than lake.admission_queue_wait (%d ms).",
-						   lake_admission_queue_wait_ms),
+				 errdetail("The role has " INT64_FORMAT " open stages.", open),
 				 errhint("Commit or abort one of the role's stages, or ask a superuser to raise the role's lake.role_max_open_stages.")));
+	if (stage < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("role \"%s\" is busy opening another stage",
+						GetUserNameFromId(GetOuterUserId(), false)),
+				 errdetail("Another session of the role was opening a stage for longer than lake.admission_queue_wait (%d ms); lake.role_max_open_stages counts them one at a time.",
+						   lake_admission_queue_wait_ms),
+				 errhint("Retry; keep transactions that begin stages short.")));
 	store_finish();
 	PG_RETURN_INT64(stage);
 }

@@ -21,11 +21,16 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-/* The open stage of (dataset, tenant, operation) in values[0..2], or 0. */
+/*
+ * The open stage of (dataset, tenant, operation) in values[0..2], or 0.
+ * Resuming it is activity (lake.stage_ttl): it is locked and marked
+ * active as a chunk would mark it.
+ */
 static int64
 find_stage(Datum *values, Oid *types)
 {
 	static SPIPlanPtr plan;
+	int64		id;
 
 	store_run(store_plan(&plan,
 				 "SELECT s.id FROM lake_data.stage s "
@@ -34,7 +39,10 @@ find_stage(Datum *values, Oid *types)
 				 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
 				 3, types),
 		values, SPI_OK_SELECT);
-	return SPI_processed == 1 ? DatumGetInt64(store_colv(0, 1)) : 0;
+	if (SPI_processed != 1)
+		return 0;
+	id = DatumGetInt64(store_colv(0, 1));
+	return store_lock_stage(id) ? id : 0;	/* 0: gone meanwhile */
 }
 
 static long

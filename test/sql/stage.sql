@@ -137,6 +137,14 @@ SELECT t.err(format('SELECT lake.append_chunk(%s, 0, %L::bytea)', :single_blob, 
 SELECT t.err(format('SELECT lake.abort_append(%s)', :single_blob));
 SELECT length(lake.read_operation('uploads', 'acme', 'single-big')) AS still_reads;
 
+-- Resuming a stage with begin_append is activity: its idle clock restarts
+-- (lake.stage_ttl counts from the last call on it).
+SELECT lake.begin_append('uploads', 'acme', 'resumed') AS resumed \gset
+UPDATE lake_data.stage SET touched_at = now() - interval '1 day' WHERE id = :resumed;
+SELECT lake.begin_append('uploads', 'acme', 'resumed') = :resumed AS same_stage;
+SELECT touched_at > now() - interval '1 hour' AS active_again FROM lake_data.stage WHERE id = :resumed;
+SELECT lake.abort_append(:resumed);
+
 -- A multi-chunk staged payload reads back exactly.
 SELECT lake.begin_append('uploads', 'acme', 'json') AS js \gset
 SELECT lake.append_chunk(:js, i - 1,
