@@ -142,6 +142,13 @@ my @bad = (
 	[ 'lake.max_stream_bytes', "'4GB'", '64MB' ],
 	[ 'lake.max_buffered_bytes', '-1', '256MB' ],
 	[ 'lake.compression_level', '20', '3' ],
+	[ 'lake.compression_level', '0', '3' ],
+	[ 'lake.cycle_interval', '0', '10ms' ],
+	[ 'lake.cycle_max_casts', '0', '10000' ],
+	[ 'lake.cycle_buffer_size', '0', '16MB' ],
+	[ 'lake.max_owners', '0', '100000' ],
+	[ 'lake.checkpoint_cycles', '-1', '1000' ],
+	[ 'lake.stage_ttl', '0', '1h' ],
 	# A fraction is refused, not rounded (SPEC §2).
 	[ 'lake.max_concurrent_appends', '1.5', '8' ],
 	[ 'lake.admission_queue_wait', "'100.5ms'", '100ms' ],
@@ -194,7 +201,29 @@ foreach my $sql (
 	"SELECT lake.create_dataset('ds')",
 	"SELECT lake.append('ds', 't', 'op', '\\x01'::bytea)",
 	"SELECT lake.read('ds', 1)",
-	"SELECT * FROM lake.versions('ds')")
+	"SELECT * FROM lake.versions('ds')",
+	"SELECT lake.read_operation('ds', 't', 'op')",
+	"SELECT lake.train_dictionary('ds')",
+	"SELECT lake.begin_append('ds', 't', 'op')",
+	"SELECT lake.append_chunk(1, 0, '\x01'::bytea)",
+	"SELECT lake.commit_append(1)",
+	"SELECT lake.abort_append(1)",
+	"SELECT lake.grant_tenant('postgres', 't')",
+	"SELECT lake.revoke_tenant('postgres', 't')",
+	"SELECT lake.define_lifecycle('lc', 'A', '{{A,B}}')",
+	"SELECT lake.create_owner('o')",
+	"SELECT lake.cast('o', NULL, NULL)",
+	"SELECT lake.cast_durable('o', NULL, NULL)",
+	"SELECT lake.await_durable('(1,1)')",
+	"SELECT * FROM lake.owner_state('o')",
+	'SELECT lake.seal()',
+	'SELECT lake.checkpoint()',
+	'SELECT * FROM lake.recover()',
+	"SELECT lake.release_owner('o')",
+	'SELECT lake.rebuild_owner_index()',
+	"SELECT * FROM lake.trajectory('o')",
+	'SELECT * FROM lake.log()',
+	'SELECT * FROM lake.cycles()')
 {
 	my ($state, $msg) = sql_error($plain, $sql);
 	is($state, '55000', "without preload: $sql fails with 55000");
@@ -206,5 +235,22 @@ is($plain->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'),
 unlike(slurp_file($plain->logfile, $off), qr/terminated by signal|PANIC/,
 	'no backend crashed');
 $plain->stop;
+
+# --- the defaults (SPEC §2), with nothing but the preload set -------------
+my $bare = lake_node('defaults', preload => 0, conf => "shared_preload_libraries = 'lake'");
+$bare->start;
+is( $bare->safe_psql('postgres', q{
+SELECT string_agg(name || '=' || current_setting(name), ' ' ORDER BY name) FROM pg_settings
+WHERE name IN ('lake.database', 'lake.max_concurrent_appends', 'lake.admission_queue_wait',
+               'lake.max_stream_bytes', 'lake.max_buffered_bytes', 'lake.cycle_interval',
+               'lake.cycle_max_casts', 'lake.cycle_buffer_size', 'lake.max_owners',
+               'lake.checkpoint_cycles', 'lake.stage_ttl', 'lake.compression_level')}),
+	# In the parameters' base units: ms, bytes, s.
+	'lake.admission_queue_wait=100 lake.checkpoint_cycles=1000 lake.compression_level=3 '
+	  . 'lake.cycle_buffer_size=16777216 lake.cycle_interval=10 lake.cycle_max_casts=10000 '
+	  . 'lake.database=postgres lake.max_buffered_bytes=268435456 lake.max_concurrent_appends=8 '
+	  . 'lake.max_owners=100000 lake.max_stream_bytes=67108864 lake.stage_ttl=3600',
+	'every parameter has the default SPEC §2 gives');
+$bare->stop;
 
 done_testing();

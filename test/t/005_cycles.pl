@@ -140,5 +140,21 @@ is( $node->safe_psql('postgres',
 		"SELECT epoch = (SELECT epoch FROM lake.stats()) FROM lake.trajectory('c1', $CASTS)"),
 	't', 'and the new landing carries the current epoch');
 
+# lake.cycle_max_casts: with the interval an hour away and nobody waiting,
+# the fifth pending cast (of a maximum of 5) has the worker seal at once,
+# and the cycle holds exactly those five.
+my $reloads = $node->safe_psql('postgres', 'SELECT config_reloads FROM lake.stats()');
+$node->append_conf('postgresql.conf', "lake.cycle_interval = '1h'\nlake.cycle_max_casts = 5");
+$node->reload;
+ok($node->poll_query_until('postgres', "SELECT config_reloads > $reloads FROM lake.stats()"),
+	'the worker has reloaded lake.cycle_interval = 1h, lake.cycle_max_casts = 5');
+my $before = $node->safe_psql('postgres', 'SELECT count(*) FROM lake.cycles()');
+$node->safe_psql('postgres',
+	"SELECT lake.cast('c2', NULL, NULL, convert_to('max ' || i, 'UTF8')) FROM generate_series(1, 5) i");
+ok($node->poll_query_until('postgres', "SELECT count(*) > $before FROM lake.cycles()"),
+	'five pending casts are sealed without waiting for the interval');
+is($node->safe_psql('postgres', 'SELECT casts FROM lake.cycles() ORDER BY cycle DESC LIMIT 1'),
+	'5', 'in one cycle of five');
+
 $node->stop;
 done_testing();
