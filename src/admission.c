@@ -13,12 +13,13 @@
  * A permit is released once: at the end of its transaction, at the abort
  * of the subtransaction that took it, or at backend exit.
  *
- * Per-role permit caps (lake.role_max_appends) count in a small shared
- * table of (role, permits) under one LWLock, sized for one role per
- * backend; it is touched only by sessions whose cap is set, so the
- * uncapped path stays lock-free. The role is the outer user (the session
- * user or SET ROLE), which lake's switch to its owner identity and
- * SECURITY DEFINER wrappers do not change.
+ * Per-role permit caps (lake.role_max_appends) are counted without a lock
+ * too: each backend names, in its own atomic entry, the role whose permit
+ * it holds, and a capped take counts the entries naming its role (one
+ * pass over MaxBackends entries, only for sessions whose cap is set). The
+ * role is the outer user (the session user or SET ROLE), which lake's
+ * switch to its owner identity and SECURITY DEFINER wrappers do not
+ * change.
  *
  * The effective (stream, buffered) pair is published in shared memory too:
  * the worker validates each reload and keeps the previous pair when the new
@@ -35,7 +36,6 @@
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
-#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -44,12 +44,6 @@
 #define SLOT_ONE	(UINT64CONST(1) << 32)
 #define LOW32(x)	((uint32) ((x) & UINT64CONST(0xFFFFFFFF)))
 #define HIGH32(x)	((uint32) ((x) >> 32))
-
-typedef struct RolePermits
-{
-	Oid			role;
-	int			permits;		/* 0: the entry is free */
-} RolePermits;
 
 typedef struct AdmissionShared
 {
@@ -61,10 +55,8 @@ typedef struct AdmissionShared
 	pg_atomic_uint64 waited;
 	pg_atomic_uint64 rejected;
 	ConditionVariable cv;
-	int			tranche;
-	LWLock		roles_lock;
-	int			nroles;			/* entries in roles[] */
-	RolePermits roles[FLEXIBLE_ARRAY_MEMBER];
+	/* By BackendId: the capped role whose permit the backend holds, or 0. */
+	pg_atomic_uint32 role_of[FLEXIBLE_ARRAY_MEMBER];
 } AdmissionShared;
 
 static AdmissionShared *adm = NULL;
@@ -92,8 +84,8 @@ pack_limits(void)
 static Size
 admission_shmem_size(void)
 {
-	return add_size(offsetof(AdmissionShared, roles),
-					mul_size(MaxBackends, sizeof(RolePermits)));
+	return add_size(offsetof(AdmissionShared, role_of),
+					mul_size(MaxBackends + 1, sizeof(pg_atomic_uint32)));
 }
 
 void
@@ -128,12 +120,9 @@ admission_shmem_startup(void)
 		pg_atomic_init_u64(&adm->waited, 0);
 		pg_atomic_init_u64(&adm->rejected, 0);
 		ConditionVariableInit(&adm->cv);
-		adm->tranche = LWLockNewTrancheId();
-		LWLockInitialize(&adm->roles_lock, adm->tranche);
-		adm->nroles = MaxBackends;
-		memset(adm->roles, 0, mul_size(MaxBackends, sizeof(RolePermits)));
+		for (int i = 0; i <= MaxBackends; i++)
+			pg_atomic_init_u32(&adm->role_of[i], InvalidOid);
 	}
-	LWLockRegisterTranche(adm->tranche, "lake role permits");
 }
 
 bool
@@ -192,50 +181,34 @@ try_take(bool need_slot, uint32 bytes)
 }
 
 /*
- * Count a permit against 'role' unless it already holds 'cap'. A free
- * entry is always there: each backend counts at most one permit.
+ * Count a permit against 'role' unless it already holds 'cap', without a
+ * lock (SPEC §3): this backend publishes its role in its own entry, then,
+ * after a full barrier, counts the entries naming the role. Of two
+ * backends taking the role's last place at once, each sees the other's
+ * entry, so the cap is never passed; both may then be refused (rarely,
+ * and only at the cap).
  */
 static bool
 role_take(Oid role, int cap, int *in_use)
 {
-	RolePermits *e = NULL;
-	bool		ok;
+	int			n = 0;
 
-	LWLockAcquire(&adm->roles_lock, LW_EXCLUSIVE);
-	for (int i = 0; i < adm->nroles; i++)
-	{
-		if (adm->roles[i].permits > 0 && adm->roles[i].role == role)
-		{
-			e = &adm->roles[i];
-			break;
-		}
-		if (e == NULL && adm->roles[i].permits == 0)
-			e = &adm->roles[i];
-	}
-	Assert(e != NULL);
-	if (e->permits == 0)
-		e->role = role;
-	*in_use = e->permits;
-	ok = e->permits < cap;
-	if (ok)
-		e->permits++;
-	LWLockRelease(&adm->roles_lock);
-	return ok;
+	pg_atomic_write_u32(&adm->role_of[MyBackendId], role);
+	pg_memory_barrier();
+	for (int i = 1; i <= MaxBackends; i++)
+		if (pg_atomic_read_u32(&adm->role_of[i]) == role)
+			n++;
+	*in_use = n - 1;			/* the others */
+	if (n <= cap)
+		return true;
+	pg_atomic_write_u32(&adm->role_of[MyBackendId], InvalidOid);
+	return false;
 }
 
 static void
-role_release(Oid role)
+role_release(void)
 {
-	LWLockAcquire(&adm->roles_lock, LW_EXCLUSIVE);
-	for (int i = 0; i < adm->nroles; i++)
-	{
-		if (adm->roles[i].permits > 0 && adm->roles[i].role == role)
-		{
-			adm->roles[i].permits--;
-			break;
-		}
-	}
-	LWLockRelease(&adm->roles_lock);
+	pg_atomic_write_u32(&adm->role_of[MyBackendId], InvalidOid);
 }
 
 static void
@@ -243,10 +216,8 @@ release_permit(void)
 {
 	if (OidIsValid(held_role))
 	{
-		Oid			role = held_role;
-
 		held_role = InvalidOid;
-		role_release(role);
+		role_release();
 	}
 	if (!held)
 		return;
