@@ -12,7 +12,8 @@
  *     held to commit, is not yet released);
  *   - anything may make a slot unknown: another dataset's head, a PREPARE
  *     (the commit happens elsewhere), a subtransaction abort (the
- *     transaction's own writes are then no longer known here);
+ *     transaction's own writes are then no longer known here), an abort
+ *     after a write (it may have failed on a version written by hand);
  *   - shared memory starts empty, at server start and after a crash.
  *
  * Lock holders follow one another, so a known head only grows, and it is
@@ -196,6 +197,13 @@ head_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			/*
+			 * The write may have failed on a version someone wrote behind
+			 * lake's back (by hand, a data-only restore): learn again.
+			 */
+			for (int i = 0; i < npending; i++)
+				slot_set(pending[i].datasets, pending[i].dataset_id, -1);
+			break;
 		case XACT_EVENT_PREPARE:
 			break;
 		default:

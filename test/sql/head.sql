@@ -53,6 +53,18 @@ PREPARE TRANSACTION 'head_prepared';
 ROLLBACK PREPARED 'head_prepared';
 SELECT lake.append('head', 'acme', 'o', '\x0f'::bytea) AS v11;
 
+-- A version written by hand (a repair, a data-only restore) is unknown to
+-- the kept head: the next append takes its number and is refused by the
+-- primary key (23505, nothing written), and the one after it has learned
+-- the head again. (Every append once failed so until a restart.)
+INSERT INTO lake_data.version (version, committed_at, dataset_id, data, tenant, operation_id, digest)
+SELECT version + 1, committed_at, dataset_id, data, tenant, 'by-hand', digest FROM lake_data.version
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'head') ORDER BY version DESC LIMIT 1;
+\set VERBOSITY sqlstate
+SELECT lake.append('head', 'acme', 'p', '\x10'::bytea) AS stale_head;
+\set VERBOSITY default
+SELECT lake.append('head', 'acme', 'p', '\x10'::bytea) AS v13;
+
 SELECT version, operation_id FROM lake.versions('head') ORDER BY version;
 
 -- More datasets in one transaction than a backend tracks (8), each
