@@ -49,6 +49,13 @@ typedef struct RoleBytes
 	int64		bytes;
 } RoleBytes;
 
+/* The record of receipt 'seq' of this epoch lies at ring offset 'off'. */
+typedef struct RingAnchor
+{
+	int64		seq;
+	uint64		off;
+} RingAnchor;
+
 typedef struct CycleShared
 {
 	LWLock		lock;
@@ -76,6 +83,8 @@ typedef struct CycleShared
 	CycleStats	stats;
 	RoleBytes  *role_bytes;		/* MaxBackends entries */
 	int			nrole_bytes;	/* entries in use */
+	RingAnchor *anchors;		/* nanchors entries */
+	uint64		nanchors;
 	char	   *ring;
 } CycleShared;
 
@@ -87,6 +96,7 @@ static SubTransactionId recover_subxact;	/* the one whose abort undoes the edit 
 static uint64 seen_lifecycle_changes = 0;
 
 static bool wait_open(Oid generation, TimestampTz deadline);
+static CastRecord *pending_receipt(int64 seq);
 static void prefault_ring(void);
 static bool cut_active = false;	/* this backend holds a cut not yet sealed */
 static Oid	seen_generation = InvalidOid;
@@ -97,11 +107,39 @@ role_bytes_size(void)
 	return MAXALIGN(sizeof(RoleBytes) * MaxBackends);
 }
 
+/*
+ * Anchors: where every ANCHOR_EVERY-th receipt's record lies, so a receipt
+ * (or an owner's pending cast) is found by scanning fewer than that many
+ * records, not the ring from its head, under the cycle lock. Enough
+ * anchors for every record the ring can hold, plus the partial ones at
+ * both ends, so no live anchor is ever overwritten.
+ */
+#define ANCHOR_EVERY 64
+
+static uint64
+anchor_count(void)
+{
+	return MAXALIGN_DOWN(lake_cycle_buffer_size) / MAXALIGN(offsetof(CastRecord, data)) /
+		ANCHOR_EVERY + 2;
+}
+
+static Size
+anchors_size(void)
+{
+	return MAXALIGN(mul_size(sizeof(RingAnchor), anchor_count()));
+}
+
+static Size
+cycle_shmem_size(void)
+{
+	return MAXALIGN(sizeof(CycleShared)) + role_bytes_size() + anchors_size() +
+		MAXALIGN(lake_cycle_buffer_size);
+}
+
 void
 cycle_shmem_request(void)
 {
-	RequestAddinShmemSpace(MAXALIGN(sizeof(CycleShared)) + role_bytes_size() +
-						   MAXALIGN(lake_cycle_buffer_size));
+	RequestAddinShmemSpace(cycle_shmem_size());
 	owner_shmem_request();
 }
 
@@ -110,9 +148,7 @@ cycle_shmem_startup(void)
 {
 	bool		found;
 
-	cs = ShmemInitStruct("lake cycle",
-						 MAXALIGN(sizeof(CycleShared)) + role_bytes_size() +
-						 MAXALIGN(lake_cycle_buffer_size), &found);
+	cs = ShmemInitStruct("lake cycle", cycle_shmem_size(), &found);
 	if (!found)
 	{
 		memset(cs, 0, sizeof(CycleShared));
@@ -124,7 +160,10 @@ cycle_shmem_startup(void)
 		ConditionVariableInit(&cs->ready_cv);
 		cs->role_bytes = (RoleBytes *) ((char *) cs + MAXALIGN(sizeof(CycleShared)));
 		memset(cs->role_bytes, 0, role_bytes_size());
-		cs->ring = (char *) cs->role_bytes + role_bytes_size();
+		cs->anchors = (RingAnchor *) ((char *) cs->role_bytes + role_bytes_size());
+		cs->nanchors = anchor_count();
+		memset(cs->anchors, 0, anchors_size());
+		cs->ring = (char *) cs->anchors + anchors_size();
 	}
 	LWLockRegisterTranche(cs->tranche, "lake cycle");
 	owner_shmem_startup();
@@ -214,6 +253,7 @@ cycle_begin_recovery(void)
 	owner_clear_all();
 	cs->owner_table++;			/* every OwnerState pointer held is void now */
 	cs->head = cs->cut = cs->tail = 0;
+	memset(cs->anchors, 0, anchors_size());	/* offsets into the emptied ring */
 	cs->pending = 0;
 	cs->nrole_bytes = 0;
 	LWLockRelease(&cs->lock);
@@ -622,26 +662,30 @@ cycle_owner_reached(const char *name, int32 id, int64 *position, int64 *cycle)
 
 /*
  * A pending idempotent cast of this owner with this operation id (lock
- * held). The scan stops after the owner's own pending records: an owner
- * with none pays nothing for a full ring of others'.
+ * held). Only the owner's own pending records are visited, newest first,
+ * each found from its anchor: an owner with none pays nothing for a full
+ * ring of others', and one with some pays for fewer than ANCHOR_EVERY
+ * records of others' per cast of its own.
  */
 static CastRecord *
 pending_operation(const OwnerState *o, const char *operation_id)
 {
 	size_t		len = strlen(operation_id);
-	int32		left = o->pending;
+	int64		seq = o->last_seq;
 
-	for (uint64 off = cs->head; left > 0 && off < cs->tail;)
+	for (int32 left = o->pending; left > 0; left--)
 	{
-		CastRecord *r = cycle_record(off);
+		CastRecord *r = pending_receipt(seq);
 
-		off = cycle_next(r, off);
-		if (r->len == 0 || r->owner != o)
-			continue;
-		left--;
+		if (r == NULL)
+			break;				/* not so: the owner's pending casts are in the ring */
+		Assert(r->owner == o);
 		if ((r->flags & LANDING_OPERATION) &&
 			r->operation_len == len && memcmp(CAST_OPERATION(r), operation_id, len) == 0)
 			return r;
+		if (r->owner_gap == 0)
+			break;
+		seq -= r->owner_gap;
 	}
 	return NULL;
 }
@@ -720,6 +764,8 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 /*
  * Write the record of an accepted cast at 'at' (lock held), all but its
  * payload: what a replay check compares is in place before the lock goes.
+ * It is linked to the owner's previous pending cast, and anchored if its
+ * receipt is a multiple of ANCHOR_EVERY.
  */
 static CastRecord *
 write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
@@ -727,6 +773,17 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 {
 	CastRecord *r = cycle_record(at);
 	char	   *p = r->data;
+
+	/* Live seqs span fewer records than the ring holds: the gap fits. */
+	r->owner_gap = o->pending > 0 ? (uint32) (seq - o->last_seq) : 0;
+	o->last_seq = seq;
+	if (seq % ANCHOR_EVERY == 0)
+	{
+		RingAnchor *a = &cs->anchors[(seq / ANCHOR_EVERY) % cs->nanchors];
+
+		a->seq = seq;
+		a->off = at;
+	}
 
 	r->len = len;
 	r->flags = (req->from ? LANDING_MOVE : 0) | (req->payload ? LANDING_PAYLOAD : 0) |
@@ -1103,13 +1160,20 @@ cycle_init(void)
 
 /*
  * The pending record of receipt seq of this epoch, or NULL (lock held).
- * Receipts are numbered in ring order, so the scan stops at the first one
- * past seq.
+ * Receipts are numbered in ring order: the scan starts at the anchor below
+ * seq if its record is still pending (else the head is less than
+ * ANCHOR_EVERY records before seq), and stops at the first one past seq.
  */
-static const CastRecord *
+static CastRecord *
 pending_receipt(int64 seq)
 {
-	for (uint64 off = cs->head; off < cs->tail;)
+	uint64		from = cs->head;
+	const RingAnchor *a = &cs->anchors[(seq / ANCHOR_EVERY) % cs->nanchors];
+
+	if (a->seq == seq - seq % ANCHOR_EVERY && a->seq > 0 &&
+		a->off >= cs->head && a->off < cs->tail)
+		from = a->off;
+	for (uint64 off = from; off < cs->tail;)
 	{
 		CastRecord *r = cycle_record(off);
 

@@ -28,6 +28,7 @@ typedef struct OwnerState
 	int16		projected_phase;
 	int64		projected_lap;
 	int32		pending;
+	int64		last_seq;		/* of its newest pending cast, when pending > 0 */
 	bool		quarantined;
 	int64		quarantine_position;
 	char		reason[OWNER_REASON_LEN];

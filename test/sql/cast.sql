@@ -227,3 +227,20 @@ SELECT pending FROM lake.owner_state('gamma');
 SELECT (lake.await_durable(r)).position IS NOT NULL AS mid_durable FROM mid;
 SELECT pending FROM lake.owner_state('gamma');
 SELECT lake.cast('gamma', NULL, NULL, 'g2'::bytea, NULL, 'g-p2') = r AS second_found_sealed FROM gop2;
+
+-- Many pending casts, two owners' interleaved: a pending operation is found
+-- through the owner's own records (each from the receipt anchor below it,
+-- one every 64 receipts), wherever it lies in the ring.
+CREATE TEMP TABLE many AS
+SELECT i, lake.cast(CASE WHEN i % 3 = 0 THEN 'gamma' ELSE 'alpha' END, NULL, NULL,
+                    convert_to('m' || i, 'UTF8'), NULL, 'm-' || i) AS r
+FROM generate_series(1, 300) i;
+SELECT pending FROM lake.owner_state('gamma');
+SELECT bool_and(lake.cast(CASE WHEN i % 3 = 0 THEN 'gamma' ELSE 'alpha' END, NULL, NULL,
+                          convert_to('m' || i, 'UTF8'), NULL, 'm-' || i) = r) AS every_one_found
+FROM many;
+SELECT left(t.err($$SELECT lake.cast('gamma', NULL, NULL, 'other'::bytea, NULL, 'm-150')$$), 5) AS conflict_deep,
+       left(t.err($$SELECT lake.cast('alpha', NULL, NULL, 'other'::bytea, NULL, 'm-1')$$), 5) AS conflict_oldest;
+SELECT pending FROM lake.owner_state('gamma');
+SELECT lake.seal() > 0 AS sealed_many;
+SELECT count(*) AS many_sealed FROM lake.trajectory('gamma') WHERE operation_id LIKE 'm-%';
