@@ -386,20 +386,30 @@ CREATE FUNCTION lake_router.partition_settings(nr int4,
 -- One row per partition of server "lake": what the server at p<N> says it
 -- is. ok is false when its lake.partition / lake.partitions do not match
 -- its place, so its stage ids and receipts would route elsewhere, or when
--- it is a standby.
+-- it is a standby, or cannot be reached (then error says why, and the
+-- other partitions are still reported).
 CREATE FUNCTION lake_router.check()
     RETURNS TABLE(partition int4, lake_partition int4, lake_partitions int4,
-                  in_recovery boolean, ok boolean)
+                  in_recovery boolean, ok boolean, error text)
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     n int4 := lake_router.partitions();
 BEGIN
     FOR nr IN 0 .. n - 1 LOOP
         partition := nr;
-        SELECT s.lake_partition, s.lake_partitions, s.in_recovery
-          INTO lake_partition, lake_partitions, in_recovery
-          FROM lake_router.partition_settings(nr) s;
-        ok := lake_partition = nr AND lake_partitions = n AND NOT in_recovery;
+        error := NULL;
+        BEGIN
+            SELECT s.lake_partition, s.lake_partitions, s.in_recovery
+              INTO lake_partition, lake_partitions, in_recovery
+              FROM lake_router.partition_settings(nr) s;
+            ok := lake_partition = nr AND lake_partitions = n AND NOT in_recovery;
+        EXCEPTION WHEN OTHERS THEN
+            lake_partition := NULL;
+            lake_partitions := NULL;
+            in_recovery := NULL;
+            ok := false;
+            error := SQLERRM;
+        END;
         RETURN NEXT;
     END LOOP;
 END

@@ -517,6 +517,11 @@ my ($lc_state)    = call($router, "SELECT lake.define_lifecycle('outage', 'A', '
 my ($grant_state) = call($router, "SELECT lake.grant_tenant('alice', 'outage')");
 is("$lc_state $grant_state", 'ERROR XX000 ERROR XX000',
 	"define_lifecycle and grant_tenant fail while partition $VICTIM is down");
+is( $router->safe_psql('postgres',
+		q{SELECT string_agg(partition || ':' || ok || ':' || (error IS NOT NULL), ' ' ORDER BY partition) }
+		  . q{FROM lake_router.check()}),
+	join(' ', map { $_ == $VICTIM ? "$_:false:true" : "$_:true:false" } 0 .. $N - 1),
+	'lake_router.check() reports the partition that is down, and the others');
 # Its orphaned backends leave once they notice; then it starts again, and
 # the calls routed to it succeed.
 # (A failed start leaves the killed postmaster's pid in the node: forget it.)
