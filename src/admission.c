@@ -183,16 +183,17 @@ try_take(bool need_slot, uint32 bytes)
 /*
  * Count a permit against 'role' unless it already holds 'cap', without a
  * lock (SPEC §3): this backend publishes its role in its own entry, then,
- * after a full barrier, counts the entries naming the role. Of two
- * backends taking the role's last place at once, each sees the other's
- * entry, so the cap is never passed; both may then be refused (rarely,
- * and only at the cap).
+ * after a full barrier, counts the entries naming the role. Of backends
+ * taking the role's places at once, the last through its barrier sees
+ * every other's entry, so the cap is never passed; when they outnumber
+ * the places left, more may be refused than had to be.
  */
 static bool
 role_take(Oid role, int cap, int *in_use)
 {
 	int			n = 0;
 
+	Assert(MyBackendId >= 1 && MyBackendId <= MaxBackends);
 	pg_atomic_write_u32(&adm->role_of[MyBackendId], role);
 	pg_memory_barrier();
 	for (int i = 1; i <= MaxBackends; i++)

@@ -96,7 +96,6 @@ static SubTransactionId recover_subxact;	/* the one whose abort undoes the edit 
 static uint64 seen_lifecycle_changes = 0;
 
 static bool wait_open(Oid generation, TimestampTz deadline);
-static CastRecord *pending_receipt(int64 seq);
 static void prefault_ring(void);
 static bool cut_active = false;	/* this backend holds a cut not yet sealed */
 static Oid	seen_generation = InvalidOid;
@@ -162,7 +161,7 @@ cycle_shmem_startup(void)
 		memset(cs->role_bytes, 0, role_bytes_size());
 		cs->anchors = (RingAnchor *) ((char *) cs->role_bytes + role_bytes_size());
 		cs->nanchors = anchor_count();
-		memset(cs->anchors, 0, anchors_size());
+		memset(cs->anchors, 0, sizeof(RingAnchor) * cs->nanchors);
 		cs->ring = (char *) cs->anchors + anchors_size();
 	}
 	LWLockRegisterTranche(cs->tranche, "lake cycle");
@@ -253,7 +252,7 @@ cycle_begin_recovery(void)
 	owner_clear_all();
 	cs->owner_table++;			/* every OwnerState pointer held is void now */
 	cs->head = cs->cut = cs->tail = 0;
-	memset(cs->anchors, 0, anchors_size());	/* offsets into the emptied ring */
+	memset(cs->anchors, 0, sizeof(RingAnchor) * cs->nanchors);	/* into the emptied ring */
 	cs->pending = 0;
 	cs->nrole_bytes = 0;
 	LWLockRelease(&cs->lock);
@@ -663,29 +662,25 @@ cycle_owner_reached(const char *name, int32 id, int64 *position, int64 *cycle)
 /*
  * A pending idempotent cast of this owner with this operation id (lock
  * held). Only the owner's own pending records are visited, newest first,
- * each found from its anchor: an owner with none pays nothing for a full
- * ring of others', and one with some pays for fewer than ANCHOR_EVERY
- * records of others' per cast of its own.
+ * through their back links: an owner with none pays nothing for a full
+ * ring of others'. (A seal takes a prefix of the ring and the owner's
+ * oldest records with it: its 'pending' newest are all still there.)
  */
 static CastRecord *
 pending_operation(const OwnerState *o, const char *operation_id)
 {
 	size_t		len = strlen(operation_id);
-	int64		seq = o->last_seq;
+	uint64		off = o->last_off;
 
 	for (int32 left = o->pending; left > 0; left--)
 	{
-		CastRecord *r = pending_receipt(seq);
+		CastRecord *r = cycle_record(off);
 
-		if (r == NULL)
-			break;				/* not so: the owner's pending casts are in the ring */
-		Assert(r->owner == o);
+		Assert(r->owner == o && off >= cs->head && off < cs->tail);
 		if ((r->flags & LANDING_OPERATION) &&
 			r->operation_len == len && memcmp(CAST_OPERATION(r), operation_id, len) == 0)
 			return r;
-		if (r->owner_gap == 0)
-			break;
-		seq -= r->owner_gap;
+		off -= r->owner_back;
 	}
 	return NULL;
 }
@@ -764,8 +759,9 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 /*
  * Write the record of an accepted cast at 'at' (lock held), all but its
  * payload: what a replay check compares is in place before the lock goes.
- * It is linked to the owner's previous pending cast, and anchored if its
- * receipt is a multiple of ANCHOR_EVERY.
+ * It is linked to the owner's previous pending cast (fewer bytes back than
+ * the ring holds, at most 1 GB), and anchored if its receipt is a multiple
+ * of ANCHOR_EVERY.
  */
 static CastRecord *
 write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
@@ -774,9 +770,8 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 	CastRecord *r = cycle_record(at);
 	char	   *p = r->data;
 
-	/* Live seqs span fewer records than the ring holds: the gap fits. */
-	r->owner_gap = o->pending > 0 ? (uint32) (seq - o->last_seq) : 0;
-	o->last_seq = seq;
+	r->owner_back = o->pending > 0 ? (uint32) (at - o->last_off) : 0;
+	o->last_off = at;
 	if (seq % ANCHOR_EVERY == 0)
 	{
 		RingAnchor *a = &cs->anchors[(seq / ANCHOR_EVERY) % cs->nanchors];
@@ -1164,7 +1159,7 @@ cycle_init(void)
  * seq if its record is still pending (else the head is less than
  * ANCHOR_EVERY records before seq), and stops at the first one past seq.
  */
-static CastRecord *
+static const CastRecord *
 pending_receipt(int64 seq)
 {
 	uint64		from = cs->head;

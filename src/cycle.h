@@ -60,7 +60,7 @@ typedef struct CastRecord
 	OwnerState *owner;
 	int64		seq;
 	int64		lap;			/* the owner's lap after this cast */
-	uint32		owner_gap;		/* seq less the owner's previous pending cast's; 0: none */
+	uint32		owner_back;		/* bytes back to the owner's previous pending cast; 0: none */
 	int16		phase;			/* the owner's phase after it (as validated) */
 	uint8		digest[LAKE_DIGEST_LEN];	/* content, for idempotent casts */
 	char		data[FLEXIBLE_ARRAY_MEMBER];	/* from, to, operation, payload */

@@ -86,6 +86,7 @@ owner_enter(const char *name, int32 id, int32 lifecycle, const char *tenant,
 	o->projected_phase = 0;
 	o->projected_lap = 0;
 	o->pending = 0;
+	o->last_off = 0;
 	o->quarantined = false;
 	o->quarantine_position = 0;
 	o->reason[0] = '\0';

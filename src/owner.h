@@ -28,7 +28,7 @@ typedef struct OwnerState
 	int16		projected_phase;
 	int64		projected_lap;
 	int32		pending;
-	int64		last_seq;		/* of its newest pending cast, when pending > 0 */
+	uint64		last_off;		/* ring offset of its newest pending cast, if pending > 0 */
 	bool		quarantined;
 	int64		quarantine_position;
 	char		reason[OWNER_REASON_LEN];
