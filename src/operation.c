@@ -85,7 +85,7 @@ operation_lock(OperationLookup *op, const char *dataset, long wait_ms)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("dataset \"%s\" is busy", dataset),
-				 errdetail("Another transaction appending to it held its lock longer than lake.admission_queue_wait (%d ms).",
+				 errdetail("Another transaction appending to it held its lock longer than lake.admission_queue_wait (%d ms), or waits for a lock this transaction holds.",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry later; nothing was written.")));
 	op->locked = true;

@@ -720,7 +720,13 @@ store_catch_bound_timeout(MemoryContext mcxt, bool bounded)
 
 	MemoryContextSwitchTo(mcxt);
 	edata = CopyErrorData();
-	if (!bounded || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+	/*
+	 * A deadlock found while waiting (two lake calls taking a dataset's and
+	 * a stage's locks in opposite orders) ends the wait like its bound: the
+	 * caller's 53000, nothing written, not a 40P01 (SPEC §3).
+	 */
+	if (!bounded || (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
+					 edata->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED))
 		PG_RE_THROW();
 	FreeErrorData(edata);
 	FlushErrorState();

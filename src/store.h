@@ -134,7 +134,8 @@ extern void store_commit_durably(void);
 
 /*
  * In the PG_CATCH of a bounded wait: re-throws anything but the bound's own
- * lock timeout, which it clears (the caller then reports it its own way).
+ * lock timeout or a deadlock found during the wait, which it clears (the
+ * caller then reports it its own way).
  * 'mcxt' is the context the wait began in.
  */
 extern void store_catch_bound_timeout(MemoryContext mcxt, bool bounded);

@@ -179,7 +179,7 @@ store_lock_stage(int64 stage)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("stage " INT64_FORMAT " is busy", stage),
-				 errdetail("Another call on it held it longer than lake.admission_queue_wait (%d ms).",
+				 errdetail("Another call on it held it longer than lake.admission_queue_wait (%d ms), or waits for a lock this transaction holds.",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry later; nothing was written.")));
 	store_run(store_plan(&plan,
