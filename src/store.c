@@ -725,8 +725,8 @@ store_catch_bound_timeout(MemoryContext mcxt, bool bounded)
 	 * a stage's locks in opposite orders) ends the wait like its bound: the
 	 * caller's 53000, nothing written, not a 40P01 (SPEC §3).
 	 */
-	if (!bounded || (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
-					 edata->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED))
+	if (edata->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED &&
+		!(bounded && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE))
 		PG_RE_THROW();
 	FreeErrorData(edata);
 	FlushErrorState();

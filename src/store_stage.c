@@ -21,10 +21,14 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+static bool lock_stage_object(int64 stage, long wait_ms);
+static bool touch_stage(int64 stage);
+
 /*
  * The open stage of (dataset, tenant, operation) in values[0..2], or 0.
- * Resuming it is activity (lake.stage_ttl): it is locked and marked
- * active as a chunk would mark it.
+ * Resuming it is activity (lake.stage_ttl): it is marked active as a chunk
+ * would mark it, unless another call holds it, which has just done so
+ * (and which expiry skips): no wait.
  */
 static int64
 find_stage(Datum *values, Oid *types)
@@ -42,7 +46,9 @@ find_stage(Datum *values, Oid *types)
 	if (SPI_processed != 1)
 		return 0;
 	id = DatumGetInt64(store_colv(0, 1));
-	return store_lock_stage(id) ? id : 0;	/* 0: gone meanwhile */
+	if (!lock_stage_object(id, 0))
+		return id;
+	return touch_stage(id) ? id : 0;	/* 0: gone meanwhile */
 }
 
 static long
@@ -164,30 +170,43 @@ store_stage_row(int64 stage, StageRow *row)
  * waits on another call: a transaction left open after a chunk stalls
  * the stage's other calls for a bounded time only.
  */
-bool
-store_lock_stage(int64 stage)
+static bool
+lock_stage_object(int64 stage, long wait_ms)
+{
+	/* The id's 64 bits in the tag's 48: its low half and its folded high half. */
+	uint32		high = (uint32) ((uint64) stage >> 32);
+
+	return store_lock_object(store_relid("chunk"), (Oid) stage,
+							 (uint16) (high ^ (high >> 16)), wait_ms);
+}
+
+/* Mark a stage whose object lock is held active; false if it is gone. */
+static bool
+touch_stage(int64 stage)
 {
 	static SPIPlanPtr plan;
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(stage)};
 
-	/* The id's 64 bits in the tag's 48: its low half and its folded high half. */
-	uint32		high = (uint32) ((uint64) stage >> 32);
-
-	if (!store_lock_object(store_relid("chunk"), (Oid) stage,
-						   (uint16) (high ^ (high >> 16)), lake_admission_queue_wait_ms))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("stage " INT64_FORMAT " is busy", stage),
-				 errdetail("Another call on it held it longer than lake.admission_queue_wait (%d ms), or waits for a lock this transaction holds.",
-						   lake_admission_queue_wait_ms),
-				 errhint("Retry later; nothing was written.")));
 	store_run(store_plan(&plan,
 				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.statement_timestamp() "
 				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_UPDATE);
 	return SPI_processed == 1;
+}
+
+bool
+store_lock_stage(int64 stage)
+{
+	if (!lock_stage_object(stage, lake_admission_queue_wait_ms))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("stage " INT64_FORMAT " is busy", stage),
+				 errdetail("Another call on it held it longer than lake.admission_queue_wait (%d ms), or waits for a lock this transaction holds.",
+						   lake_admission_queue_wait_ms),
+				 errhint("Retry later; nothing was written.")));
+	return touch_stage(stage);
 }
 
 /* The version a retired stage was committed as, if any. */
@@ -354,9 +373,7 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 	Datum		values[1] = {TimestampTzGetDatum(idle_before)};
 	Oid			chunk_types[1] = {INT8OID};
 	Datum		chunk_values[1] = {Int64GetDatum(batch_bytes)};
-	int64		listed;
-	int64		blobs_left;
-	bool		beyond;
+	bool		more_blobs;
 
 	store_run(store_plan(&plan_stages,
 				 "WITH doomed AS ("
@@ -371,43 +388,45 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 		values, SPI_OK_SELECT);
 	*stages = DatumGetInt64(store_colv(0, 1));
 
-	/* The gone blobs' chunks in (blob, chunk_no) order, up to the budget. */
+	/*
+	 * The gone blobs' first chunks in (blob, chunk_no) order, up to the
+	 * budget, read through the primary key at most 1,025 a blob: a call's
+	 * cost does not grow with how many chunks a stage had. A blob leaves
+	 * the list once it had no chunk left when a call began.
+	 */
 	store_run(store_plan(&plan_chunks,
 				 "WITH blobs AS (SELECT g.blob FROM lake_data.blob_gone g ORDER BY g.blob LIMIT 64), "
 				 "listed AS ("
-				 "  SELECT z.blob, z.chunk_no, pg_catalog.sum(z.bytes::pg_catalog.int8) "
-				 "    OVER (ORDER BY z.blob, z.chunk_no) OPERATOR(pg_catalog.-) z.bytes AS before "
-				 "  FROM lake_data.chunk z JOIN blobs b ON z.blob OPERATOR(pg_catalog.=) b.blob), "
+				 "  SELECT z.blob, z.chunk_no, z.bytes FROM blobs b CROSS JOIN LATERAL ("
+				 "    SELECT c.blob, c.chunk_no, c.bytes FROM lake_data.chunk c "
+				 "    WHERE c.blob OPERATOR(pg_catalog.=) b.blob ORDER BY c.chunk_no LIMIT 1025) z "
+				 "  ORDER BY z.blob, z.chunk_no LIMIT 1025), "
+				 "budget AS ("
+				 "  SELECT l.blob, l.chunk_no, pg_catalog.sum(l.bytes::pg_catalog.int8) "
+				 "    OVER (ORDER BY l.blob, l.chunk_no) OPERATOR(pg_catalog.-) l.bytes AS before "
+				 "  FROM listed l), "
 				 "chunks AS ("
 				 "  DELETE FROM lake_data.chunk c USING ("
-				 "    SELECT l.blob, l.chunk_no FROM listed l WHERE l.before OPERATOR(pg_catalog.<) $1 "
-				 "    ORDER BY l.blob, l.chunk_no LIMIT 1024) b "
-				 "  WHERE c.blob OPERATOR(pg_catalog.=) b.blob AND c.chunk_no OPERATOR(pg_catalog.=) b.chunk_no "
+				 "    SELECT u.blob, u.chunk_no FROM budget u WHERE u.before OPERATOR(pg_catalog.<) $1 "
+				 "    ORDER BY u.blob, u.chunk_no LIMIT 1024) d "
+				 "  WHERE c.blob OPERATOR(pg_catalog.=) d.blob AND c.chunk_no OPERATOR(pg_catalog.=) d.chunk_no "
 				 "  RETURNING c.blob), "
-				 "counted AS ("
-				 "  SELECT h.blob, pg_catalog.count(*) AS n FROM chunks h GROUP BY h.blob), "
 				 "done AS ("
 				 "  DELETE FROM lake_data.blob_gone g USING blobs b WHERE g.blob OPERATOR(pg_catalog.=) b.blob "
-				 "  AND (SELECT pg_catalog.count(*) FROM listed l WHERE l.blob OPERATOR(pg_catalog.=) b.blob) "
-				 "      OPERATOR(pg_catalog.=) "
-				 "      COALESCE((SELECT k.n FROM counted k WHERE k.blob OPERATOR(pg_catalog.=) b.blob), 0) "
+				 "  AND NOT EXISTS (SELECT 1 FROM lake_data.chunk k WHERE k.blob OPERATOR(pg_catalog.=) b.blob) "
 				 "  RETURNING g.blob) "
 				 "SELECT (SELECT pg_catalog.count(*) FROM chunks), "
-				 "       (SELECT pg_catalog.count(*) FROM listed), "
-				 "       (SELECT pg_catalog.count(*) FROM blobs) OPERATOR(pg_catalog.-) "
-				 "       (SELECT pg_catalog.count(*) FROM done), "
-				 "       (SELECT pg_catalog.count(*) FROM lake_data.blob_gone) OPERATOR(pg_catalog.>) 64",
+				 "       (SELECT pg_catalog.count(*) FROM lake_data.blob_gone) OPERATOR(pg_catalog.>) "
+				 "       (SELECT pg_catalog.count(*) FROM done)",
 				 1, chunk_types),
 		chunk_values, SPI_OK_SELECT);
 	*chunks = DatumGetInt64(store_colv(0, 1));
-	listed = DatumGetInt64(store_colv(0, 2));
-	blobs_left = DatumGetInt64(store_colv(0, 3));
-	beyond = DatumGetBool(store_colv(0, 4));
+	more_blobs = DatumGetBool(store_colv(0, 2));
 	store_run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake_data.stage", 0, NULL),
 		NULL, SPI_OK_SELECT);
 	*open = DatumGetInt64(store_colv(0, 1));
-	/* Chunks left in this batch's blobs, more blobs, or more stages. */
-	return *chunks < listed || blobs_left > 0 || beyond || *stages == 64;
+	/* Gone blobs left to clear (this call's included), or more stages. */
+	return more_blobs || *stages == 64;
 }
 
 
