@@ -107,9 +107,9 @@ role_bytes_size(void)
 }
 
 /*
- * Anchors: where every ANCHOR_EVERY-th receipt's record lies, so a receipt
- * (or an owner's pending cast) is found by scanning fewer than that many
- * records, not the ring from its head, under the cycle lock. Enough
+ * Anchors: where every ANCHOR_EVERY-th receipt's record lies, so a pending
+ * receipt is found by scanning fewer than that many records, not the ring
+ * from its head, under the cycle lock. Enough
  * anchors for every record the ring can hold, plus the partial ones at
  * both ends, so no live anchor is ever overwritten.
  */
