@@ -201,8 +201,7 @@ head_xact_callback(XactEvent event, void *arg)
 			 * The write may have failed on a version someone wrote behind
 			 * lake's back (by hand, a data-only restore): learn again.
 			 */
-			for (int i = 0; i < npending; i++)
-				slot_set(pending[i].datasets, pending[i].dataset_id, -1);
+			give_up();
 			break;
 		case XACT_EVENT_PREPARE:
 			break;
