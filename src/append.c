@@ -119,28 +119,22 @@ read_visit(const char *data, size_t len, void *arg)
 	t->filled += len;
 }
 
-/* Read, decode and verify one version; the caller's tenant rights checked. */
+/*
+ * Decode and verify the version whose row gave 'head' (the caller's tenant
+ * rights checked); 'version' is the number the caller looked it up by.
+ */
 static bytea *
-read_version(const char *dataset, int32 dataset_id, int64 version)
+read_version(const char *dataset, int64 version, VersionHead *head)
 {
-	VersionHead head;
 	ReadTarget	t;
 	const char *why;
 
-	if (!store_version_head(dataset_id, version, &head))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("version " INT64_FORMAT " of dataset \"%s\" does not exist",
-						version, dataset)));
-	/* Named by what the caller passed: the version's tenant is not told. */
-	access_require_tenant_for(head.tenant,
-							  psprintf("version " INT64_FORMAT " of dataset \"%s\"", version, dataset));
-	if (head.damage != NULL)
-		store_lineage_broken(dataset, version, head.damage);
-	if (head.bytes > (int64) (MaxAllocSize - VARHDRSZ))
+	if (head->damage != NULL)
+		store_lineage_broken(dataset, version, head->damage);
+	if (head->bytes > (int64) (MaxAllocSize - VARHDRSZ))
 	{
 		/* Too large to return, unless the size itself is the damage. */
-		why = store_visit_version(&head, NULL, NULL);
+		why = store_visit_version(head, NULL, NULL);
 		if (why != NULL)
 			store_lineage_broken(dataset, version, why);
 		ereport(ERROR,
@@ -149,11 +143,11 @@ read_version(const char *dataset, int32 dataset_id, int64 version)
 						version, dataset)));
 	}
 
-	t.declared = head.bytes;
-	t.room = Min(head.bytes, (int64) LAKE_CHUNK_BYTES);
+	t.declared = head->bytes;
+	t.room = Min(head->bytes, (int64) LAKE_CHUNK_BYTES);
 	t.result = SPI_palloc(VARHDRSZ + t.room);
 	t.filled = 0;
-	why = store_visit_version(&head, read_visit, &t);
+	why = store_visit_version(head, read_visit, &t);
 	if (why != NULL)
 		store_lineage_broken(dataset, version, why);
 	SET_VARSIZE(t.result, VARHDRSZ + t.filled);
@@ -165,6 +159,7 @@ lake_read(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	int64		version;
+	VersionHead head;
 	bytea	   *result;
 
 	lake_require_preload();
@@ -175,7 +170,15 @@ lake_read(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("version must be at least 1, not " INT64_FORMAT, version)));
 	store_connect();
-	result = read_version(dataset, store_dataset_id(dataset), version);
+	if (!store_version_head(store_dataset_id(dataset), version, &head))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("version " INT64_FORMAT " of dataset \"%s\" does not exist",
+						version, dataset)));
+	/* Named by what the caller passed: the version's tenant is not told. */
+	access_require_tenant_for(head.tenant,
+							  psprintf("version " INT64_FORMAT " of dataset \"%s\"", version, dataset));
+	result = read_version(dataset, version, &head);
 	store_finish();
 	PG_RETURN_BYTEA_P(result);
 }
@@ -201,7 +204,8 @@ lake_read_operation(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("operation \"%s\" of tenant \"%s\" has no version in dataset \"%s\"",
 						operation_id, tenant, dataset)));
-	result = read_version(dataset, op.dataset_id, op.version);
+	/* The row the operation was found by, not one looked up again by its number. */
+	result = read_version(dataset, op.version, &op.head);
 	store_finish();
 	PG_RETURN_BYTEA_P(result);
 }

@@ -653,6 +653,10 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
 					 ForwardScanDirection, values, nulls))
 		return false;
 	head_from_row(values, nulls, head);
+	/* A btree does not recheck its keys against the heap: a damaged row can. */
+	if (head->dataset_id != dataset_id || head->version != version)
+		head->damage = psprintf("its row names version " INT64_FORMAT " of dataset %d",
+								head->version, head->dataset_id);
 	return true;
 }
 

@@ -307,6 +307,25 @@ UPDATE lake_data.cycle SET lsn = :'op_lsn' WHERE cycle = :op_cycle;
 SELECT lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a') IS NOT NULL AS op_lsn_repaired,
        (lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')).lsn <= pg_current_wal_flush_lsn() AS op_lsn_flushed;
 
+-- A version row whose number is damaged in the heap only (a btree does not
+-- recheck its keys, so version_pkey still finds the other row under it):
+-- read_operation reads the row its operation names, never the row that the
+-- damaged number is an index key of.
+SELECT lake.create_dataset('i_key');
+SELECT lake.append('i_key', 'acme', 'k-a', convert_to('A payload', 'UTF8')) AS k_a;
+SELECT lake.append('i_key', 'acme', 'k-b', convert_to('B payload', 'UTF8')) AS k_b;
+UPDATE pg_index SET indisready = false WHERE indexrelid = 'lake_data.version_pkey'::regclass;
+UPDATE lake_data.version v SET version = 1 FROM lake_data.dataset d
+WHERE d.id = v.dataset_id AND d.name = 'i_key' AND v.operation_id = 'k-b';
+UPDATE pg_index SET indisready = true WHERE indexrelid = 'lake_data.version_pkey'::regclass;
+SELECT convert_from(lake.read_operation('i_key', 'acme', 'k-a'), 'UTF8') AS a_by_operation,
+       convert_from(lake.read_operation('i_key', 'acme', 'k-b'), 'UTF8') AS b_by_operation,
+       convert_from(lake.read('i_key', 1), 'UTF8') AS version_1;
+UPDATE lake_data.version v SET version = 2 FROM lake_data.dataset d
+WHERE d.id = v.dataset_id AND d.name = 'i_key' AND v.operation_id = 'k-b';
+REINDEX INDEX lake_data.version_pkey;
+SELECT convert_from(lake.read('i_key', 2), 'UTF8') AS version_2_repaired;
+
 DROP FUNCTION t.i_cycle_flips(bigint), t.i_version_flips(bigint), t.i_stage_flips(bigint),
     t.i_replay(), t.i_outcome(text, text), t.i_flip(bytea, int);
 DROP TABLE t.i_good, t.i_chunk, t.i_stage, t.i_big, t.i_late, t.i_ops;
