@@ -425,10 +425,30 @@ log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 	SysScanDesc scan;
 	HeapTuple	tup;
 
+	int64		next = Max(after_cycle, 0) + 1;
+
 	cycle_reader_open(&cr, GetActiveSnapshot());
 	scan = cycle_reader_scan(&cr, after_cycle, &key);
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		int64		cycle = DatumGetInt64(cycle_column(&cr, tup, cr.att_cycle));
+
+		/*
+		 * Seals number cycles one after another and none is ever deleted:
+		 * a gap is a lost cycle, whose owners are unknown.
+		 */
+		if (cycle != next)
+		{
+			char	   *why = psprintf("it is missing (the next cycle stored is " INT64_FORMAT ")",
+									   cycle);
+
+			if (damaged == NULL)
+				cycle_damaged_error(next, why);
+			damaged(next, why, NULL, -1, arg);
+		}
+		next = cycle + 1;
 		cycle_reader_visit(&cr, tup, where, visit, damaged, arg);
+	}
 	systable_endscan_ordered(scan);
 	cycle_reader_close(&cr);
 }

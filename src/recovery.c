@@ -139,6 +139,8 @@ typedef struct Replay
 	int32		lc_id;			/* the last lifecycle looked up ... */
 	const Lifecycle *lc;		/* ... when it was well formed */
 	LogCycle	at;				/* the cycle being replayed, or the snapshot's */
+	int32		unknown_image;	/* a snapshot image's unregistered owner id */
+	bool		registry_damaged;	/* every owner is quarantined for it */
 	RecoveryFigures fig;
 } Replay;
 
@@ -195,6 +197,32 @@ quarantine(Replay *rp, ById *b, const char *why)
 }
 
 /*
+ * Damage whose owners are unknown: every owner not yet quarantined is,
+ * rather than one be recovered past landings it may have lost.
+ */
+static void
+quarantine_all(Replay *rp, const char *why)
+{
+	for (int i = 0; i < rp->n; i++)
+		if (!rp->owners[i].owner->quarantined)
+			quarantine(rp, &rp->owners[i], why);
+}
+
+/*
+ * No owner is ever deleted and ids are never reused: an id that landings
+ * or a snapshot name but the registry does not hold, or one it holds twice,
+ * means a registry row was altered, and whose state it carried is unknown.
+ */
+static void
+registry_damaged(Replay *rp, const char *why)
+{
+	if (rp->registry_damaged)
+		return;
+	rp->registry_damaged = true;
+	quarantine_all(rp, psprintf("lake_data.owner is damaged: %s", why));
+}
+
+/*
  * The owner's lifecycle; NULL, with the owner quarantined, when the stored
  * lifecycle is not well formed: one lifecycle never fails the recovery of
  * every owner.
@@ -232,9 +260,8 @@ apply_landing(const LakeLanding *l, void *arg)
 	rp->fig.tail++;
 	if (b == NULL)
 	{
-		ereport(WARNING,
-				(errmsg("lake recovery: cycle " INT64_FORMAT " has a landing of unregistered owner %d; skipped",
-						rp->at.cycle, l->owner_id)));
+		registry_damaged(rp, psprintf("cycle " INT64_FORMAT " has a landing of owner id %d, which it does not hold",
+									  rp->at.cycle, l->owner_id));
 		return 0;
 	}
 	o = b->owner;
@@ -278,10 +305,8 @@ skip_damaged_cycle(int64 cycle, const char *why, const LakeCycleOwner *owners,
 
 	if (nowners < 0)
 	{
-		reason = psprintf("cycle " INT64_FORMAT " is damaged, and so is its owner list: %s", cycle, why);
-		for (int i = 0; i < rp->n; i++)
-			if (!rp->owners[i].owner->quarantined)
-				quarantine(rp, &rp->owners[i], reason);
+		quarantine_all(rp, psprintf("cycle " INT64_FORMAT " is damaged, and so is its owner list: %s",
+									cycle, why));
 		return;
 	}
 	reason = psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why);
@@ -357,7 +382,11 @@ load_image(const LakeOwnerImage *im, void *arg)
 	int			phase;
 
 	if (b == NULL)
-		return 0;				/* not registered any more */
+	{
+		if (rp->unknown_image == 0)
+			rp->unknown_image = im->owner_id;	/* judged once the snapshot reads whole */
+		return 0;
+	}
 	o = b->owner;
 	if (o->quarantined)
 		return 0;				/* its lifecycle is not usable */
@@ -420,6 +449,7 @@ load_snapshot(Replay *rp)
 	}
 
 	/* A damaged snapshot: forget what it set and replay the whole log. */
+	rp->unknown_image = 0;
 	ereport(WARNING,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("lake recovery: the snapshot of cycle " INT64_FORMAT " is damaged; replaying the whole log", cycle),
@@ -443,6 +473,18 @@ load_snapshot(Replay *rp)
 			(void) owner_lifecycle(rp, &rp->owners[i]);
 	}
 	return 0;
+}
+
+/* After the snapshot (whose failure resets every state): a registry altered? */
+static void
+check_registry(Replay *rp)
+{
+	for (int i = 1; i < rp->n; i++)
+		if (rp->owners[i].id == rp->owners[i - 1].id)
+			registry_damaged(rp, psprintf("it holds owner id %d twice", rp->owners[i].id));
+	if (rp->unknown_image != 0)
+		registry_damaged(rp, psprintf("the snapshot of cycle " INT64_FORMAT " has a state of owner id %d, which it does not hold",
+									  rp->at.cycle, rp->unknown_image));
 }
 
 static void
@@ -685,6 +727,7 @@ recovery_run(RecoveryResult *out)
 
 	load_owners(&rp);
 	snapshot = load_snapshot(&rp);
+	check_registry(&rp);
 	replay_log(&rp, snapshot);
 	settle_quarantines(&rp);
 	PopActiveSnapshot();
@@ -827,6 +870,51 @@ lake_recover(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * The owners releases make live, once their transaction commits: until
+ * then they stay quarantined, so no cast is accepted against a release that
+ * an abort would take back (the durable quarantine would stand). Their
+ * replayed states may stay: they are made of durable landings.
+ */
+static List *releasing = NIL;	/* of OwnerState *, in TopTransactionContext */
+
+static void
+release_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT)
+		return;
+	/* Before the locks go: the sealing lock keeps a recovery off the entries. */
+	if (event == XACT_EVENT_COMMIT && releasing != NIL)
+	{
+		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+		foreach(lc, releasing)
+		{
+			OwnerState *o = (OwnerState *) lfirst(lc);
+
+			o->quarantined = false;
+			o->reason[0] = '\0';
+		}
+		LWLockRelease(cycle_lock());
+	}
+	releasing = NIL;			/* its memory goes with the transaction */
+}
+
+static void
+release_at_commit(OwnerState *o)
+{
+	static bool registered = false;
+	MemoryContext old;
+
+	if (!registered)
+		RegisterXactCallback(release_xact_callback, NULL);
+	registered = true;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	releasing = lappend(releasing, o);
+	MemoryContextSwitchTo(old);
+}
+
 Datum
 lake_release_owner(PG_FUNCTION_ARGS)
 {
@@ -858,10 +946,20 @@ lake_release_owner(PG_FUNCTION_ARGS)
 				 errdetail("%s (applied prefix: position " INT64_FORMAT ").", r.why, r.owner->position),
 				 errhint("Fix the cause (the lifecycle, or the damaged data) and release it again.")));
 	store_owner_set_quarantine(r.owner->id, 0, NULL);
-	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-	r.owner->quarantined = false;
-	r.owner->reason[0] = '\0';
-	LWLockRelease(cycle_lock());
+
+	/*
+	 * A snapshot taken while the owner was quarantined holds its prefix,
+	 * and recovery replays only the cycles after a snapshot: the landings
+	 * just applied would be lost to the next recovery. So the release
+	 * writes a snapshot of its own (the sealing lock, still held, keeps a
+	 * lifecycle edit from making it wait).
+	 */
+	if (checkpoint_take() < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("owner \"%s\" was not released: a lifecycle edit awaits its recovery", name),
+				 errhint("Release it again once lake.stats() shows the worker serving.")));
+	release_at_commit(r.owner);
 	store_finish();
 	ereport(NOTICE,
 			(errmsg("owner \"%s\" released at position " INT64_FORMAT " (%d landings applied)",

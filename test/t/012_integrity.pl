@@ -144,7 +144,8 @@ for my $i (0 .. $len - 1)
 	push @wrong, "byte $i: $got" if $got ne 'c1 0 t, c2 1 f';
 	$reasons++ if psql("SELECT reason FROM lake.owner_state('c1')") =~ /^cycle $bad is damaged: /;
 	psql("UPDATE lake_data.cycle SET data = decode('$cycle', 'hex') WHERE cycle = $bad");
-	psql("SELECT lake.release_owner('c1')");
+	# A release writes a snapshot, which would cover the cycle next time.
+	psql("SELECT lake.release_owner('c1'); DELETE FROM lake_data.snapshot");
 }
 is_deeply(\@wrong, [], "every flipped cycle ($len bytes) quarantines its owner at its prefix; the other recovers");
 is($reasons, $len, 'each time naming the damaged cycle');
