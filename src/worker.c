@@ -412,6 +412,15 @@ lake_worker_main(Datum arg)
 	 * retries at its next pass.
 	 */
 	SetConfigOption("lock_timeout", "500", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * Recovery reads the registry, snapshot and log with a snapshot taken
+	 * after the sealing lock was granted; a transaction snapshot kept from
+	 * before it (default_transaction_isolation set higher for the
+	 * database) would miss an edit that committed while it waited.
+	 */
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
 	admission_publish_limits();
 
 	for (;;)
