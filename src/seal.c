@@ -111,6 +111,14 @@ seal_lock_live(void)
  * index stands as of the head: the last cycle in lake_data.owner_block and
  * the owner entries of the cycles after it, as the head's row records them.
  */
+static bool fenced = false;		/* seal_fenced() */
+
+bool
+seal_fenced(void)
+{
+	return fenced;
+}
+
 static LogIndexState
 check_fence(const CycleCut *cut, int64 base)
 {
@@ -131,11 +139,14 @@ check_fence(const CycleCut *cut, int64 base)
 	found = log_index_state(GetLatestSnapshot(), &st);
 
 	if (epoch != cut->epoch || (found && st.cycle > base))
+	{
+		fenced = true;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("seal refused: its base is not the sealed head"),
 				 errdetail("This sealer has epoch %d and base cycle " INT64_FORMAT "; the durable epoch is %d and the head is cycle " INT64_FORMAT ".",
 						   cut->epoch, base, epoch, found ? st.cycle : 0)));
+	}
 	if (base > 0 && !(found && st.cycle == base))
 	{
 		/* The head's row is gone (deleted by hand): start a new block after it. */
@@ -543,6 +554,7 @@ seal_run(void)
 	Datum	   *op_rows;		/* lake_data.cast_operation, 5 columns a row */
 	bool	   *nulls;
 
+	fenced = false;
 	store_connect();
 	seal_lock();
 	/* A second seal would cut again what the first, uncommitted, holds. */

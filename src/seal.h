@@ -13,6 +13,13 @@
 extern int64 seal_run(void);
 
 /*
+ * Was this process's last seal refused by its fence: the durable head or
+ * epoch moved under the live states (a restore, another writer)? Only a
+ * recovery can seal again then.
+ */
+extern bool seal_fenced(void);
+
+/*
  * Rewrite lake_data.owner_block from the owner lists of the closed blocks'
  * cycles, as their seals wrote it, keeping the rows of a block it cannot
  * read whole; the rows written. The store is connected; seals go on.

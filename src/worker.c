@@ -211,6 +211,9 @@ expiry_interval_ms(void)
 	return Max(1000L, Min(60000L, (long) lake_stage_ttl_s * 250L));
 }
 
+/* The last seal was fenced out: only a recovery lets the worker seal again. */
+static bool fenced_out = false;
+
 /* Why the last recovery failed, kept past the abort of its transaction. */
 static char recovery_failure[256];
 
@@ -281,11 +284,25 @@ recover_owners(Oid generation)
 		while (cycle_pending() > 0)
 		{
 			CHECK_FOR_INTERRUPTS();
-			if (!run_in_transaction("lake: sealing before recovery", seal, NULL))
+			if (run_in_transaction("lake: sealing before recovery", seal, NULL))
+				continue;
+			if (seal_fenced())
 			{
-				cycle_recovery_failed("the casts pending before it could not be sealed; they are kept");
-				return false;
+				/*
+				 * The durable log moved under the live states (a restore
+				 * whose writer row committed before its cycles): what is
+				 * pending was validated against states it contradicts and
+				 * can never be sealed. Recovery settles it as lost (LK006).
+				 */
+				ereport(WARNING,
+						(errmsg("lake worker: " INT64_FORMAT " pending casts cannot be sealed on the durable log and are lost",
+								cycle_pending()),
+						 errdetail("The log's head or epoch is not the one the live states were recovered from."),
+						 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));
+				break;
 			}
+			cycle_recovery_failed("the casts pending before it could not be sealed; they are kept");
+			return false;
 		}
 	}
 	if (!run_in_transaction("lake: recovering owners", recover, &r))
@@ -341,9 +358,12 @@ seal_if_due(TimestampTz *due)
 
 	if (!run_in_transaction("lake: sealing a cycle", seal, NULL))
 	{
+		/* Fenced out: recover at once (see recover_owners). */
+		if (seal_fenced())
+			fenced_out = true;
 		/* Try again after a pause rather than fail in a tight loop. */
 		*due = TimestampTzPlusMilliseconds(now, 1000);
-		return 1000L;
+		return fenced_out ? 0 : 1000L;
 	}
 	*due = cycle_pending() > 0 ?
 		TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms) : 0;
@@ -454,10 +474,11 @@ lake_worker_main(Datum arg)
 			pg_atomic_write_u32(&ws->state, WORKER_SERVING);
 			said_waiting = false;
 
-			if (!recovered || cycle_needs_recovery(generation) ||
+			if (!recovered || fenced_out || cycle_needs_recovery(generation) ||
 				cycle_lifecycle_changes() != lifecycles_seen)
 			{
 				recovered = recover_owners(generation);
+				fenced_out = fenced_out && !recovered;
 				if (!recovered)
 					timeout = 1000L;	/* retry after a pause, not in a loop */
 			}

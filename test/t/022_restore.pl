@@ -11,7 +11,9 @@
 #   the restored coordinate (the check that a coordinate's lsn is flushed
 #   applies to the cycles of this server's live epoch only);
 # - a receipt the source issued after the dump (it went on) is LK006 on the
-#   restored database, never the coordinate of one of its own casts.
+#   restored database, never the coordinate of one of its own casts;
+# - the writer row restored before the log: a seal fenced out by the
+#   restored head makes the worker recover from the whole log.
 use strict;
 use warnings;
 
@@ -135,5 +137,42 @@ is( $dst2->safe_psql('postgres',
 		"SELECT count(*) FROM lake_data.cycle a JOIN lake_data.cycle b ON a.cycle < b.cycle
 		  AND a.epoch = b.epoch AND a.first_seq <= b.last_seq AND b.first_seq <= a.last_seq"),
 	'0', 'no receipt is in two cycles there either');
+
+# The writer row restored before the cycles (pg_restore -j commits the small
+# table first): the recovery its merge starts sees no owners and no log, and
+# a cast to a restored owner is then accepted against its initial state. Its
+# seal is fenced out (the log's head is past the live one), and it used to
+# be refused every second for ever, cast_durable waiting with it. The
+# worker now recovers from the whole restored log: the pending cast is lost
+# (LK006), the owner is where its log leaves it, and casts go on.
+my $dst3 = lake_node('restore_dst3');
+$dst3->start;
+$dst3->safe_psql('postgres', 'CREATE EXTENSION lake');
+$dst3->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
+  or die 'the third worker does not serve';
+$dst3->command_ok(
+	[ 'pg_restore', '--data-only', '--table=writer', '-d', $dst3->connstr('postgres'), $dump ],
+	'the writer row restores first');
+ok( $dst3->poll_query_until('postgres',
+		"SELECT worker_state = 'serving' AND epoch > $epoch FROM lake.stats()"),
+	'and the worker recovers, with no owner and no log yet');
+$dst3->command_ok(
+	[
+		'pg_restore', '--data-only', '-t', 'owner', '-t', 'cycle', '-t', 'owner_block',
+		'-t', 'cast_operation', '-t', 'snapshot', '-d', $dst3->connstr('postgres'), $dump
+	],
+	'the owners and the log restore after it');
+my $offset = -s $dst3->logfile;
+my ($state) = sql_error($dst3,
+	"SET statement_timeout = '60s'; SELECT lake.cast_durable('r_owner', 'Planning', 'CognitiveWork')");
+is($state, 'LK006', 'a cast accepted against the stale state is lost, not waited on for ever');
+like(slurp_file($dst3->logfile, $offset),
+	qr/pending casts cannot be sealed on the durable log and are lost/,
+	'the worker says why');
+is($dst3->safe_psql('postgres', "SELECT phase, position, quarantined FROM lake.owner_state('r_owner')"),
+	'CognitiveWork|1|f', 'the owner is recovered from the restored log');
+is( $dst3->safe_psql('postgres',
+		"SELECT (lake.cast_durable('r_owner', 'CognitiveWork', 'Evaluation')).position"),
+	'2', 'and casts go on from it');
 
 done_testing();
