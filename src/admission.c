@@ -32,6 +32,7 @@
 #include "args.h"
 #include "funcapi.h"
 #include "guc.h"
+#include "hold.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
@@ -469,6 +470,7 @@ admission_reserve_within(uint64 bytes, long budget_ms)
 	{
 		pg_atomic_fetch_add_u64(&adm->admitted, 1);
 		held_subxact = GetCurrentSubTransactionId();
+		hold_begin();
 	}
 	held = true;
 	held_bytes = (uint32) bytes;

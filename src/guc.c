@@ -34,6 +34,7 @@ int			lake_role_max_appends = 0;
 int			lake_role_max_open_stages = 0;
 int			lake_role_max_stage_chunks = 0;
 int			lake_role_max_pending_cast_bytes = 0;
+int			lake_role_max_hold_ms = 0;
 int			lake_partitions = 1;
 int			lake_partition = 0;
 
@@ -78,6 +79,7 @@ INT_PARAM(lake_role_max_appends)
 INT_PARAM(lake_role_max_open_stages)
 INT_PARAM(lake_role_max_stage_chunks)
 INT_PARAM(lake_role_max_pending_cast_bytes)
+INT_PARAM(lake_role_max_hold_ms)
 INT_PARAM(lake_partitions)
 INT_PARAM(lake_partition)
 
@@ -272,6 +274,14 @@ lake_guc_init(void)
 			   0, 0, INT_MAX,
 			   PGC_SUSET,
 			   GUC_UNIT_BYTE);
+
+	DEFINE_INT("lake.role_max_hold",
+			   "Longest one transaction of the role may hold what other sessions' calls wait for (0: no bound).",
+			   "An admission permit, a dataset's append lock, the owner-creation lock: past this, counted from the first, the session is ended.",
+			   lake_role_max_hold_ms,
+			   0, 0, INT_MAX,
+			   PGC_SUSET,
+			   GUC_UNIT_MS);
 
 	/*
 	 * A partition of a PL/Proxy cluster (SPEC §7): the server hands out

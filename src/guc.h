@@ -24,6 +24,7 @@ extern int	lake_role_max_appends;
 extern int	lake_role_max_open_stages;
 extern int	lake_role_max_stage_chunks;
 extern int	lake_role_max_pending_cast_bytes;
+extern int	lake_role_max_hold_ms;
 extern int	lake_partitions;
 extern int	lake_partition;
 

@@ -24,6 +24,7 @@
 #include "access/xact.h"
 #include "admission.h"
 #include "guc.h"
+#include "hold.h"
 #include "head.h"
 #include "operation.h"
 #include "utils/snapmgr.h"
@@ -89,6 +90,7 @@ operation_lock(OperationLookup *op, const char *dataset, long wait_ms)
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry later; nothing was written.")));
 	op->locked = true;
+	hold_begin();
 	return Max(0, wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
 }
 

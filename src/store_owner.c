@@ -19,6 +19,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "guc.h"
+#include "hold.h"
 #include "miscadmin.h"
 #include "store_grant.h"
 #include "store_owner.h"
@@ -45,6 +46,7 @@ store_owner_lock_and_count(void)
 				 errdetail("Another transaction creating an owner held its lock longer than lake.admission_queue_wait (%d ms).",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry; keep transactions that create owners short.")));
+	hold_begin();
 	store_run_snapshot(store_plan(&plan, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
 	return DatumGetInt64(store_colv(0, 1));

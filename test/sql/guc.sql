@@ -31,6 +31,12 @@ SET lake.compression_level = '4e0';
 SHOW lake.compression_level;
 RESET lake.compression_level;
 SELECT t.err($$ALTER ROLE CURRENT_USER SET lake.role_max_appends = 2.5$$);
+-- lake.role_max_hold is a time (ms by default), 0 for none, never negative.
+SELECT t.err($$SET lake.role_max_hold = -1$$);
+SELECT t.err($$SET lake.role_max_hold = '1.5ms'$$);
+SET lake.role_max_hold = '2min';
+SHOW lake.role_max_hold;
+RESET lake.role_max_hold;
 
 -- Server-wide settings cannot be changed in a session.
 SELECT t.err($$SET lake.max_concurrent_appends = 2$$);

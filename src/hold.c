@@ -1,0 +1,83 @@
+/*
+ * hold.c — lake.role_max_hold.
+ *
+ * A transaction that appended (or created an owner) keeps its permit and
+ * its locks until it ends, and the bounded waits of other sessions then
+ * end in 53000 for as long as it stays open. idle_in_transaction_session_
+ * timeout cannot bound that against a hostile role: any role may SET it to
+ * 0, and a transaction running short statements is never idle. This bound
+ * is a superuser-set parameter instead (ALTER ROLE ... SET), counted from
+ * the first such hold to the end of the transaction; past it the session
+ * is ended as pg_terminate_backend ends one, since a transaction idle in a
+ * client read cannot be cancelled, only ended.
+ */
+#include "lake.h"
+
+#include "access/xact.h"
+#include "guc.h"
+#include "hold.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/elog.h"
+#include "utils/timeout.h"
+
+static TimeoutId hold_timeout = MAX_TIMEOUTS;
+static bool armed = false;
+static volatile sig_atomic_t expired = false;
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+/* SIGALRM: end the session at its next interrupt check, even while idle. */
+static void
+hold_expired(void)
+{
+	expired = true;
+	ProcDiePending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+/* The ending's FATAL names this bound, not an administrator's command. */
+static void
+hold_emit_log(ErrorData *edata)
+{
+	if (expired && edata->elevel == FATAL && edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+	{
+		edata->sqlerrcode = ERRCODE_INSUFFICIENT_RESOURCES;
+		edata->message = psprintf("terminating connection: its transaction held what other sessions wait for longer than lake.role_max_hold (%d ms)",
+								  lake_role_max_hold_ms);
+		edata->detail = pstrdup("An admission permit, a dataset's append lock or the owner-creation lock is held until the transaction ends.");
+		edata->hint = pstrdup("Commit appends and owner creations promptly, or ask a superuser to raise the role's lake.role_max_hold.");
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+static void
+hold_xact_callback(XactEvent event, void *arg)
+{
+	if (!armed)
+		return;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		disable_timeout(hold_timeout, false);
+		armed = false;
+	}
+}
+
+void
+hold_begin(void)
+{
+	if (armed || lake_role_max_hold_ms <= 0)
+		return;
+	if (hold_timeout == MAX_TIMEOUTS)
+	{
+		hold_timeout = RegisterTimeout(USER_TIMEOUT, hold_expired);
+		RegisterXactCallback(hold_xact_callback, NULL);
+		prev_emit_log_hook = emit_log_hook;
+		emit_log_hook = hold_emit_log;
+	}
+	enable_timeout_after(hold_timeout, lake_role_max_hold_ms);
+	armed = true;
+}

@@ -1,0 +1,97 @@
+# lake.role_max_hold: a tenant role cannot keep another tenant's appends
+# refused by holding its transaction open (SECURITY.md, the bounds).
+# - A role that appends and then stays idle in its transaction, having set
+#   idle_in_transaction_session_timeout to 0 itself, holds the dataset's
+#   append lock: another tenant's new appends to the dataset are 53000. Past
+#   its lake.role_max_hold (set by a superuser with ALTER ROLE) the session
+#   is ended with a FATAL naming the parameter, nothing it appended is
+#   kept, and the other tenant appends.
+# - The same while a statement runs (a transaction that keeps busy is never
+#   idle), and for the owner-creation lock.
+# - A role without the bound keeps its open transaction as long as it likes,
+#   and its append commits.
+# - The role cannot lift its own bound (a superuser-context parameter).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $node = lake_node('role_max_hold', conf => "lake.admission_queue_wait = '100ms'\n");
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION lake;
+SELECT lake.create_dataset('shared');
+SELECT lake.create_dataset('calm_ds');
+CREATE ROLE hog LOGIN;
+CREATE ROLE calm LOGIN;
+CREATE ROLE other LOGIN;
+GRANT USAGE ON SCHEMA lake TO hog, calm, other;
+SELECT lake.grant_tenant('hog', 'acme');
+SELECT lake.grant_tenant('calm', 'calm');
+SELECT lake.grant_tenant('other', 'globex');
+ALTER ROLE hog SET lake.role_max_hold = '2s';
+});
+
+# Runs sql as 'other' and returns its SQLSTATE ('' when it succeeded).
+sub other
+{
+	my ($sql) = @_;
+	my ($state) = sql_error($node, "SET ROLE other; $sql");
+	return $state;
+}
+
+sub hog_sessions
+{
+	return $node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE usename = 'hog'");
+}
+
+my ($state, $msg) = sql_error($node,
+	"SET SESSION AUTHORIZATION hog; SET lake.role_max_hold = 0");
+is($state, '42501', 'the role cannot lift its own bound');
+
+# --- idle in its transaction -------------------------------------------------
+my $calm = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'calm' ]);
+$calm->query_safe("BEGIN; SELECT lake.append('calm_ds', 'calm', 'c1', '\\x01')");
+
+my $hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+my $start = time();
+$hog->query_safe("SET idle_in_transaction_session_timeout = 0; BEGIN; "
+	  . "SELECT lake.append('shared', 'acme', 'h1', '\\x01')");
+my $refused = other("SELECT lake.append('shared', 'globex', 'o1', '\\x02')");
+# Only meaningful while the hog's bound has not passed yet.
+is($refused, '53000', "while the hog holds the dataset, another tenant's append is 53000")
+  if time() - $start < 2;
+ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'hog'"),
+	'past lake.role_max_hold the idle session is ended');
+cmp_ok(time() - $start, '>=', 1, 'not before its bound');
+like(slurp_file($node->logfile),
+	qr/FATAL:  terminating connection: its transaction held what other sessions wait for longer than lake.role_max_hold \(2000 ms\)/,
+	'the FATAL names the bound');
+is(other("SELECT lake.append('shared', 'globex', 'o1', '\\x02')"), '',
+	"then the other tenant's append goes through");
+is($node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('shared') WHERE tenant = 'acme'"),
+	'0', "nothing the hog appended is kept");
+
+# --- busy in its transaction, and the owner-creation lock --------------------
+$hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+$hog->query_until(qr/holding/,
+	"BEGIN; SELECT lake.create_owner('hog_owner', 'kanban', 'acme');\n\\echo holding\nSELECT pg_sleep(600);\n");
+ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'hog'"),
+	'a session busy in its transaction is ended too');
+is(other("SELECT lake.create_owner('other_owner', 'kanban', 'globex')"), '',
+	"then the other tenant creates its owner");
+is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.owner WHERE name = 'hog_owner'"),
+	'0', "the hog's owner is not created");
+
+# --- a role without the bound ------------------------------------------------
+is($calm->query_safe('SELECT 1'), '1', 'the role without a bound is still in its transaction');
+$calm->query_safe('COMMIT');
+is($node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('calm_ds')"),
+	'1', 'and its append commits');
+$calm->quit;
+
+$node->stop;
+done_testing();
