@@ -79,7 +79,7 @@ take_later(void)
 }
 
 int64
-checkpoint_take(void)
+checkpoint_take(bool lock_held)
 {
 	static SPIPlanPtr plan_insert;
 	static SPIPlanPtr plan_retire;
@@ -100,7 +100,7 @@ checkpoint_take(void)
 	c.images = palloc(sizeof(Image) * Max(lake_max_owners, 1));
 	c.n = 0;
 	LWLockAcquire(cycle_lock(), LW_SHARED);
-	if (!cycle_owners_live())
+	if (!(lock_held ? cycle_owners_numbered() : cycle_owners_live()))
 	{
 		LWLockRelease(cycle_lock());
 		return take_later();
@@ -145,7 +145,7 @@ checkpoint_take(void)
 	}
 	/* An edit that committed meanwhile may have renumbered what was read. */
 	LWLockAcquire(cycle_lock(), LW_SHARED);
-	live = !stale && cycle_owners_live();
+	live = !stale && (lock_held ? cycle_owners_numbered() : cycle_owners_live());
 	LWLockRelease(cycle_lock());
 	if (!live)
 		return take_later();
@@ -206,7 +206,7 @@ lake_checkpoint(PG_FUNCTION_ARGS)
 	{
 		CHECK_FOR_INTERRUPTS();
 		cycle_wait_ready();
-	} while ((cycle = checkpoint_take()) < 0);
+	} while ((cycle = checkpoint_take(false)) < 0);
 	cycle_set_last_snapshot(cycle);
 	PG_RETURN_INT64(cycle);
 }

@@ -354,6 +354,12 @@ cycle_owners_live(void)
 	return cs->ready && pg_atomic_read_u64(&cs->lifecycle_changes) == seen_lifecycle_changes;
 }
 
+bool
+cycle_owners_numbered(void)
+{
+	return pg_atomic_read_u64(&cs->lifecycle_changes) == seen_lifecycle_changes;
+}
+
 /* Forget the cached lifecycles: the caller reads them after every edit so far. */
 void
 cycle_lifecycles_reset(void)

@@ -121,6 +121,13 @@ extern bool cycle_wait_ready_until(TimestampTz deadline);
 extern bool cycle_is_ready(void);
 /* With cycle_lock held: are the live states those of the current lifecycles? */
 extern bool cycle_owners_live(void);
+/*
+ * The same, the door aside: the live phases are numbered by the lifecycles
+ * this session's cache holds. For a caller that has held the sealing lock
+ * since it found the owners live: a worker about to recover may close the
+ * door meanwhile, but cannot change a state before the lock is free.
+ */
+extern bool cycle_owners_numbered(void);
 /* Forget the cached lifecycles: the caller reads them after every edit so far. */
 extern void cycle_lifecycles_reset(void);
 

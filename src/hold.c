@@ -20,9 +20,11 @@
 #include "storage/latch.h"
 #include "utils/elog.h"
 #include "utils/timeout.h"
+#include "utils/timestamp.h"
 
 static TimeoutId hold_timeout = MAX_TIMEOUTS;
 static bool armed = false;
+static TimestampTz deadline;
 static volatile sig_atomic_t expired = false;
 static emit_log_hook_type prev_emit_log_hook = NULL;
 
@@ -52,6 +54,19 @@ hold_emit_log(ErrorData *edata)
 		prev_emit_log_hook(edata);
 }
 
+/*
+ * An error ends with disable_all_timeouts() before the abort; when only a
+ * subtransaction aborts (ROLLBACK TO SAVEPOINT after an error), what the
+ * transaction took before it is still held: the clock goes on.
+ */
+static void
+hold_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (armed && event == SUBXACT_EVENT_ABORT_SUB)
+		enable_timeout_at(hold_timeout, deadline);
+}
+
 static void
 hold_xact_callback(XactEvent event, void *arg)
 {
@@ -75,9 +90,11 @@ hold_begin(void)
 	{
 		hold_timeout = RegisterTimeout(USER_TIMEOUT, hold_expired);
 		RegisterXactCallback(hold_xact_callback, NULL);
+		RegisterSubXactCallback(hold_subxact_callback, NULL);
 		prev_emit_log_hook = emit_log_hook;
 		emit_log_hook = hold_emit_log;
 	}
-	enable_timeout_after(hold_timeout, lake_role_max_hold_ms);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), lake_role_max_hold_ms);
+	enable_timeout_at(hold_timeout, deadline);
 	armed = true;
 }

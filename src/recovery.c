@@ -140,7 +140,6 @@ typedef struct Replay
 	const Lifecycle *lc;		/* ... when it was well formed */
 	LogCycle	at;				/* the cycle being replayed, or the snapshot's */
 	int32		unknown_image;	/* a snapshot image's unregistered owner id */
-	bool		registry_damaged;	/* every owner is quarantined for it */
 	RecoveryFigures fig;
 } Replay;
 
@@ -197,29 +196,22 @@ quarantine(Replay *rp, ById *b, const char *why)
 }
 
 /*
- * Damage whose owners are unknown: every owner not yet quarantined is,
- * rather than one be recovered past landings it may have lost.
- */
-static void
-quarantine_all(Replay *rp, const char *why)
-{
-	for (int i = 0; i < rp->n; i++)
-		if (!rp->owners[i].owner->quarantined)
-			quarantine(rp, &rp->owners[i], why);
-}
-
-/*
  * No owner is ever deleted and ids are never reused: an id that landings
  * or a snapshot name but the registry does not hold, or one it holds twice,
- * means a registry row was altered, and whose state it carried is unknown.
+ * means a registry row was altered, or the registry is not all restored yet
+ * (pg_restore -j may commit the log and the writer row before it). Whose
+ * state is missing is unknown, and an owner registered after this recovery
+ * would start at position 0 over landings it has: the recovery fails, and
+ * the worker tries it again every second until the registry matches.
  */
 static void
-registry_damaged(Replay *rp, const char *why)
+registry_mismatch(const char *why)
 {
-	if (rp->registry_damaged)
-		return;
-	rp->registry_damaged = true;
-	quarantine_all(rp, psprintf("lake_data.owner is damaged: %s", why));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("lake_data.owner does not match the log: %s", why),
+			 errdetail("Owners are never deleted and their ids never reused: the registry is damaged or not all restored."),
+			 errhint("Restore or repair lake_data.owner; the worker tries the recovery again every second.")));
 }
 
 /*
@@ -260,9 +252,8 @@ apply_landing(const LakeLanding *l, void *arg)
 	rp->fig.tail++;
 	if (b == NULL)
 	{
-		registry_damaged(rp, psprintf("cycle " INT64_FORMAT " has a landing of owner id %d, which it does not hold",
-									  rp->at.cycle, l->owner_id));
-		return 0;
+		registry_mismatch(psprintf("cycle " INT64_FORMAT " has a landing of owner id %d, which it does not hold",
+								   rp->at.cycle, l->owner_id));
 	}
 	o = b->owner;
 	if (o->quarantined || l->position <= o->position ||
@@ -305,8 +296,10 @@ skip_damaged_cycle(int64 cycle, const char *why, const LakeCycleOwner *owners,
 
 	if (nowners < 0)
 	{
-		quarantine_all(rp, psprintf("cycle " INT64_FORMAT " is damaged, and so is its owner list: %s",
-									cycle, why));
+		reason = psprintf("cycle " INT64_FORMAT " is damaged, and so is its owner list: %s", cycle, why);
+		for (int i = 0; i < rp->n; i++)
+			if (!rp->owners[i].owner->quarantined)
+				quarantine(rp, &rp->owners[i], reason);
 		return;
 	}
 	reason = psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why);
@@ -481,10 +474,10 @@ check_registry(Replay *rp)
 {
 	for (int i = 1; i < rp->n; i++)
 		if (rp->owners[i].id == rp->owners[i - 1].id)
-			registry_damaged(rp, psprintf("it holds owner id %d twice", rp->owners[i].id));
+			registry_mismatch(psprintf("it holds owner id %d twice", rp->owners[i].id));
 	if (rp->unknown_image != 0)
-		registry_damaged(rp, psprintf("the snapshot of cycle " INT64_FORMAT " has a state of owner id %d, which it does not hold",
-									  rp->at.cycle, rp->unknown_image));
+		registry_mismatch(psprintf("the snapshot of cycle " INT64_FORMAT " has a state of owner id %d, which it does not hold",
+								   rp->at.cycle, rp->unknown_image));
 }
 
 static void
@@ -875,6 +868,13 @@ lake_recover(PG_FUNCTION_ARGS)
  * then they stay quarantined, so no cast is accepted against a release that
  * an abort would take back (the durable quarantine would stand). Their
  * replayed states may stay: they are made of durable landings.
+ *
+ * A snapshot taken while an owner was quarantined holds its prefix, and
+ * recovery replays only the cycles after the newest snapshot: the landings
+ * a release applied would be lost to the next recovery. So the releasing
+ * transaction writes a snapshot before it commits, one for all the owners
+ * it released (the sealing lock, held since the first, keeps seals and
+ * lifecycle edits out meanwhile).
  */
 static List *releasing = NIL;	/* of OwnerState *, in TopTransactionContext */
 
@@ -883,6 +883,19 @@ release_xact_callback(XactEvent event, void *arg)
 {
 	ListCell   *lc;
 
+	if (event == XACT_EVENT_PRE_COMMIT && releasing != NIL)
+	{
+		int64		covered;
+
+		PushActiveSnapshot(GetTransactionSnapshot());
+		covered = checkpoint_take(true);
+		PopActiveSnapshot();
+		if (covered < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no owner was released: a lifecycle edit awaits its recovery"),
+					 errhint("Release them again once lake.stats() shows the worker serving.")));
+	}
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT)
 		return;
 	/* Before the locks go: the sealing lock keeps a recovery off the entries. */
@@ -946,19 +959,6 @@ lake_release_owner(PG_FUNCTION_ARGS)
 				 errdetail("%s (applied prefix: position " INT64_FORMAT ").", r.why, r.owner->position),
 				 errhint("Fix the cause (the lifecycle, or the damaged data) and release it again.")));
 	store_owner_set_quarantine(r.owner->id, 0, NULL);
-
-	/*
-	 * A snapshot taken while the owner was quarantined holds its prefix,
-	 * and recovery replays only the cycles after a snapshot: the landings
-	 * just applied would be lost to the next recovery. So the release
-	 * writes a snapshot of its own (the sealing lock, still held, keeps a
-	 * lifecycle edit from making it wait).
-	 */
-	if (checkpoint_take() < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("owner \"%s\" was not released: a lifecycle edit awaits its recovery", name),
-				 errhint("Release it again once lake.stats() shows the worker serving.")));
 	release_at_commit(r.owner);
 	store_finish();
 	ereport(NOTICE,

@@ -247,7 +247,7 @@ seal(void *arg)
 static void
 snapshot(void *arg)
 {
-	*(int64 *) arg = checkpoint_take();
+	*(int64 *) arg = checkpoint_take(false);
 }
 
 /* Snapshot the owners once lake.checkpoint_cycles cycles have been sealed. */

@@ -7,7 +7,8 @@
 #   is ended with a FATAL naming the parameter, nothing it appended is
 #   kept, and the other tenant appends.
 # - The same while a statement runs (a transaction that keeps busy is never
-#   idle), and for the owner-creation lock.
+#   idle), for the owner-creation lock, and after an error rolled back to a
+#   savepoint (an error disables every timeout before its abort).
 # - A role without the bound keeps its open transaction as long as it likes,
 #   and its append commits.
 # - The role cannot lift its own bound (a superuser-context parameter).
@@ -85,6 +86,17 @@ is(other("SELECT lake.create_owner('other_owner', 'kanban', 'globex')"), '',
 	"then the other tenant creates its owner");
 is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.owner WHERE name = 'hog_owner'"),
 	'0', "the hog's owner is not created");
+
+# --- an error rolled back to a savepoint ---------------------------------------
+# An error disables every timeout before the abort; a savepoint keeps what
+# the transaction took before it, so the clock must go on.
+$hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+$hog->query_safe("BEGIN; SELECT lake.append('shared', 'acme', 'h2', '\\x01'); SAVEPOINT s");
+$hog->query("SELECT 1 / 0;\nROLLBACK TO SAVEPOINT s");
+ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'hog'"),
+	'a session that rolled an error back to a savepoint is ended too');
+is(other("SELECT lake.append('shared', 'globex', 'o2', '\\x02')"), '',
+	"then the other tenant's append goes through");
 
 # --- a role without the bound ------------------------------------------------
 is($calm->query_safe('SELECT 1'), '1', 'the role without a bound is still in its transaction');
