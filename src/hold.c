@@ -25,6 +25,7 @@
 static TimeoutId hold_timeout = MAX_TIMEOUTS;
 static bool armed = false;
 static TimestampTz deadline;
+static SubTransactionId armed_in;	/* its abort gives back every hold */
 static volatile sig_atomic_t expired = false;
 static emit_log_hook_type prev_emit_log_hook = NULL;
 
@@ -38,10 +39,18 @@ hold_expired(void)
 	SetLatch(MyLatch);
 }
 
-/* The ending's FATAL names this bound, not an administrator's command. */
+/*
+ * PostgreSQL's error recovery turns every timeout off before it reports
+ * the error (this hook) and aborts. Only an abort of the whole transaction
+ * gives back what was held; after one that leaves it held (an error in a
+ * subtransaction, or in one already aborted), the clock goes on. The
+ * ending's FATAL names this bound, not an administrator's command.
+ */
 static void
 hold_emit_log(ErrorData *edata)
 {
+	if (armed && edata->elevel == ERROR)
+		enable_timeout_at(hold_timeout, deadline);
 	if (expired && edata->elevel == FATAL && edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
 	{
 		edata->sqlerrcode = ERRCODE_INSUFFICIENT_RESOURCES;
@@ -55,16 +64,23 @@ hold_emit_log(ErrorData *edata)
 }
 
 /*
- * An error ends with disable_all_timeouts() before the abort; when only a
- * subtransaction aborts (ROLLBACK TO SAVEPOINT after an error), what the
- * transaction took before it is still held: the clock goes on.
+ * The holds belong to the subtransaction that took the first: its abort
+ * gives them all back (the permit, and the locks taken in it), its commit
+ * hands them to its parent.
  */
 static void
 hold_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
-	if (armed && event == SUBXACT_EVENT_ABORT_SUB)
-		enable_timeout_at(hold_timeout, deadline);
+	if (!armed || mySubid != armed_in)
+		return;
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		armed_in = parentSubid;
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		disable_timeout(hold_timeout, false);
+		armed = false;
+	}
 }
 
 static void
@@ -97,4 +113,5 @@ hold_begin(void)
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), lake_role_max_hold_ms);
 	enable_timeout_at(hold_timeout, deadline);
 	armed = true;
+	armed_in = GetCurrentSubTransactionId();
 }

@@ -7,8 +7,9 @@
 #   is ended with a FATAL naming the parameter, nothing it appended is
 #   kept, and the other tenant appends.
 # - The same while a statement runs (a transaction that keeps busy is never
-#   idle), for the owner-creation lock, and after an error rolled back to a
-#   savepoint (an error disables every timeout before its abort).
+#   idle), for the owner-creation lock, and after errors rolled back to a
+#   savepoint (an error turns every timeout off before its abort); not for
+#   holds a savepoint took and gave back with its rollback.
 # - A role without the bound keeps its open transaction as long as it likes,
 #   and its append commits.
 # - The role cannot lift its own bound (a superuser-context parameter).
@@ -87,16 +88,28 @@ is(other("SELECT lake.create_owner('other_owner', 'kanban', 'globex')"), '',
 is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.owner WHERE name = 'hog_owner'"),
 	'0', "the hog's owner is not created");
 
-# --- an error rolled back to a savepoint ---------------------------------------
-# An error disables every timeout before the abort; a savepoint keeps what
-# the transaction took before it, so the clock must go on.
+# --- errors in a savepoint ---------------------------------------------------
+# An error turns every timeout off before its abort; a savepoint keeps what
+# the transaction took before it, so the clock must go on: through an error
+# in the savepoint, a second one in the aborted savepoint (which aborts
+# nothing more) and the rollback to it.
 $hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
 $hog->query_safe("BEGIN; SELECT lake.append('shared', 'acme', 'h2', '\\x01'); SAVEPOINT s");
-$hog->query("SELECT 1 / 0;\nROLLBACK TO SAVEPOINT s");
+$hog->query("SELECT 1 / 0;\nSELECT 1;\nROLLBACK TO SAVEPOINT s");
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'hog'"),
-	'a session that rolled an error back to a savepoint is ended too');
+	'a session that rolled errors back to a savepoint is ended too');
 is(other("SELECT lake.append('shared', 'globex', 'o2', '\\x02')"), '',
 	"then the other tenant's append goes through");
+
+# What a savepoint took and gave back with its rollback is not held: the
+# clock stops with it (a create_owner refused 42710 took the lock first).
+$hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+$hog->query("BEGIN;\nSAVEPOINT s;\nSELECT lake.create_owner('other_owner', 'kanban', 'acme');\n"
+	  . "ROLLBACK TO SAVEPOINT s;\nSELECT pg_sleep(3)");
+# (query, not query_safe: the 42710 above stays in this psql's stderr.)
+is($hog->query('SELECT 1'), '1', 'a session whose holds went with its savepoint is not ended');
+$hog->query('COMMIT');
+$hog->quit;
 
 # --- a role without the bound ------------------------------------------------
 is($calm->query_safe('SELECT 1'), '1', 'the role without a bound is still in its transaction');
