@@ -424,7 +424,6 @@ log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
-
 	int64		next = Max(after_cycle, 0) + 1;
 
 	cycle_reader_open(&cr, GetActiveSnapshot());

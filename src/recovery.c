@@ -204,6 +204,8 @@ quarantine(Replay *rp, ById *b, const char *why)
  * would start at position 0 over landings it has: the recovery fails, and
  * the worker tries it again every second until the registry matches.
  */
+static void registry_mismatch(const char *why) pg_attribute_noreturn();
+
 static void
 registry_mismatch(const char *why)
 {
@@ -251,10 +253,8 @@ apply_landing(const LakeLanding *l, void *arg)
 
 	rp->fig.tail++;
 	if (b == NULL)
-	{
 		registry_mismatch(psprintf("cycle " INT64_FORMAT " has a landing of owner id %d, which it does not hold",
 								   rp->at.cycle, l->owner_id));
-	}
 	o = b->owner;
 	if (o->quarantined || l->position <= o->position ||
 		(b->limit != NULL && l->position > b->limit->position))

@@ -102,6 +102,14 @@ seal_lock_live(void)
 	}
 }
 
+static bool fenced = false;		/* seal_fenced() */
+
+bool
+seal_fenced(void)
+{
+	return fenced;
+}
+
 /*
  * Refuse (writing nothing) unless this sealer's base is the durable head:
  * the state it cut from must belong to this incarnation of the extension,
@@ -111,14 +119,6 @@ seal_lock_live(void)
  * index stands as of the head: the last cycle in lake_data.owner_block and
  * the owner entries of the cycles after it, as the head's row records them.
  */
-static bool fenced = false;		/* seal_fenced() */
-
-bool
-seal_fenced(void)
-{
-	return fenced;
-}
-
 static LogIndexState
 check_fence(const CycleCut *cut, int64 base)
 {
