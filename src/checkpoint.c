@@ -194,9 +194,26 @@ checkpoint_require_own_transaction(const char *what)
 				 errdetail("What it writes is made durable by its own commit.")));
 }
 
+/*
+ * The snapshot lake.checkpoint() wrote counts for the worker's cadence
+ * (lake.checkpoint_cycles after the last one) only once it commits: a
+ * statement that fails after the call writes none.
+ */
+static int64 committing = -1;
+
+static void
+checkpoint_xact_callback(XactEvent event, void *arg)
+{
+	if (committing >= 0 && event == XACT_EVENT_COMMIT)
+		cycle_set_last_snapshot(committing);
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+		committing = -1;
+}
+
 Datum
 lake_checkpoint(PG_FUNCTION_ARGS)
 {
+	static bool registered = false;
 	int64		cycle;
 
 	lake_require_preload();
@@ -207,6 +224,9 @@ lake_checkpoint(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		cycle_wait_ready();
 	} while ((cycle = checkpoint_take(false)) < 0);
-	cycle_set_last_snapshot(cycle);
+	if (!registered)
+		RegisterXactCallback(checkpoint_xact_callback, NULL);
+	registered = true;
+	committing = cycle;
 	PG_RETURN_INT64(cycle);
 }

@@ -588,6 +588,15 @@ SELECT lake.release_owner(v) FROM h_owner WHERE k = 1;
 -- seal: NULL when nothing is pending; a checkpoint covers the head.
 SELECT lake.seal() IS NULL AS nothing_pending;
 SELECT lake.checkpoint() = (SELECT max(cycle) FROM lake.cycles()) AS covers_the_head;
+SELECT last_snapshot = (SELECT max(cycle) FROM lake.cycles()) AS counted FROM lake.stats();
+-- A checkpoint whose statement then fails writes no snapshot, and the
+-- worker's count of cycles since the last one is not reset by it.
+SELECT lake.create_owner('h_checkpoint');
+SELECT (lake.cast_durable('h_checkpoint', NULL, NULL)).cycle > last_snapshot AS newer_cycle FROM lake.stats();
+SELECT lake.checkpoint(), 1 / (random() < 0)::int AS failed_after;
+SELECT last_snapshot < (SELECT max(cycle) FROM lake.cycles()) AS not_counted,
+       (SELECT max(cycle) FROM lake_data.snapshot) < (SELECT max(cycle) FROM lake.cycles()) AS not_written
+FROM lake.stats();
 
 ------------------------------------------------------------------------
 -- admission() and stats(): no arguments; one row; nothing held.
