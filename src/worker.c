@@ -250,15 +250,25 @@ snapshot(void *arg)
 	*(int64 *) arg = checkpoint_take(false);
 }
 
-/* Snapshot the owners once lake.checkpoint_cycles cycles have been sealed. */
+/*
+ * Snapshot the owners once lake.checkpoint_cycles cycles have been sealed.
+ * After a failure, not again for a second: a cause that stays (a lock held,
+ * say) gets a line a second in the log, not one per seal.
+ */
 static void
 snapshot_if_due(void)
 {
+	static TimestampTz retry_at = 0;
 	int64		covered;
 
 	if (cycle_sealed_cycle() - cycle_last_snapshot() < lake_checkpoint_cycles)
 		return;
-	if (run_in_transaction("lake: snapshotting owners", snapshot, &covered) && covered >= 0)
+	if (retry_at != 0 && GetCurrentTimestamp() < retry_at)
+		return;
+	retry_at = 0;
+	if (!run_in_transaction("lake: snapshotting owners", snapshot, &covered))
+		retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
+	else if (covered >= 0)
 		cycle_set_last_snapshot(covered);
 }
 
@@ -441,6 +451,9 @@ lake_worker_main(Datum arg)
 	 */
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);
+	/* Nor may the database's owner make every write of the worker fail. */
+	SetConfigOption("default_transaction_read_only", "off",
+					PGC_SUSET, PGC_S_OVERRIDE);
 	admission_publish_limits();
 
 	for (;;)
@@ -454,8 +467,9 @@ lake_worker_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			admission_publish_limits();
 			pg_atomic_fetch_add_u64(&ws->reloads, 1);
-			/* The next expiry pass follows the TTL now in force. */
+			/* The next expiry pass and seal follow the TTL and interval now in force. */
 			next_expiry = 0;
+			seal_due = 0;
 		}
 
 		/*

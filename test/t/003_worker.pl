@@ -98,6 +98,31 @@ ok( $node->poll_query_until('postgres',
 		'SELECT config_reloads FROM lake.stats()', $reloads + 1),
 	'SIGHUP (pg_reload_conf) increments lake.stats().config_reloads by one');
 
+# A reload applies lake.cycle_interval to the cycle already open: a cast
+# accepted under an interval of an hour is sealed soon after the interval
+# is lowered, not an hour later.
+sub reload_with
+{
+	my ($setting) = @_;
+	my $before = $node->safe_psql('postgres', 'SELECT config_reloads FROM lake.stats()');
+	$node->safe_psql('postgres', "ALTER SYSTEM SET $setting");
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	$node->poll_query_until('postgres',
+		'SELECT config_reloads FROM lake.stats()', $before + 1)
+	  or die "the worker did not reload $setting";
+}
+reload_with("lake.cycle_interval = '1h'");
+$node->safe_psql('postgres',
+	"SELECT lake.create_owner('interval'); SELECT lake.cast('interval', 'Planning', 'CognitiveWork')");
+is($node->safe_psql('postgres', "SELECT pending FROM lake.owner_state('interval')"),
+	'1', 'under an interval of an hour the cast waits in the open cycle');
+reload_with("lake.cycle_interval = '10ms'");
+ok( $node->poll_query_until('postgres',
+		"SELECT pending = 0 AND position = 1 FROM lake.owner_state('interval')"),
+	'after the interval is lowered by a reload, the open cycle is sealed');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET lake.cycle_interval');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+
 # The new worker after $old is gone: serving, another pid, in
 # pg_stat_activity. Returns its pid.
 sub new_worker
