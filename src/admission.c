@@ -466,14 +466,15 @@ admission_reserve_within(uint64 bytes, long budget_ms)
 				 errhint("Retry later, or raise lake.max_concurrent_appends or lake.max_buffered_bytes.")));
 	}
 
+	/* Owned before anything else can fail: the exit callback gives it back. */
+	held = true;
+	held_bytes = (uint32) bytes;
 	if (need_slot)
 	{
 		pg_atomic_fetch_add_u64(&adm->admitted, 1);
 		held_subxact = GetCurrentSubTransactionId();
 		hold_begin();
 	}
-	held = true;
-	held_bytes = (uint32) bytes;
 	if (start == 0)
 		return budget_ms;
 	return Max(0, budget_ms -
