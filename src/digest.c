@@ -12,6 +12,7 @@
 #include "common/cryptohash.h"
 #include "digest.h"
 #include "landing.h"
+#include "miscadmin.h"
 
 static void
 digest_failed(pg_cryptohash_ctx *ctx)
@@ -46,6 +47,16 @@ lake_digest_end(LakeDigest *ctx, uint8 *out)
 	pg_cryptohash_free(ctx);
 }
 
+#define DIGEST_PIECE ((size_t) 8 * 1024 * 1024)
+
+static void
+digest_error(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("could not compute SHA-256")));
+}
+
 void
 lake_sha256(const void *data, size_t len, uint8 *out)
 {
@@ -61,13 +72,25 @@ lake_sha256(const void *data, size_t len, uint8 *out)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory")));
-	/* Nothing between init and final can raise an error: no stream to leak. */
-	if (EVP_DigestInit_ex(ctx, sha256, NULL) != 1 ||
-		EVP_DigestUpdate(ctx, data, len) != 1 ||
-		EVP_DigestFinal_ex(ctx, out, &outlen) != 1 || outlen != LAKE_DIGEST_LEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not compute SHA-256")));
+	/*
+	 * In pieces, so a cancel is served within a piece of a payload that may
+	 * be a gigabyte; a cancel leaves only the kept context, which the next
+	 * init resets.
+	 */
+	if (EVP_DigestInit_ex(ctx, sha256, NULL) != 1)
+		digest_error();
+	while (len > 0)
+	{
+		size_t		piece = Min(len, DIGEST_PIECE);
+
+		CHECK_FOR_INTERRUPTS();
+		if (EVP_DigestUpdate(ctx, data, piece) != 1)
+			digest_error();
+		data = (const char *) data + piece;
+		len -= piece;
+	}
+	if (EVP_DigestFinal_ex(ctx, out, &outlen) != 1 || outlen != LAKE_DIGEST_LEN)
+		digest_error();
 }
 
 void

@@ -539,6 +539,7 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 		{
 			int64		off = (int64) i * LAKE_CHUNK_BYTES;
 
+			CHECK_FOR_INTERRUPTS();
 			store_insert_chunk(chunks, blob, i, payload + off,
 							   Min(len - off, LAKE_CHUNK_BYTES));
 		}
