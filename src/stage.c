@@ -133,16 +133,19 @@ stage_not_open(int64 stage)
 /*
  * The open stage, locked for this call: its tenant is checked before the
  * lock is taken, so a role without it neither waits on nor holds another
- * tenant's stage.
+ * tenant's stage. Returns what is left of the call's waiting budget.
  */
-static void
+static long
 lock_open_stage(int64 stage, StageRow *row)
 {
+	long		wait_ms = lake_admission_queue_wait_ms;
+
 	if (!store_stage_row(stage, row))
 		stage_not_open(stage);
 	require_stage_tenant(stage, row);
-	if (!store_lock_stage(stage))
+	if (!store_lock_stage(stage, &wait_ms))
 		stage_not_open(stage);	/* committed or aborted meanwhile */
+	return wait_ms;
 }
 
 /*
@@ -186,8 +189,8 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 
 	/* The stage's tenant is checked before the call holds any capacity. */
 	store_connect();
-	lock_open_stage(stage, &row);
-	admission_reserve((uint64) len);
+	/* The stage's lock and admission share one lake.admission_queue_wait. */
+	(void) admission_reserve_within((uint64) len, lock_open_stage(stage, &row));
 	data = lake_arg_bytea(fcinfo, 2, "data");	/* its size admitted */
 	stored = store_chunk_compare(stage, chunk_no, VARDATA_ANY(data), len);
 	if (stored != CHUNK_ABSENT)
@@ -254,7 +257,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	uint8		digest[LAKE_DIGEST_LEN];
 	const char *why;
 	int64		version;
-	long		wait_ms;
+	long		wait_ms = lake_admission_queue_wait_ms;
 	bool		held;
 	bool		open;
 
@@ -267,7 +270,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	if (open)
 	{
 		require_stage_tenant(stage, &row);
-		open = store_lock_stage(stage);
+		open = store_lock_stage(stage, &wait_ms);
 	}
 	if (!open)
 	{
@@ -278,7 +281,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	}
 	/* A slot now; the streaming buffer's bytes once the chunks are known. */
 	held = admission_held();
-	wait_ms = admission_reserve(0);
+	wait_ms = admission_reserve_within(0, wait_ms);
 
 	store_stage_summary(stage, &sum);
 	/* Chunk rows' sizes are outside every checksum: negative ones are damage. */
@@ -336,7 +339,7 @@ lake_abort_append(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
 	store_connect();
-	lock_open_stage(stage, &row);
+	(void) lock_open_stage(stage, &row);
 	store_drop_stage(stage, true);
 	store_finish();
 	PG_RETURN_VOID();

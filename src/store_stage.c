@@ -197,15 +197,18 @@ touch_stage(int64 stage)
 }
 
 bool
-store_lock_stage(int64 stage)
+store_lock_stage(int64 stage, long *wait_ms)
 {
-	if (!lock_stage_object(stage, lake_admission_queue_wait_ms))
+	TimestampTz start = GetCurrentTimestamp();
+
+	if (!lock_stage_object(stage, *wait_ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("stage " INT64_FORMAT " is busy", stage),
 				 errdetail("Another call on it held it longer than lake.admission_queue_wait (%d ms), or waits for a lock this transaction holds.",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry later; nothing was written.")));
+	*wait_ms = Max(0, *wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
 	return touch_stage(stage);
 }
 
@@ -252,17 +255,20 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 		values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return CHUNK_ABSENT;
+	/*
+	 * Another declared size is other bytes: answered before the stored
+	 * chunk is read, so nothing beyond the admitted 'len' is allocated.
+	 */
+	declared = DatumGetInt32(store_colv(0, 1));
+	if (declared >= 0 && (size_t) declared != len)
+		return CHUNK_DIFFERENT;
 	stored = DatumGetByteaPP(store_colv(0, 2));
 	in = (const uint8 *) VARDATA_ANY(stored);
 	inlen = VARSIZE_ANY_EXHDR(stored);
-	declared = DatumGetInt32(store_colv(0, 1));
 	cst = lake_chunk_decoded_size(in, inlen, false, &size);
 	/* Allocated by the frame's header only when the row agrees with it. */
 	if (cst == LAKE_CODEC_OK && (declared < 0 || size != (size_t) declared))
 		cst = LAKE_CODEC_SIZE_MISMATCH;
-	/* Another size is other bytes: nothing beyond the admitted 'len' is allocated. */
-	if (cst == LAKE_CODEC_OK && size != len)
-		return CHUNK_DIFFERENT;
 	if (cst == LAKE_CODEC_OK)
 	{
 		decoded = palloc(Max(size, 1));

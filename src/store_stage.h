@@ -39,7 +39,7 @@ extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
 							   const char *operation_id, Oid role,
 							   int max_open, int64 *open);
 extern bool store_stage_row(int64 stage, StageRow *row);
-extern bool store_lock_stage(int64 stage);
+extern bool store_lock_stage(int64 stage, long *wait_ms);
 extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
 /* A chunk as already stored, against bytes sent again (XX001 if damaged). */
 typedef enum StoredChunk
