@@ -239,6 +239,11 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 		return false;
 	if (result == WAIT_DURABLE)
 		return true;
+	if (result == WAIT_GONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_LAKE_NOT_DURABLE),
+				 errmsg("receipt (%d," INT64_FORMAT ") can never become durable", epoch, seq),
+				 errdetail("The cast was accepted, but the extension was dropped before its cycle was sealed.")));
 
 	store_connect();
 	ok = log_find_receipt(epoch, seq, cycle_live_epoch(), out);

@@ -518,6 +518,17 @@ cycle_current_generation(void)
 	return current_generation();
 }
 
+/*
+ * Is the incarnation whose casts are pending gone (the extension dropped,
+ * or dropped and created again)? Its pending casts can never be sealed.
+ */
+bool
+cycle_incarnation_gone(void)
+{
+	AcceptInvalidationMessages();
+	return !cycle_serves(current_generation());
+}
+
 /* The largest payload a cast may carry: a quarter of the ring. */
 uint32
 cycle_max_payload(void)

@@ -217,5 +217,6 @@ extern int64 cycle_last_snapshot(void);
 
 /* The OID of lake_data.owner: which incarnation of the extension is installed. */
 extern Oid	cycle_current_generation(void);
+extern bool cycle_incarnation_gone(void);
 
 #endif							/* LAKE_CYCLE_H */

@@ -196,10 +196,16 @@ waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 
 			/*
 			 * The 1 s bound is only a safety net (an epoch that ended while
-			 * we slept is also announced by waiter_wake_all).
+			 * we slept is also announced by waiter_wake_all), and the tick at
+			 * which a dropped extension is noticed.
 			 */
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 left, PG_WAIT_EXTENSION);
+			if ((WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						   left, PG_WAIT_EXTENSION) & WL_TIMEOUT) &&
+				cycle_incarnation_gone())
+			{
+				result = WAIT_GONE;
+				break;
+			}
 			CHECK_FOR_INTERRUPTS();
 		}
 	}

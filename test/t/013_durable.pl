@@ -109,5 +109,24 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.trajectory(\'again\')'), '2',
 	'both landings are in the new log');
 
+# A receipt whose extension is dropped before its cycle is sealed can never
+# become durable: its waiter is told so (LK006) within about a second of
+# the drop, instead of waiting until the extension is created again.
+$node->safe_psql('postgres', "SELECT lake.create_owner('dropped')");
+my $dropper = $node->background_psql('postgres');
+$dropper->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN SHARE MODE;');
+my $lost = $node->safe_psql('postgres', "SELECT lake.cast('dropped', NULL, NULL, '\\x06'::bytea)");
+my $lost_waiter = $node->background_psql('postgres', on_error_stop => 0);
+$lost_waiter->query_until(qr/start/,
+	"\\echo start\n\\set VERBOSITY verbose\nSELECT lake.await_durable('$lost'::lake.receipt);\n");
+ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats()', '1'),
+	'a session waits for a receipt no seal can write');
+$dropper->query_safe('DROP EXTENSION lake; COMMIT;');
+$dropper->quit;
+$lost_waiter->query('SELECT 1');    # returns once the wait has ended
+like($lost_waiter->{stderr}, qr/ERROR:\s+LK006: receipt \(\d+,\d+\) can never become durable/,
+	'after DROP EXTENSION the waiter gets LK006');
+$lost_waiter->quit;
+
 $node->stop;
 done_testing();
