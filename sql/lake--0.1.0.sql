@@ -37,6 +37,24 @@ BEGIN
                   WHERE n.nspname OPERATOR(pg_catalog.=) 'lake')),
             HINT = 'Drop the schema, or have its owner transfer it to the installing role, then create the extension again.';
     END IF;
+    -- Nor may anyone else create in it: a function planted there later would
+    -- shadow one of lake's for a call with untyped arguments.
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+                WHERE n.nspname OPERATOR(pg_catalog.=) 'lake'
+                  AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+                  AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '42501',
+            MESSAGE = 'lake cannot be installed into schema "lake": other roles may create objects in it',
+            DETAIL = pg_catalog.format('Schema "lake" grants CREATE to %s.',
+                (SELECT pg_catalog.string_agg(CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                                   ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END, ', ')
+                   FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+                  WHERE n.nspname OPERATOR(pg_catalog.=) 'lake'
+                    AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+                    AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner)),
+            HINT = 'Revoke CREATE on the schema from them, then create the extension again.';
+    END IF;
 END
 $$;
 

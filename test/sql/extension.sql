@@ -15,6 +15,26 @@ DROP SCHEMA lake;
 REVOKE CREATE ON DATABASE contrib_regression FROM lake_squatter;
 DROP ROLE lake_squatter;
 
+-- The installer's own schema "lake" is refused while it lets another role
+-- create in it (a function planted later would shadow one of lake's).
+CREATE ROLE lake_squatter;
+CREATE SCHEMA lake;
+GRANT CREATE ON SCHEMA lake TO lake_squatter;
+\set VERBOSITY sqlstate
+CREATE EXTENSION lake;
+\set VERBOSITY default
+CREATE EXTENSION lake;
+GRANT CREATE ON SCHEMA lake TO PUBLIC;
+CREATE EXTENSION lake;
+-- USAGE alone is no threat: once CREATE is revoked it installs.
+REVOKE CREATE ON SCHEMA lake FROM lake_squatter, PUBLIC;
+GRANT USAGE ON SCHEMA lake TO lake_squatter;
+CREATE EXTENSION lake;
+SELECT count(*) AS installed FROM pg_extension WHERE extname = 'lake';
+DROP EXTENSION lake;
+DROP SCHEMA lake;
+DROP ROLE lake_squatter;
+
 -- A schema "lake_data" made beforehand is refused too (CREATE SCHEMA fails).
 CREATE SCHEMA lake_data;
 \set VERBOSITY sqlstate
