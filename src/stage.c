@@ -108,7 +108,8 @@ require_retired_stage(int64 stage, const StageRow *row)
 
 /*
  * The stage is not open: committed (55000, naming the version), or never
- * existed, aborted or expired (42704).
+ * existed, aborted or expired (42704). Under REPEATABLE READ a stage
+ * committed after the transaction's snapshot is 40001: retry.
  */
 static void
 stage_not_open(int64 stage)
@@ -124,6 +125,11 @@ stage_not_open(int64 stage)
 				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",
 						stage, op.version, row.dataset)));
 	}
+	if (IsolationUsesXactSnapshot() && store_blob_committed_latest(stage))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to a concurrent commit of stage " INT64_FORMAT, stage),
+				 errhint("Retry the transaction.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("stage " INT64_FORMAT " does not exist", stage),

@@ -567,6 +567,28 @@ store_add_version(int32 dataset_id, int64 version, const char *tenant,
 }
 
 /*
+ * Is stage id 'blob' committed (a version's blob, or a replay's) in the
+ * latest snapshot? A REPEATABLE READ caller whose snapshot misses it is
+ * told to retry (40001), not that the stage does not exist.
+ */
+bool
+store_blob_committed_latest(int64 blob)
+{
+	ScanKeyData key[1];
+	Datum		values[VERSION_NATTS];
+	bool		nulls[VERSION_NATTS];
+	Snapshot	latest = GetLatestSnapshot();
+
+	store_key_int8(&key[0], VB_BLOB, blob);
+	if (store_fetch("version_blob", "version_blob_pkey", latest, key, 1,
+					ForwardScanDirection, values, nulls))
+		return true;
+	store_key_int8(&key[0], SR_STAGE, blob);
+	return store_fetch("stage_replay", "stage_replay_pkey", latest, key, 1,
+					   ForwardScanDirection, values, nulls);
+}
+
+/*
  * The version a blob (a committed stage) answered, with its tenant and
  * operation id: the one its chunks make up, or the one its commit found
  * already there (lake_data.stage_replay).
