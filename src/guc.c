@@ -227,7 +227,8 @@ lake_guc_init(void)
 			   "Shared memory for casts waiting to be sealed.",
 			   NULL,
 			   lake_cycle_buffer_size,
-			   16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024,
+	/* A full ring is sealed as one record: it must stay well under 1 GB. */
+			   16 * 1024 * 1024, 64 * 1024, 256 * 1024 * 1024,
 			   PGC_POSTMASTER,
 			   GUC_UNIT_BYTE);
 

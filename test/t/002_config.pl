@@ -146,6 +146,8 @@ my @bad = (
 	[ 'lake.cycle_interval', '0', '10ms' ],
 	[ 'lake.cycle_max_casts', '0', '10000' ],
 	[ 'lake.cycle_buffer_size', '0', '16MB' ],
+	# A full ring is sealed as one record, which must stay under 1 GB.
+	[ 'lake.cycle_buffer_size', "'512MB'", '16MB' ],
 	[ 'lake.max_owners', '0', '100000' ],
 	[ 'lake.checkpoint_cycles', '-1', '1000' ],
 	[ 'lake.stage_ttl', '0', '1h' ],
