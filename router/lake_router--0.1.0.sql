@@ -18,16 +18,66 @@
 --   - grant_tenant, revoke_tenant, define_lifecycle, seal and checkpoint run
 --     on every partition and may be retried after one partition failed;
 --   - log, cycles, stats and admission run on every partition and add a last
---     column, partition, saying where each row came from.
+--     column, partition, saying where each row came from; a reader that
+--     follows the log keeps one cursor per partition (lake_router.log and
+--     lake_router.cycles take them as an array).
 -- Every call is its own transaction on its partition. Errors raised there
 -- reach the caller with their SQLSTATE (LKxxx included); PL/Proxy prefixes
 -- the message with the function and the partition's database.
 \echo Use "CREATE EXTENSION lake_router" to load this file. \quit
 
+-- As lake does: a schema "lake" made beforehand by another role, or one in
+-- which other roles may create, would let them plant functions that shadow
+-- the routed ones.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n
+                 LEFT JOIN pg_catalog.aclexplode(n.nspacl) a
+                   ON a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+                  AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
+                WHERE n.nspname OPERATOR(pg_catalog.=) 'lake'
+                  AND (n.nspowner OPERATOR(pg_catalog.<>) (SELECT r.oid FROM pg_catalog.pg_roles r
+                                                            WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+                       OR a.grantee IS NOT NULL)) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '42501',
+            MESSAGE = 'lake_router cannot be installed into schema "lake": another role owns it or may create in it',
+            HINT = 'Drop the schema, or make the installing role its owner with CREATE for nobody else, then create the extension again.';
+    END IF;
+END
+$$;
+
 -- The routing helpers live in a schema of their own; PL/Proxy evaluates them
 -- as the caller, so every role may use them (they only compute numbers).
 CREATE SCHEMA lake_router;
 GRANT USAGE ON SCHEMA lake_router TO PUBLIC;
+
+-- PostgreSQL lets a role with USAGE on server "lake" create and alter its own
+-- user mapping, and PL/Proxy logs in to the partitions as the mapping's
+-- "user" option when it has one: a tenant role could call the partitions as
+-- any role they trust from the router. Only the server's owner (or a
+-- superuser) may make or change a mapping of server "lake".
+CREATE FUNCTION lake_router.guard_user_mapping() RETURNS event_trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF EXISTS (SELECT 1
+                 FROM pg_catalog.pg_event_trigger_ddl_commands() c
+                 JOIN pg_catalog.pg_user_mappings m ON m.umid OPERATOR(pg_catalog.=) c.objid
+                 JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) m.srvid
+                WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_user_mapping'::pg_catalog.regclass
+                  AND s.srvname OPERATOR(pg_catalog.=) 'lake'
+                  AND NOT pg_catalog.pg_has_role(s.srvowner, 'USAGE')) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '42501',
+            MESSAGE = 'only the owner of server "lake" may create or alter its user mappings',
+            DETAIL = 'A mapping decides which role the router logs in to the partitions as.';
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION lake_router.guard_user_mapping() FROM PUBLIC;
+CREATE EVENT TRIGGER lake_router_user_mappings ON ddl_command_end
+    WHEN TAG IN ('CREATE USER MAPPING', 'ALTER USER MAPPING')
+    EXECUTE FUNCTION lake_router.guard_user_mapping();
 
 -- As in lake: the administrative functions are open to members of lake_admin
 -- (the partitions decide; the role must exist there too).
@@ -106,6 +156,12 @@ CREATE FUNCTION lake.read(dataset text, version bigint) RETURNS bytea
     $$;
 
 CREATE FUNCTION lake.read_operation(dataset text, tenant text, operation_id text) RETURNS bytea
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON lake_router.key_partition(dataset);
+    $$;
+
+CREATE FUNCTION lake.train_dictionary(dataset text) RETURNS integer
     LANGUAGE plproxy AS $$
         CLUSTER 'lake';
         RUN ON lake_router.key_partition(dataset);
@@ -300,6 +356,13 @@ CREATE FUNCTION lake_router.checkpoint() RETURNS SETOF bigint
         TARGET lake.checkpoint;
     $$;
 
+CREATE FUNCTION lake_router.rebuild_owner_index() RETURNS SETOF bigint
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        TARGET lake.rebuild_owner_index;
+    $$;
+
 -- Seals every partition's open cycle; the highest cycle number sealed (each
 -- partition numbers its own), NULL when nothing was pending anywhere.
 CREATE FUNCTION lake.seal() RETURNS bigint
@@ -313,6 +376,13 @@ CREATE FUNCTION lake.checkpoint() RETURNS bigint
     LANGUAGE sql
     BEGIN ATOMIC
         SELECT pg_catalog.max(c) FROM lake_router.checkpoint() c;
+    END;
+
+-- Rewrites every partition's owner index; the rows written, summed.
+CREATE FUNCTION lake.rebuild_owner_index() RETURNS bigint
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT pg_catalog.sum(n)::pg_catalog.int8 FROM lake_router.rebuild_owner_index() n;
     END;
 
 -- ----------------------------------------------------------------------
@@ -339,6 +409,33 @@ CREATE FUNCTION lake.cycles(after_cycle bigint DEFAULT 0)
         RUN ON ALL;
         SELECT c.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
           FROM lake.cycles(after_cycle) c;
+    $$;
+
+-- Following the log across partitions: each partition numbers its own
+-- cycles, so one after_cycle for all of them skips the newer cycles of a
+-- partition whose numbers are lower. These take one cursor per partition:
+-- element p + 1 is partition p's after_cycle (missing or NULL: 0).
+CREATE FUNCTION lake_router.log(after_cycles bigint[])
+    RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
+                  from_phase text, to_phase text, lap bigint, payload bytea,
+                  operation_id text, partition int)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        SELECT l.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
+          FROM lake.log(COALESCE((after_cycles)[pg_catalog.current_setting('lake.partition')::pg_catalog.int4
+                                                          OPERATOR(pg_catalog.+) 1], 0)) l;
+    $$;
+
+CREATE FUNCTION lake_router.cycles(after_cycles bigint[])
+    RETURNS TABLE(cycle bigint, epoch int, sealed_at timestamptz, casts int,
+                  bytes bigint, stored_bytes bigint, lsn pg_lsn, partition int)
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON ALL;
+        SELECT c.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
+          FROM lake.cycles(COALESCE((after_cycles)[pg_catalog.current_setting('lake.partition')::pg_catalog.int4
+                                                             OPERATOR(pg_catalog.+) 1], 0)) c;
     $$;
 
 CREATE FUNCTION lake.admission()

@@ -53,11 +53,21 @@ $router->start;
 sub part_connstr
 {
 	my ($node) = @_;
-	return 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
+	# The README's settings: a dead partition host fails calls in seconds.
+	return 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres'
+	  . ' connect_timeout=5 keepalives_idle=10 keepalives_interval=5 keepalives_count=3';
 }
+# A schema "lake" another role owns, or may create in, is refused.
+$router->safe_psql('postgres',
+	'CREATE EXTENSION plproxy; CREATE ROLE squatter; CREATE SCHEMA lake AUTHORIZATION squatter');
+is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
+	'lake_router refuses to install into a schema "lake" another role owns');
+$router->safe_psql('postgres', 'ALTER SCHEMA lake OWNER TO CURRENT_USER; GRANT CREATE ON SCHEMA lake TO squatter');
+is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
+	'nor into one another role may create in');
+$router->safe_psql('postgres', 'DROP SCHEMA lake; DROP ROLE squatter');
 $router->safe_psql(
 	'postgres', qq{
-CREATE EXTENSION plproxy;
 CREATE EXTENSION lake_router;
 CREATE SERVER lake FOREIGN DATA WRAPPER plproxy OPTIONS (@{[
 	join(', ', map { "p$_ '" . part_connstr($part[$_]) . "'" } 0 .. $N - 1) ]});
@@ -132,7 +142,6 @@ sub spread
 # ----------------------------------------------------------------------
 my @ds     = spread('ds-');
 my @owners = spread('own-');
-my %touched;    # partition -> calls made there through the router
 
 # same(partition, description, router sql [, direct sql]): the router's
 # answer is the partition's; an error has the same SQLSTATE and the
@@ -142,7 +151,6 @@ sub same
 	my ($p, $what, $sql, $direct) = @_;
 	my ($r, $rmsg) = call($router, $sql);
 	my ($d, $dmsg) = call($part[$p], $direct // $sql);
-	$touched{$p}++;
 	is($r, $d, "router = partition $p: $what ($r)");
 	like($rmsg, qr/\Q$dmsg\E$/, "router error carries the partition's message: $what") if $dmsg ne '';
 	return $r;
@@ -172,6 +180,7 @@ for my $i (0 .. $#ds)
 	same($p, "read_operation $d unknown", "SELECT lake.read_operation('$d', 't', 'nope')");
 	same($p, "versions $d",   "SELECT version, tenant, operation_id, digest, bytes, stored_bytes, committed_at FROM lake.versions('$d')");
 	same($p, "versions $d 1", "SELECT * FROM lake.versions('$d', 1)");
+	same($p, "train_dictionary $d (too few payloads)", "SELECT lake.train_dictionary('$d')");
 
 	# A staged upload: the stage id is the partition's, routes by itself.
 	my ($stage) = call($router, "SELECT lake.begin_append('$d', 't', 'staged')");
@@ -244,7 +253,19 @@ same(0, 'await_durable(NULL)',        'SELECT lake.await_durable(NULL)');
 same(0, "await_durable('(0,1)')",     "SELECT lake.await_durable('(0,1)')");
 same(0, 'grant_tenant to an unknown role', "SELECT lake.grant_tenant('nobody', 't')");
 
-is(scalar(grep { ($touched{$_} // 0) > 30 } 0 .. $N - 1), $N, 'every partition answered calls routed to it');
+# Seen from the partitions: each holds exactly the datasets and owners whose
+# names hash to it, and nothing created through the router went elsewhere.
+for my $p (0 .. $N - 1)
+{
+	for my $t (['dataset', 'ds-', \@ds], ['owner', 'own-', \@owners])
+	{
+		my ($table, $prefix, $names) = @$t;
+		is( $part[$p]->safe_psql('postgres',
+				"SELECT string_agg(name, ',' ORDER BY name COLLATE \"C\") FROM lake_data.$table WHERE name LIKE '$prefix%'"),
+			join(',', sort grep { key_part($_) == $p } @$names),
+			"partition $p holds exactly the ${table}s routed to it");
+	}
+}
 for my $p (0 .. $N - 1)
 {
 	is( $part[$p]->safe_psql('postgres', 'SELECT count(*) > 0 FROM lake_data.version'),
@@ -256,6 +277,10 @@ for my $p (0 .. $N - 1)
 my $all_recover = join("\n", sort map { split /\n/, $_->safe_psql('postgres', 'SELECT * FROM lake.recover()') } @part);
 is(join("\n", sort split /\n/, $router->safe_psql('postgres', 'SELECT * FROM lake.recover()')),
 	$all_recover, 'recover() through the router: every partition\'s rows');
+my $rebuilt = 0;
+$rebuilt += $_->safe_psql('postgres', 'SELECT lake.rebuild_owner_index()') for @part;
+is($router->safe_psql('postgres', 'SELECT lake.rebuild_owner_index()'), $rebuilt,
+	'rebuild_owner_index() through the router: the rows every partition wrote, summed');
 for my $reader ('log()', 'log(2)', 'cycles()', 'cycles(1)')
 {
 	for my $p (0 .. $N - 1)
@@ -286,6 +311,45 @@ my $sealed = $router->safe_psql('postgres', 'SELECT lake.seal()');
 my @newest = map { $_->safe_psql('postgres', 'SELECT coalesce(max(cycle), 0) FROM lake.cycles()') } @part;
 ok($sealed eq '' || grep({ $_ == $sealed } @newest),
 	"seal() through the router: '$sealed' is NULL or the newest cycle of a partition (@newest)");
+# One cast left pending on one partition (its interval raised, so its worker
+# leaves the cycle open): seal() through the router seals it, and answers
+# that partition's new newest cycle.
+my $pending_owner = $owners[0];
+my $pending_part  = key_part($pending_owner);
+sub set_interval
+{
+	my ($node, $interval) = @_;
+	my $before = $node->safe_psql('postgres', 'SELECT config_reloads FROM lake.stats()');
+	$node->safe_psql('postgres', "ALTER SYSTEM SET lake.cycle_interval = '$interval'");
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	$node->poll_query_until('postgres', 'SELECT config_reloads FROM lake.stats()', $before + 1)
+	  or die 'the partition did not reload';
+}
+set_interval($part[$pending_part], '1h');
+$router->safe_psql('postgres', "SELECT lake.cast('$pending_owner', NULL, NULL, 'pending')");
+is($router->safe_psql('postgres', "SELECT pending FROM lake.owner_state('$pending_owner')"), '1',
+	'a cast is pending on one partition');
+$sealed = $router->safe_psql('postgres', 'SELECT lake.seal()');
+is($sealed,
+	$part[$pending_part]->safe_psql('postgres', 'SELECT max(cycle) FROM lake.cycles()'),
+	'seal() through the router seals it: the answer is that partition\'s newest cycle');
+set_interval($part[$pending_part], '10ms');
+
+# Following the log: one cursor per partition (each numbers its own cycles).
+# A durable cast on the partition whose cycle numbers are lowest is the one
+# landing after every partition's cursor.
+my @cursor = map { $_->safe_psql('postgres', 'SELECT coalesce(max(cycle), 0) FROM lake.cycles()') } @part;
+my ($low) = sort { $cursor[$a] <=> $cursor[$b] } 0 .. $N - 1;
+my ($low_owner) = grep { key_part($_) == $low } @owners;
+$router->safe_psql('postgres', "SELECT lake.cast_durable('$low_owner', NULL, NULL, 'followed')");
+is( $router->safe_psql('postgres',
+		"SELECT string_agg(owner || ':' || partition || ':' || convert_from(payload, 'UTF8'), ',') "
+		  . "FROM lake_router.log(ARRAY[@{[ join(',', @cursor) ]}]::bigint[])"),
+	"$low_owner:$low:followed",
+	'lake_router.log(cursors) gives the one landing after every partition\'s cursor');
+is( $router->safe_psql('postgres',
+		"SELECT string_agg(partition::text, ',') FROM lake_router.cycles(ARRAY[@{[ join(',', @cursor) ]}]::bigint[])"),
+	$low, 'and lake_router.cycles(cursors) its one cycle');
 
 # Without the cluster's server, a cluster-wide definition is refused as
 # such, not taken for "defined on every partition already".
@@ -384,6 +448,16 @@ for my $p (0 .. $N - 1)
 	is($as_alice->('SELECT count(DISTINCT partition) || \' \' || bool_and(owner LIKE \'alice-%\') FROM lake.log()'),
 		"$N true", "lake.log() through the router shows alice only her tenant's landings, from every partition");
 	is($as_alice->("SELECT lake.grant_tenant('alice', 'globex')"), 'ERROR 42501', 'alice cannot grant herself a tenant');
+	# With USAGE on server lake, PostgreSQL lets alice make and alter her own
+	# user mapping; PL/Proxy would log in to the partitions as its "user".
+	is($as_alice->("CREATE USER MAPPING FOR CURRENT_USER SERVER lake OPTIONS (user 'postgres')"), 'ERROR 42501',
+		'alice cannot map herself to another role of the partitions');
+	$router->safe_psql('postgres', 'CREATE USER MAPPING FOR alice SERVER lake');
+	is($as_alice->("ALTER USER MAPPING FOR CURRENT_USER SERVER lake OPTIONS (ADD user 'postgres')"), 'ERROR 42501',
+		'nor alter her own mapping to one');
+	is($as_alice->("SELECT lake.grant_tenant('alice', 'globex')"), 'ERROR 42501',
+		'so her calls still reach the partitions as alice');
+	$router->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER lake');
 	is($router->safe_psql('postgres', "SELECT lake.revoke_tenant('alice', 'acme')"), '', 'revoke_tenant through the router');
 	for my $i (0 .. $N - 1)
 	{
