@@ -70,6 +70,18 @@ static SubTransactionId held_subxact = InvalidSubTransactionId;	/* took it */
 static bool exit_hook_set = false;
 
 /*
+ * Bytes a subtransaction below the permit's own added to it: given back
+ * when that subtransaction aborts, as the permit is with the one that took
+ * it. Innermost last; in TopTransactionContext.
+ */
+typedef struct Growth
+{
+	SubTransactionId subid;
+	uint32		before;			/* held_bytes before it grew */
+} Growth;
+static List *growths = NIL;
+
+/*
  * The pair in force before the server started serving: what a crash
  * restart falls back on if the configuration has since been reloaded with
  * a bad pair.
@@ -225,6 +237,7 @@ release_permit(void)
 		return;
 	/* Clear our fields first: an error below must not release twice. */
 	held = false;
+	growths = NIL;				/* its memory goes with the transaction */
 	pg_atomic_sub_fetch_u64(&adm->usage, SLOT_ONE + held_bytes);
 	held_bytes = 0;
 	pg_atomic_fetch_add_u64(&adm->releases, 1);
@@ -268,12 +281,59 @@ static void
 admission_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						   SubTransactionId parentSubid, void *arg)
 {
-	if ((!held && !OidIsValid(held_role)) || mySubid != held_subxact)
+	if (!held && !OidIsValid(held_role))
 		return;
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		release_permit();
-	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-		held_subxact = parentSubid;
+	if (mySubid == held_subxact)
+	{
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			release_permit();
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			held_subxact = parentSubid;
+		return;
+	}
+	if (growths != NIL && ((Growth *) llast(growths))->subid == mySubid)
+	{
+		Growth	   *g = (Growth *) llast(growths);
+
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+		{
+			pg_atomic_sub_fetch_u64(&adm->usage, held_bytes - g->before);
+			held_bytes = g->before;
+			growths = list_delete_last(growths);
+			if (pg_atomic_read_u32(&adm->sleepers) > 0)
+				ConditionVariableSignal(&adm->cv);
+		}
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			/* The parent's now: merged into the parent's own growth, if any. */
+			growths = list_delete_last(growths);
+			if (parentSubid != held_subxact &&
+				(growths == NIL || ((Growth *) llast(growths))->subid != parentSubid))
+			{
+				g->subid = parentSubid;
+				growths = lappend(growths, g);
+			}
+		}
+	}
+}
+
+/* The permit grows in the current subtransaction: remember what it held. */
+static void
+note_growth(void)
+{
+	SubTransactionId subid = GetCurrentSubTransactionId();
+	MemoryContext old;
+	Growth	   *g;
+
+	if (subid == held_subxact ||
+		(growths != NIL && ((Growth *) llast(growths))->subid == subid))
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	g = palloc(sizeof(Growth));
+	g->subid = subid;
+	g->before = held_bytes;
+	growths = lappend(growths, g);
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -438,6 +498,8 @@ admission_reserve_within(uint64 bytes, long budget_ms)
 
 	need_slot = !held;
 	grow = (uint32) bytes - (held ? held_bytes : 0);
+	if (held)
+		note_growth();			/* before the bytes are taken: nothing fails after */
 
 	if (!exit_hook_set)
 	{

@@ -61,6 +61,29 @@ SELECT slots_in_use, bytes_reserved FROM lake.admission();
 COMMIT;
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
 
+-- Bytes a subtransaction added to the transaction's permit go back with
+-- it when it aborts (nested: to what each level held), and stay with the
+-- permit when it is released.
+BEGIN;
+SELECT lake.append('events', 'acme', 'adm-6e', '\x01'::bytea) AS v;
+SAVEPOINT g1;
+SELECT lake.append('events', 'acme', 'adm-6f', decode(repeat('00', 2000), 'hex')) AS v;
+SAVEPOINT g2;
+SELECT t.err($$SELECT lake.append('events', 'acme', 'adm-6g', decode(repeat('00', 6000), 'hex'), sha256('\x03'))$$);
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+ROLLBACK TO SAVEPOINT g2;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+ROLLBACK TO SAVEPOINT g1;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+SAVEPOINT g3;
+SELECT lake.append('events', 'acme', 'adm-6h', decode(repeat('00', 3000), 'hex')) AS v;
+RELEASE SAVEPOINT g3;
+SAVEPOINT g4;
+ROLLBACK TO SAVEPOINT g4;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+COMMIT;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+
 -- statement_timeout and a refused stream also leave nothing held.
 SELECT t.err($$SELECT lake.append('events', 'acme', 'adm-7', decode(repeat('00', 3 * 1024 * 1024 + 1), 'hex'))$$);
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
