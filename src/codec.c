@@ -197,29 +197,43 @@ lake_chunk_dict_id(const uint8_t *in, size_t len, bool bare)
 	return zfh.dictID;
 }
 
-LakeCodecStatus
-lake_chunk_decoded_size(const uint8_t *in, size_t len, bool bare, size_t *size)
+/* The decoded size from the first 'avail' of a stored chunk's 'len' bytes. */
+static LakeCodecStatus
+decoded_size(const uint8_t *in, size_t avail, size_t len, bool bare, size_t *size)
 {
 	ZSTD_frameHeader zfh;
 	size_t		header = 0;
-	uint8_t		tag = tag_of(in, len, bare, &header);
+	uint8_t		tag = tag_of(in, avail, bare, &header);
 
 	if (len > 0 && tag == 0)
 		return LAKE_CODEC_BAD_TAG;
-	if (len < (bare ? LAKE_BARE_HEADER : LAKE_CHUNK_HEADER))
+	if (avail < (bare ? LAKE_BARE_HEADER : LAKE_CHUNK_HEADER))
 		return LAKE_CODEC_SHORT;
 	if (tag == LAKE_CODEC_RAW)
 	{
 		*size = len - header;
 		return LAKE_CODEC_OK;
 	}
-	if (!frame_header(in + header, len - header, &zfh) ||
+	if (!frame_header(in + header, avail - header, &zfh) ||
 		zfh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN)
 		return LAKE_CODEC_BAD_FRAME;
 	if (zfh.frameContentSize > (unsigned long long) SIZE_MAX)
 		return LAKE_CODEC_TOO_BIG;
 	*size = (size_t) zfh.frameContentSize;
 	return LAKE_CODEC_OK;
+}
+
+LakeCodecStatus
+lake_chunk_decoded_size(const uint8_t *in, size_t len, bool bare, size_t *size)
+{
+	return decoded_size(in, len, len, bare, size);
+}
+
+LakeCodecStatus
+lake_chunk_head_decoded_size(const uint8_t *head, size_t headlen, size_t len,
+							 bool bare, size_t *size)
+{
+	return decoded_size(head, Min(headlen, len), len, bare, size);
 }
 
 LakeCodecStatus

@@ -112,6 +112,15 @@ extern LakeCodecStatus lake_chunk_decoded_size(const uint8_t *in, size_t len,
 											   bool bare, size_t *size);
 
 /*
+ * The same from the chunk's first bytes alone ('head': at least
+ * LAKE_CHUNK_HEAD_BYTES of them, or all) and its whole stored length: a
+ * large stored chunk need not be read to learn its size.
+ */
+#define LAKE_CHUNK_HEAD_BYTES 32
+extern LakeCodecStatus lake_chunk_head_decoded_size(const uint8_t *head, size_t headlen,
+													size_t len, bool bare, size_t *size);
+
+/*
  * Decode a checked chunk into 'out', which has room for 'cap' bytes, and
  * verify its checksum, with a reusable zstd context (NULL: a fresh one,
  * which costs an allocation of a few hundred kB per call); '*outlen' receives the decoded length. On any

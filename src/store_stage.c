@@ -23,15 +23,20 @@
 
 static bool lock_stage_object(int64 stage, long wait_ms);
 static bool touch_stage(int64 stage);
+static void stage_busy(int64 stage) pg_attribute_noreturn();
+static void chunk_damaged(int32 chunk_no, int64 blob, LakeCodecStatus cst) pg_attribute_noreturn();
 
 /*
  * The open stage of (dataset, tenant, operation) in values[0..2], or 0.
  * Resuming it is activity (lake.stage_ttl): it is marked active as a chunk
  * would mark it, unless another call holds it, which has just done so
- * (and which expiry skips): no wait.
+ * (and which expiry skips). That call may be a commit or an abort about to
+ * retire the stage: with wait_ms > 0 it is waited for (then 53000), and 0
+ * returned if it retired the stage; with 0 the id is returned at once (the
+ * caller's ON CONFLICT has already waited for a retiring transaction).
  */
 static int64
-find_stage(Datum *values, Oid *types)
+find_stage(Datum *values, Oid *types, long wait_ms)
 {
 	static SPIPlanPtr plan;
 	int64		id;
@@ -46,8 +51,12 @@ find_stage(Datum *values, Oid *types)
 	if (SPI_processed != 1)
 		return 0;
 	id = DatumGetInt64(store_colv(0, 1));
-	if (!lock_stage_object(id, 0))
-		return id;
+	if (!lock_stage_object(id, wait_ms))
+	{
+		if (wait_ms <= 0)
+			return id;
+		stage_busy(id);
+	}
 	return touch_stage(id) ? id : 0;	/* 0: gone meanwhile */
 }
 
@@ -83,7 +92,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	{
 		if (!store_lock_object(store_relid("stage"), role, 0, ms_left(deadline)))
 			return -1;
-		if ((id = find_stage(values, types)) != 0)
+		if ((id = find_stage(values, types, ms_left(deadline))) != 0)
 			return id;
 		store_run_snapshot(store_plan(&plan_count,
 									  "SELECT pg_catalog.count(*) FROM lake_data.stage s "
@@ -133,7 +142,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 		store_unbound_lock_waits(nest);
 		if (SPI_processed == 1)
 			return DatumGetInt64(store_colv(0, 1));
-		if ((id = find_stage(values, types)) != 0)
+		if ((id = find_stage(values, types, 0)) != 0)
 			return id;
 	}
 }
@@ -196,18 +205,24 @@ touch_stage(int64 stage)
 	return SPI_processed == 1;
 }
 
+static void
+stage_busy(int64 stage)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("stage " INT64_FORMAT " is busy", stage),
+			 errdetail("Another call on it held it longer than lake.admission_queue_wait (%d ms), or waits for a lock this transaction holds.",
+					   lake_admission_queue_wait_ms),
+			 errhint("Retry later; nothing was written.")));
+}
+
 bool
 store_lock_stage(int64 stage, long *wait_ms)
 {
 	TimestampTz start = GetCurrentTimestamp();
 
 	if (!lock_stage_object(stage, *wait_ms))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("stage " INT64_FORMAT " is busy", stage),
-				 errdetail("Another call on it held it longer than lake.admission_queue_wait (%d ms), or waits for a lock this transaction holds.",
-						   lake_admission_queue_wait_ms),
-				 errhint("Retry later; nothing was written.")));
+		stage_busy(stage);
 	*wait_ms = Max(0, *wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
 	return touch_stage(stage);
 }
@@ -223,6 +238,17 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 	row->dataset_id = op->dataset_id;
 	row->dataset = store_dataset_name(row->dataset_id);
 	return true;
+}
+
+static void
+chunk_damaged(int32 chunk_no, int64 blob, LakeCodecStatus cst)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("chunk %d of stage " INT64_FORMAT " is damaged", chunk_no, blob),
+			 errdetail("%s", cst != LAKE_CODEC_OK ? lake_codec_status_text(cst) :
+					   "it does not hold the bytes its row declares"),
+			 errhint("Abort the stage and begin again.")));
 }
 
 /*
@@ -249,25 +275,39 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 	bool		same;
 
 	store_run(store_plan(&plan,
-				 "SELECT c.bytes, c.data FROM lake_data.chunk c "
+				 "SELECT c.bytes, pg_catalog.octet_length(c.data), "
+				 "       pg_catalog.substr(c.data, 1, " CppAsString2(LAKE_CHUNK_HEAD_BYTES) "), c.data "
+				 "FROM lake_data.chunk c "
 				 "WHERE c.blob OPERATOR(pg_catalog.=) $1 AND c.chunk_no OPERATOR(pg_catalog.=) $2",
 				 2, types),
 		values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return CHUNK_ABSENT;
-	/*
-	 * Another declared size is other bytes: answered before the stored
-	 * chunk is read, so nothing beyond the admitted 'len' is allocated.
-	 */
 	declared = DatumGetInt32(store_colv(0, 1));
-	if (declared >= 0 && (size_t) declared != len)
-		return CHUNK_DIFFERENT;
-	stored = DatumGetByteaPP(store_colv(0, 2));
+
+	/*
+	 * Another size is other bytes, told from the stored chunk's head alone
+	 * (checked against its row: XX001 if they differ), so nothing beyond
+	 * the admitted 'len' is read or allocated.
+	 */
+	if (declared < 0 || (size_t) declared != len)
+	{
+		bytea	   *head = DatumGetByteaPP(store_colv(0, 3));
+
+		cst = lake_chunk_head_decoded_size((const uint8 *) VARDATA_ANY(head),
+										   VARSIZE_ANY_EXHDR(head),
+										   (size_t) DatumGetInt32(store_colv(0, 2)),
+										   false, &size);
+		if (cst == LAKE_CODEC_OK && declared >= 0 && size == (size_t) declared)
+			return CHUNK_DIFFERENT;
+		chunk_damaged(chunk_no, blob, cst == LAKE_CODEC_OK ? LAKE_CODEC_SIZE_MISMATCH : cst);
+	}
+	stored = DatumGetByteaPP(store_colv(0, 4));
 	in = (const uint8 *) VARDATA_ANY(stored);
 	inlen = VARSIZE_ANY_EXHDR(stored);
 	cst = lake_chunk_decoded_size(in, inlen, false, &size);
 	/* Allocated by the frame's header only when the row agrees with it. */
-	if (cst == LAKE_CODEC_OK && (declared < 0 || size != (size_t) declared))
+	if (cst == LAKE_CODEC_OK && size != (size_t) declared)
 		cst = LAKE_CODEC_SIZE_MISMATCH;
 	if (cst == LAKE_CODEC_OK)
 	{
@@ -275,12 +315,7 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 		cst = lake_chunk_decode(store_decompression_context(), in, inlen, decoded, size, &got);
 	}
 	if (cst != LAKE_CODEC_OK || got != size)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("chunk %d of stage " INT64_FORMAT " is damaged", chunk_no, blob),
-				 errdetail("%s", cst != LAKE_CODEC_OK ? lake_codec_status_text(cst) :
-						   "it does not hold the bytes its row declares"),
-				 errhint("Abort the stage and begin again.")));
+		chunk_damaged(chunk_no, blob, cst);
 	same = memcmp(decoded, data, len) == 0;
 	pfree(decoded);
 	return same ? CHUNK_SAME : CHUNK_DIFFERENT;
