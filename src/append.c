@@ -16,6 +16,7 @@
 #include "digest.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "guc.h"
 #include "operation.h"
 #include "store_version.h"
 #include "utils/builtins.h"
@@ -34,6 +35,7 @@ lake_create_dataset(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	name = lake_arg_name(fcinfo, 0, "dataset name");
 	access_require_admin();
+	lake_require_partition_name("dataset", name);
 	store_connect();
 	store_create_dataset(name);
 	store_finish();

@@ -15,6 +15,7 @@
 #include "cycle.h"
 #include "digest.h"
 #include "funcapi.h"
+#include "guc.h"
 #include "landing.h"
 #include "lifecycle.h"
 #include "logread.h"
@@ -293,6 +294,7 @@ lake_await_durable(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("receipt (%d," INT64_FORMAT ") was never issued", epoch, seq),
 				 errdetail("Receipt epochs and seqs start at 1.")));
+	lake_require_partition_handle("receipt epoch", epoch);
 	if (!PG_ARGISNULL(1))
 	{
 		timeout = PG_GETARG_INT32(1);

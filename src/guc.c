@@ -14,8 +14,10 @@
 #include <math.h>
 
 #include "commands/dbcommands.h"
+#include "common/hashfn.h"
 #include "guc.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 char	   *lake_database = NULL;
@@ -324,6 +326,45 @@ int64
 lake_partition_handle(int64 n)
 {
 	return n * lake_partitions + lake_partition;
+}
+
+/*
+ * A router reaches a name's partition by hashtext(name) & (N - 1), and a
+ * handle's (a stage id, a receipt's epoch) by handle & (N - 1). A call that
+ * arrives at another partition (a router whose server "lake" lists them
+ * out of order) is refused: a name created there would exist twice, and a
+ * handle would be answered as unknown or lost.
+ */
+static void
+wrong_partition(const char *what, const char *which, int belongs)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s %s belongs to partition %d, not to this one (lake.partition %d of %d)",
+					what, which, belongs, lake_partition, lake_partitions),
+			 errhint("A router's server \"lake\" must name the partitions in order: lake_router.check() shows which one is out of place.")));
+}
+
+void
+lake_require_partition_name(const char *what, const char *name)
+{
+	int			belongs;
+
+	if (lake_partitions == 1)
+		return;
+	belongs = DatumGetInt32(hash_any((const unsigned char *) name, strlen(name))) &
+		(lake_partitions - 1);
+	if (belongs != lake_partition)
+		wrong_partition(what, quote_identifier(name), belongs);
+}
+
+void
+lake_require_partition_handle(const char *what, int64 handle)
+{
+	int			belongs = (int) (handle & (lake_partitions - 1));
+
+	if (belongs != lake_partition)
+		wrong_partition(what, psprintf(INT64_FORMAT, handle), belongs);
 }
 
 void

@@ -40,5 +40,8 @@ extern void lake_require_served_database(void);
 
 /* The n-th handle (stage id) of this partition: n * partitions + partition. */
 extern int64 lake_partition_handle(int64 n);
+/* 55000 unless this partition owns the name (hashtext) or the handle. */
+extern void lake_require_partition_name(const char *what, const char *name);
+extern void lake_require_partition_handle(const char *what, int64 handle);
 
 #endif							/* LAKE_GUC_H */

@@ -145,6 +145,7 @@ lake_create_owner(PG_FUNCTION_ARGS)
 
 	store_connect();
 	access_require_tenant(tenant);
+	lake_require_partition_name("owner", name);
 	values[0] = CStringGetTextDatum(lifecycle);
 	if (SPI_execute_plan(store_plan(&plan_lifecycle,
 								  "SELECT l.id FROM lake_data.lifecycle l WHERE l.name OPERATOR(pg_catalog.=) $1",

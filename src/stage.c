@@ -80,6 +80,7 @@ arg_stage(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("stage must be a positive id, not " INT64_FORMAT, stage)));
+	lake_require_partition_handle("stage", stage);
 	return stage;
 }
 

@@ -207,6 +207,23 @@ same(key_part('nope'), 'append to an unknown dataset', "SELECT lake.append('nope
 same(key_part('nope'), 'versions of an unknown dataset', "SELECT * FROM lake.versions('nope')");
 same(1, 'append_chunk to an unknown stage 4001', "SELECT lake.append_chunk(4001, 0, 'x')");
 
+# A call that reaches a partition not owning its name or handle (a router
+# whose server "lake" names the partitions out of order) is refused there
+# (55000), not served: a name would exist twice, a receipt be called lost.
+{
+	my $home  = key_part($ds[0]);
+	my $wrong = $part[ ($home + 1) % $N ];
+	is((call($wrong, "SELECT lake.create_dataset('$ds[0]')"))[0], 'ERROR 55000',
+		'create_dataset on a partition the name does not hash to is refused');
+	my ($elsewhere) = grep { key_part($_) != ($home + 1) % $N } @owners;
+	is((call($wrong, "SELECT lake.create_owner('$elsewhere')"))[0], 'ERROR 55000',
+		'create_owner too');
+	is((call($part[2], "SELECT lake.append_chunk(4001, 0, 'x')"))[0], 'ERROR 55000',
+		'a stage id of partition 1 on partition 2 is refused');
+	is((call($part[0], "SELECT lake.await_durable('(5,1)')"))[0], 'ERROR 55000',
+		'a receipt of partition 1 on partition 0 is refused');
+}
+
 # Lifecycles, on every partition.
 is(answer($router, "SELECT lake.define_lifecycle('toggle', 'Off', '{{Off,On},{On,Off}}')"),
 	'', 'define_lifecycle through the router');

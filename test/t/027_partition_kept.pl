@@ -12,17 +12,18 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
+# Owner p3 and dataset pk hash to partition 1 of 4 (created elsewhere, 55000).
 my $node = lake_node('partition_kept', conf => "lake.partitions = 4\nlake.partition = 1\n");
 $node->start;
 $node->safe_psql('postgres',
-	"CREATE EXTENSION lake; SELECT lake.create_owner('p'); SELECT lake.create_dataset('pk')");
+	"CREATE EXTENSION lake; SELECT lake.create_owner('p3'); SELECT lake.create_dataset('pk')");
 ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
 	'partition 1 of 4 serves');
 my $epoch = $node->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
 is($epoch % 4, 1, "its epoch ($epoch) is in partition 1's class");
 is($node->safe_psql('postgres', 'SELECT partitions, partition_no FROM lake_data.writer'),
 	'4|1', 'the writer row records the partition');
-$node->safe_psql('postgres', "SELECT lake.cast_durable('p', 'Planning', 'CognitiveWork')");
+$node->safe_psql('postgres', "SELECT lake.cast_durable('p3', 'Planning', 'CognitiveWork')");
 
 for my $wrong ("lake.partition = 2", "lake.partitions = 8")
 {
@@ -31,10 +32,10 @@ for my $wrong ("lake.partition = 2", "lake.partitions = 8")
 	$node->start;
 	my $why = '';
 	ok(defined wait_until(60, sub {
-				($why) = (sql_error($node, "SELECT lake.cast_durable('p', 'CognitiveWork', 'Evaluation')"))[0];
+				($why) = (sql_error($node, "SELECT lake.cast_durable('p3', 'CognitiveWork', 'Evaluation')"))[0];
 				$why eq '55000' }),
 		"started with $wrong: a cast is refused (55000)");
-	my ($state, $msg) = sql_error($node, "SELECT lake.cast('p', 'CognitiveWork', 'Evaluation')");
+	my ($state, $msg) = sql_error($node, "SELECT lake.cast('p3', 'CognitiveWork', 'Evaluation')");
 	like($msg, qr/could not recover/, '... because the worker could not recover the owners');
 	like(slurp_file($node->logfile), qr/this database's lake is partition 1 of 4, not/,
 		'... and the server log says which partition the data belongs to');
@@ -53,7 +54,7 @@ for my $wrong ("lake.partition = 2", "lake.partitions = 8")
 	is($epoch % 4, 1, "... in partition 1's class ($epoch)");
 }
 is($node->safe_psql('postgres',
-		"SELECT (lake.cast_durable('p', 'CognitiveWork', 'Evaluation')).position"),
+		"SELECT (lake.cast_durable('p3', 'CognitiveWork', 'Evaluation')).position"),
 	'2', 'and casts land again');
 is($node->safe_psql('postgres', "SELECT lake.begin_append('pk', 'default', 'op') % 4"),
 	'1', "and stage ids come in partition 1's class");
