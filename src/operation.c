@@ -58,7 +58,13 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 				 errdetail("The stored digest differs from this payload's digest."),
 				 errhint("Use a new operation id for new content.")));
 	}
-	/* The version answers for its bytes as a read does (SPEC §5). */
+	/*
+	 * The version answers for its bytes as a read does (SPEC §5), a chunk
+	 * at a time: the call's permit covers the largest (a retired stage's
+	 * commit holds none of its own, a contender only its stage's chunks).
+	 */
+	(void) admission_reserve((uint64) Min(store_version_largest_chunk(&op->head),
+										  (int64) admission_max_stream_bytes()));
 	store_check_lineage(dataset, op, payload, len);
 	return op->version;
 }

@@ -899,6 +899,27 @@ same_visit(const char *data, size_t len, void *arg)
 		v->same = false;
 }
 
+int64
+store_version_largest_chunk(const VersionHead *head)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(head->blob)};
+	bool		isnull;
+	Datum		largest;
+
+	if (head->blob == 0)
+		return Max(head->bytes, 0);
+	store_run(store_plan(&plan,
+				 "SELECT pg_catalog.max(c.bytes) FROM lake_data.chunk c "
+				 "WHERE c.blob OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_SELECT);
+	largest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return Max(isnull ? 0 : DatumGetInt32(largest),
+			   head->inline_chunk != NULL ? Min(head->bytes, LAKE_CHUNK_BYTES) : 0);
+}
+
 void
 store_check_lineage(const char *dataset, const OperationLookup *op,
 					const char *payload, int64 len)

@@ -68,6 +68,8 @@ extern bool store_version_of_blob(int64 blob, OperationLookup *op, char **tenant
 extern void store_note_stage_replay(int64 stage, int32 dataset_id, int64 version,
 									const char *tenant, const char *operation_id);
 extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);
+/* The largest decoded chunk of a version: what checking it buffers at once. */
+extern int64 store_version_largest_chunk(const VersionHead *head);
 /*
  * Hand a version's decoded payload to 'visit' (NULL: none) and verify it
  * against the version's digest: NULL, or why its lineage is broken.

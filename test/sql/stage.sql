@@ -124,6 +124,13 @@ SELECT lake.append_chunk(:big, 1, decode(repeat('00', 1024 * 1024), 'hex'));
 SELECT lake.commit_append(:big) AS version;
 SELECT bytes, stored_bytes < 1000 AS compressed FROM lake.versions('uploads') WHERE operation_id = 'too-big';
 SELECT length(lake.read_operation('uploads', 'acme', 'too-big')) AS bytes;
+-- Committed again (retired), the stage's version is checked a chunk at a
+-- time: the call's permit covers its largest chunk (2 MB) while it does.
+BEGIN;
+SELECT lake.commit_append(:big) = (SELECT version FROM lake.versions('uploads') WHERE operation_id = 'too-big') AS same_version;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
+COMMIT;
+SELECT slots_in_use, bytes_reserved FROM lake.admission();
 
 -- A single-shot append over 1 MB keeps its chunks under a blob id from the
 -- stage ids' sequence, but it was never a stage: every stage function
