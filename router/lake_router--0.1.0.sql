@@ -390,31 +390,12 @@ CREATE FUNCTION lake.rebuild_owner_index() RETURNS bigint
 -- partition (the partition's lake.partition).
 -- ----------------------------------------------------------------------
 
-CREATE FUNCTION lake.log(after_cycle bigint DEFAULT 0)
-    RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
-                  from_phase text, to_phase text, lap bigint, payload bytea,
-                  operation_id text, partition int)
-    LANGUAGE plproxy AS $$
-        CLUSTER 'lake';
-        RUN ON ALL;
-        SELECT l.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
-          FROM lake.log(after_cycle) l;
-    $$;
-
-CREATE FUNCTION lake.cycles(after_cycle bigint DEFAULT 0)
-    RETURNS TABLE(cycle bigint, epoch int, sealed_at timestamptz, casts int,
-                  bytes bigint, stored_bytes bigint, lsn pg_lsn, partition int)
-    LANGUAGE plproxy AS $$
-        CLUSTER 'lake';
-        RUN ON ALL;
-        SELECT c.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
-          FROM lake.cycles(after_cycle) c;
-    $$;
-
--- Following the log across partitions: each partition numbers its own
--- cycles, so one after_cycle for all of them skips the newer cycles of a
--- partition whose numbers are lower. These take one cursor per partition:
--- element p + 1 is partition p's after_cycle (missing or NULL: 0).
+-- Each partition numbers its own cycles: a reader that follows the log
+-- keeps one cursor per partition. lake_router.log and lake_router.cycles
+-- take them as an array, element p + 1 for partition p (NULL or missing:
+-- refused as lake refuses a NULL after_cycle); one after_cycle for all of
+-- them, as lake.log(after_cycle) takes, skips the newer cycles of a
+-- partition whose numbers are lower.
 CREATE FUNCTION lake_router.log(after_cycles bigint[])
     RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
                   from_phase text, to_phase text, lap bigint, payload bytea,
@@ -423,8 +404,8 @@ CREATE FUNCTION lake_router.log(after_cycles bigint[])
         CLUSTER 'lake';
         RUN ON ALL;
         SELECT l.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
-          FROM lake.log(COALESCE((after_cycles)[pg_catalog.current_setting('lake.partition')::pg_catalog.int4
-                                                          OPERATOR(pg_catalog.+) 1], 0)) l;
+          FROM lake.log((after_cycles)[pg_catalog.current_setting('lake.partition')::pg_catalog.int4
+                                       OPERATOR(pg_catalog.+) 1]) l;
     $$;
 
 CREATE FUNCTION lake_router.cycles(after_cycles bigint[])
@@ -434,9 +415,27 @@ CREATE FUNCTION lake_router.cycles(after_cycles bigint[])
         CLUSTER 'lake';
         RUN ON ALL;
         SELECT c.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
-          FROM lake.cycles(COALESCE((after_cycles)[pg_catalog.current_setting('lake.partition')::pg_catalog.int4
-                                                             OPERATOR(pg_catalog.+) 1], 0)) c;
+          FROM lake.cycles((after_cycles)[pg_catalog.current_setting('lake.partition')::pg_catalog.int4
+                                          OPERATOR(pg_catalog.+) 1]) c;
     $$;
+
+-- One after_cycle for every partition.
+CREATE FUNCTION lake.log(after_cycle bigint DEFAULT 0)
+    RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
+                  from_phase text, to_phase text, lap bigint, payload bytea,
+                  operation_id text, partition int)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.log(pg_catalog.array_fill(after_cycle, ARRAY[lake_router.partitions()]));
+    END;
+
+CREATE FUNCTION lake.cycles(after_cycle bigint DEFAULT 0)
+    RETURNS TABLE(cycle bigint, epoch int, sealed_at timestamptz, casts int,
+                  bytes bigint, stored_bytes bigint, lsn pg_lsn, partition int)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.cycles(pg_catalog.array_fill(after_cycle, ARRAY[lake_router.partitions()]));
+    END;
 
 CREATE FUNCTION lake.admission()
     RETURNS TABLE(slots_in_use int, bytes_reserved bigint, max_concurrent int,
