@@ -452,6 +452,12 @@ admission_held(void)
 	return held;
 }
 
+uint32
+admission_held_bytes(void)
+{
+	return held ? held_bytes : 0;
+}
+
 /*
  * A permit the current call took is given back while the call waits for
  * something else (a dataset's lock): a slot held in that queue would keep

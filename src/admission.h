@@ -24,6 +24,8 @@ extern long admission_reserve_within(uint64 bytes, long budget_ms);
 
 /* Does this backend hold a permit (taken earlier in its transaction)? */
 extern bool admission_held(void);
+/* The bytes this backend's permit holds (0: none). */
+extern uint32 admission_held_bytes(void);
 /* Release a permit the current call took and has not used yet. */
 extern void admission_give_back(void);
 

@@ -85,7 +85,7 @@ lake_append(PG_FUNCTION_ARGS)
 
 	if (op.found)
 		version = operation_replay_of(&op, digest, VARDATA_ANY(payload), len,
-									  dataset, tenant, operation_id);
+									  dataset, tenant, operation_id, wait_ms);
 	else if (operation_resolve(&op, digest, dataset, tenant, operation_id, wait_ms, &version))
 		store_write_version(op.dataset_id, version, tenant, operation_id, digest,
 							VARDATA_ANY(payload), len);

@@ -32,16 +32,19 @@
 
 int64
 operation_replay(const OperationLookup *op, const uint8 *digest,
-				 const char *dataset, const char *tenant, const char *operation_id)
+				 const char *dataset, const char *tenant, const char *operation_id,
+				 long wait_ms)
 {
-	return operation_replay_of(op, digest, NULL, 0, dataset, tenant, operation_id);
+	return operation_replay_of(op, digest, NULL, 0, dataset, tenant, operation_id, wait_ms);
 }
 
 int64
 operation_replay_of(const OperationLookup *op, const uint8 *digest,
 					const char *payload, int64 len, const char *dataset,
-					const char *tenant, const char *operation_id)
+					const char *tenant, const char *operation_id, long wait_ms)
 {
+	int64		need;
+
 	if (digest != NULL && memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
 	{
 		/*
@@ -61,10 +64,13 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 	/*
 	 * The version answers for its bytes as a read does (SPEC §5), a chunk
 	 * at a time: the call's permit covers the largest (a retired stage's
-	 * commit holds none of its own, a contender only its stage's chunks).
+	 * commit holds none of its own, a contender only its stage's chunks),
+	 * looked up only when the permit does not cover the whole version.
 	 */
-	(void) admission_reserve((uint64) Min(store_version_largest_chunk(&op->head),
-										  (int64) admission_max_stream_bytes()));
+	need = Min(Max(op->head.bytes, 0), (int64) admission_max_stream_bytes());
+	if (need > (int64) admission_held_bytes())
+		need = Min(store_version_largest_chunk(&op->head), need);
+	(void) admission_reserve_within((uint64) need, wait_ms);
 	store_check_lineage(dataset, op, payload, len);
 	return op->version;
 }
@@ -159,12 +165,12 @@ operation_resolve(OperationLookup *op, const uint8 *digest, const char *dataset,
 	if (!op->found)
 	{
 		if (!op->locked)
-			(void) operation_lock(op, dataset, wait_ms);
+			wait_ms = operation_lock(op, dataset, wait_ms);
 		recheck(op, dataset, tenant, operation_id);
 	}
 	if (op->found)
 	{
-		*version = operation_replay(op, digest, dataset, tenant, operation_id);
+		*version = operation_replay(op, digest, dataset, tenant, operation_id, wait_ms);
 		return false;
 	}
 	*version = op->max_version + 1;

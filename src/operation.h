@@ -43,11 +43,12 @@ extern bool operation_resolve(OperationLookup *op, const uint8 *digest,
 /*
  * The answer to a replay: op->version, or LK001 if the digests differ
  * ('digest' NULL: none to compare), or LK005 if the version's lineage is
- * broken — it is verified as a read verifies it.
+ * broken — it is verified as a read verifies it, a chunk at a time, the
+ * call's permit grown to the largest within 'wait_ms'.
  */
 extern int64 operation_replay(const OperationLookup *op, const uint8 *digest,
 							  const char *dataset, const char *tenant,
-							  const char *operation_id);
+							  const char *operation_id, long wait_ms);
 
 /*
  * The same when the caller holds the payload ('len' bytes) whose digest
@@ -57,6 +58,6 @@ extern int64 operation_replay(const OperationLookup *op, const uint8 *digest,
 extern int64 operation_replay_of(const OperationLookup *op, const uint8 *digest,
 								 const char *payload, int64 len,
 								 const char *dataset, const char *tenant,
-								 const char *operation_id);
+								 const char *operation_id, long wait_ms);
 
 #endif							/* LAKE_OPERATION_H */

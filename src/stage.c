@@ -126,7 +126,7 @@ stage_not_open(int64 stage)
 				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",
 						stage, op.version, row.dataset)));
 	}
-	if (IsolationUsesXactSnapshot() && store_blob_committed_latest(stage))
+	if (store_stage_committed_since(stage))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to a concurrent commit of stage " INT64_FORMAT, stage),
@@ -240,7 +240,7 @@ digest_visit(const char *data, size_t len, void *arg)
  * the call is admitted first (a slot), as every commit_append is.
  */
 static int64
-reconcile_retired(int64 stage, const uint8 *supplied)
+reconcile_retired(int64 stage, const uint8 *supplied, long wait_ms)
 {
 	StageRow	row;
 	OperationLookup op;
@@ -248,8 +248,8 @@ reconcile_retired(int64 stage, const uint8 *supplied)
 	if (!store_stage_version(stage, &row, &op))
 		stage_not_open(stage);
 	require_retired_stage(stage, &row);
-	(void) admission_reserve(0);
-	return operation_replay(&op, supplied, row.dataset, row.tenant, row.operation_id);
+	wait_ms = admission_reserve_within(0, wait_ms);
+	return operation_replay(&op, supplied, row.dataset, row.tenant, row.operation_id, wait_ms);
 }
 
 Datum
@@ -282,7 +282,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	if (!open)
 	{
 		/* Committed by now, possibly by a contender this call waited for. */
-		version = reconcile_retired(stage, supplied);
+		version = reconcile_retired(stage, supplied, wait_ms);
 		store_finish();
 		PG_RETURN_INT64(version);
 	}

@@ -31,12 +31,13 @@ static void chunk_damaged(int32 chunk_no, int64 blob, LakeCodecStatus cst) pg_at
  * Resuming it is activity (lake.stage_ttl): it is marked active as a chunk
  * would mark it, unless another call holds it, which has just done so
  * (and which expiry skips). That call may be a commit or an abort about to
- * retire the stage: with wait_ms > 0 it is waited for (then 53000), and 0
- * returned if it retired the stage; with 0 the id is returned at once (the
- * caller's ON CONFLICT has already waited for a retiring transaction).
+ * retire the stage: with 'wait' it is waited for up to wait_ms (then
+ * 53000), and 0 returned if it retired the stage; without, the id is
+ * returned at once (the caller's ON CONFLICT has already waited for a
+ * retiring transaction).
  */
 static int64
-find_stage(Datum *values, Oid *types, long wait_ms)
+find_stage(Datum *values, Oid *types, bool wait, long wait_ms)
 {
 	static SPIPlanPtr plan;
 	int64		id;
@@ -51,9 +52,9 @@ find_stage(Datum *values, Oid *types, long wait_ms)
 	if (SPI_processed != 1)
 		return 0;
 	id = DatumGetInt64(store_colv(0, 1));
-	if (!lock_stage_object(id, wait_ms))
+	if (!lock_stage_object(id, wait ? wait_ms : 0))
 	{
-		if (wait_ms <= 0)
+		if (!wait)
 			return id;
 		stage_busy(id);
 	}
@@ -92,7 +93,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	{
 		if (!store_lock_object(store_relid("stage"), role, 0, ms_left(deadline)))
 			return -1;
-		if ((id = find_stage(values, types, ms_left(deadline))) != 0)
+		if ((id = find_stage(values, types, true, ms_left(deadline))) != 0)
 			return id;
 		store_run_snapshot(store_plan(&plan_count,
 									  "SELECT pg_catalog.count(*) FROM lake_data.stage s "
@@ -142,7 +143,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 		store_unbound_lock_waits(nest);
 		if (SPI_processed == 1)
 			return DatumGetInt64(store_colv(0, 1));
-		if ((id = find_stage(values, types, 0)) != 0)
+		if ((id = find_stage(values, types, false, 0)) != 0)
 			return id;
 	}
 }
@@ -231,13 +232,31 @@ store_lock_stage(int64 stage, long *wait_ms)
 bool
 store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 {
-	if (!store_version_of_blob(stage, op, &row->tenant, &row->operation_id,
+	if (!store_version_of_blob(stage, InvalidSnapshot, op, &row->tenant, &row->operation_id,
 							   &row->replay_damaged))
 		return false;
 	row->id = stage;
 	row->dataset_id = op->dataset_id;
 	row->dataset = store_dataset_name(row->dataset_id);
 	return true;
+}
+
+/*
+ * Was the stage committed by a transaction this one's snapshot does not
+ * see? Only a REPEATABLE READ caller can miss one: it is told to retry
+ * (40001), not that the stage does not exist.
+ */
+bool
+store_stage_committed_since(int64 stage)
+{
+	OperationLookup op;
+	char	   *tenant;
+	char	   *operation_id;
+	bool		replay_damaged;
+
+	return IsolationUsesXactSnapshot() &&
+		store_version_of_blob(stage, GetLatestSnapshot(), &op, &tenant, &operation_id,
+							  &replay_damaged);
 }
 
 static void

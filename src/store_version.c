@@ -567,35 +567,13 @@ store_add_version(int32 dataset_id, int64 version, const char *tenant,
 }
 
 /*
- * Is stage id 'blob' committed (a version's blob, or a replay's) in the
- * latest snapshot? A REPEATABLE READ caller whose snapshot misses it is
- * told to retry (40001), not that the stage does not exist.
- */
-bool
-store_blob_committed_latest(int64 blob)
-{
-	ScanKeyData key[1];
-	Datum		values[VERSION_NATTS];
-	bool		nulls[VERSION_NATTS];
-	Snapshot	latest = GetLatestSnapshot();
-
-	store_key_int8(&key[0], VB_BLOB, blob);
-	if (store_fetch("version_blob", "version_blob_pkey", latest, key, 1,
-					ForwardScanDirection, values, nulls))
-		return true;
-	store_key_int8(&key[0], SR_STAGE, blob);
-	return store_fetch("stage_replay", "stage_replay_pkey", latest, key, 1,
-					   ForwardScanDirection, values, nulls);
-}
-
-/*
  * The version a blob (a committed stage) answered, with its tenant and
  * operation id: the one its chunks make up, or the one its commit found
  * already there (lake_data.stage_replay).
  */
 bool
-store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
-					  char **operation_id, bool *replay_damaged)
+store_version_of_blob(int64 blob, Snapshot snapshot, OperationLookup *op,
+					  char **tenant, char **operation_id, bool *replay_damaged)
 {
 	ScanKeyData key[2];
 	Datum		values[VERSION_NATTS];
@@ -605,7 +583,7 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	bool		of_blob;
 
 	store_key_int8(&key[0], VB_BLOB, blob);
-	of_blob = store_fetch("version_blob", "version_blob_pkey", InvalidSnapshot, key, 1,
+	of_blob = store_fetch("version_blob", "version_blob_pkey", snapshot, key, 1,
 						  ForwardScanDirection, values, nulls);
 	if (of_blob)
 	{
@@ -615,7 +593,7 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	else
 	{
 		store_key_int8(&key[0], SR_STAGE, blob);
-		if (!store_fetch("stage_replay", "stage_replay_pkey", InvalidSnapshot, key, 1,
+		if (!store_fetch("stage_replay", "stage_replay_pkey", snapshot, key, 1,
 						 ForwardScanDirection, values, nulls))
 			return false;
 		op->dataset_id = DatumGetInt32(values[SR_DATASET - 1]);
@@ -625,7 +603,7 @@ store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
 	}
 	store_key_int4(&key[0], VA_DATASET, op->dataset_id);
 	store_key_int8(&key[1], VA_VERSION, op->version);
-	if (!store_fetch("version", "version_pkey", InvalidSnapshot, key, 2,
+	if (!store_fetch("version", "version_pkey", snapshot, key, 2,
 					 ForwardScanDirection, values, nulls))
 		return false;
 	/*

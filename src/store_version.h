@@ -62,9 +62,8 @@ extern void store_add_version(int32 dataset_id, int64 version, const char *tenan
  * operation are the version's; 'replay_damaged' is set when a stage_replay
  * row names a version of another operation.
  */
-extern bool store_blob_committed_latest(int64 blob);
-extern bool store_version_of_blob(int64 blob, OperationLookup *op, char **tenant,
-								  char **operation_id, bool *replay_damaged);
+extern bool store_version_of_blob(int64 blob, Snapshot snapshot, OperationLookup *op,
+								  char **tenant, char **operation_id, bool *replay_damaged);
 extern void store_note_stage_replay(int64 stage, int32 dataset_id, int64 version,
 									const char *tenant, const char *operation_id);
 extern bool store_version_head(int32 dataset_id, int64 version, VersionHead *head);

@@ -467,9 +467,13 @@ lake_worker_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			admission_publish_limits();
 			pg_atomic_fetch_add_u64(&ws->reloads, 1);
-			/* The next expiry pass and seal follow the TTL and interval now in force. */
+			/* The next expiry pass follows the TTL now in force. */
 			next_expiry = 0;
-			seal_due = 0;
+			/* The open cycle is sealed no later than the interval now in force allows. */
+			if (seal_due != 0)
+				seal_due = Min(seal_due,
+							   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														   lake_cycle_interval_ms));
 		}
 
 		/*

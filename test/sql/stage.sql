@@ -142,6 +142,11 @@ WHERE d.name = 'uploads' AND b.version = :single_big \gset
 SELECT t.err(format('SELECT lake.commit_append(%s)', :single_blob));
 SELECT t.err(format('SELECT lake.append_chunk(%s, 0, %L::bytea)', :single_blob, '\x00'));
 SELECT t.err(format('SELECT lake.abort_append(%s)', :single_blob));
+-- Under REPEATABLE READ too: it is no stage committed after the snapshot
+-- (40001 would have a client retry for ever).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT t.err(format('SELECT lake.commit_append(%s)', :single_blob));
+COMMIT;
 SELECT length(lake.read_operation('uploads', 'acme', 'single-big')) AS still_reads;
 
 -- Resuming a stage with begin_append is activity: its idle clock restarts
