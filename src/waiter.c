@@ -25,6 +25,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/wait_event.h"
@@ -151,6 +152,39 @@ dequeue(int code, Datum arg)
 	LWLockRelease(&wq->lock);
 }
 
+/*
+ * Does another session wait for a lock this transaction holds? A waiter
+ * sleeps on its latch, where the deadlock detector cannot see it: a DROP
+ * EXTENSION or other DDL queued behind its locks may be what keeps its
+ * seal from being written. Asked at the 1 s ticks of a wait only.
+ */
+static bool
+blocking_another(void)
+{
+	LockData   *data = GetLockStatusData();
+	bool		blocking = false;
+
+	for (int i = 0; i < data->nelements && !blocking; i++)
+	{
+		LockInstanceData *wanted = &data->locks[i];
+
+		if (wanted->waitLockMode == NoLock || wanted->pid == MyProcPid)
+			continue;
+		for (int j = 0; j < data->nelements && !blocking; j++)
+		{
+			LockInstanceData *mine = &data->locks[j];
+
+			blocking = mine->pid == MyProcPid && mine->holdMask != 0 &&
+				memcmp(&mine->locktag, &wanted->locktag, sizeof(LOCKTAG)) == 0 &&
+				(GetLockTagsMethodTable(&mine->locktag)->conflictTab[wanted->waitLockMode] &
+				 mine->holdMask) != 0;
+		}
+	}
+	pfree(data->locks);
+	pfree(data);
+	return blocking;
+}
+
 WaitResult
 waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 {
@@ -199,12 +233,19 @@ waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 			 * we slept is also announced by waiter_wake_all), and the tick at
 			 * which a dropped extension is noticed.
 			 */
-			if ((WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						   left, PG_WAIT_EXTENSION) & WL_TIMEOUT) &&
-				cycle_incarnation_gone())
+			if (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						  left, PG_WAIT_EXTENSION) & WL_TIMEOUT)
 			{
-				result = WAIT_GONE;
-				break;
+				if (cycle_incarnation_gone())
+				{
+					result = WAIT_GONE;
+					break;
+				}
+				if (blocking_another())
+				{
+					result = WAIT_BLOCKING;
+					break;
+				}
 			}
 			CHECK_FOR_INTERRUPTS();
 		}

@@ -28,6 +28,7 @@ typedef enum WaitResult
 	WAIT_DURABLE,				/* the seal filled in the coordinate */
 	WAIT_HISTORY,				/* settled without us: look it up in the log */
 	WAIT_GONE,					/* the extension was dropped: never durable */
+	WAIT_BLOCKING,				/* given up: another session waits for our locks */
 	WAIT_TIMEOUT
 } WaitResult;
 

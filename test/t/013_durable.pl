@@ -109,6 +109,35 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.trajectory(\'again\')'), '2',
 	'both landings are in the new log');
 
+# A waiter whose transaction holds a lock another session waits for (here
+# a tenant's grant check, and the DROP EXTENSION that must wait for it while
+# its own lock keeps every seal out) gives up at its next tick (40P01),
+# rather than wait with the other session for ever: the deadlock detector
+# cannot see a latch wait.
+$node->safe_psql('postgres', q{
+CREATE ROLE tw LOGIN;
+GRANT USAGE ON SCHEMA lake TO tw;
+SELECT lake.grant_tenant('tw', 'tw');
+SELECT lake.create_owner('tw_o', 'kanban', 'tw');
+});
+my $ddl = $node->background_psql('postgres');
+$ddl->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN SHARE MODE;');
+my $tw = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'tw' ]);
+$tw->query_until(qr/start/,
+	"\\echo start\n\\set VERBOSITY verbose\nSELECT lake.cast_durable('tw_o', NULL, NULL, '\\x07'::bytea, NULL, 'tw-1');\n");
+ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats()', '1'),
+	'a tenant waits for a cast no seal can write');
+$ddl->query_safe('DROP EXTENSION lake');    # waits for the tenant's locks
+$ddl->query_safe('COMMIT');
+$ddl->quit;
+$tw->query('SELECT 1');
+like($tw->{stderr}, qr/ERROR:\s+40P01: stopped waiting for receipt \(\d+,\d+\): another session waits for a lock this transaction holds/,
+	'the waiter gives up (40P01) for the DROP EXTENSION queued behind its lock, which then completes');
+$tw->quit;
+$node->safe_psql('postgres', 'CREATE EXTENSION lake');
+$node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
+  or die 'the worker does not serve the new extension';
+
 # A receipt whose extension is dropped before its cycle is sealed can never
 # become durable: its waiter is told so (LK006) within about a second of
 # the drop, instead of waiting until the extension is created again.
