@@ -242,11 +242,13 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 		return true;
 	if (result == WAIT_BLOCKING)
 		ereport(ERROR,
-				(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
-				 errmsg("stopped waiting for receipt (%d," INT64_FORMAT "): another session waits for a lock this transaction holds",
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("stopped waiting for receipt (%d," INT64_FORMAT "): another session waits for a lock this transaction holds on lake's tables",
 						epoch, seq),
 				 errdetail("The seal waited for may be held up by that session, which cannot go on while this transaction is open."),
-				 errhint("The cast stays accepted: retry with its operation id, or await its receipt in a transaction of its own.")));
+				 accepted ?
+				 errhint("The cast stays accepted, as after a cancel: await its receipt in a transaction of its own, or retry with its operation id.") :
+				 errhint("Await the receipt again in a transaction of its own.")));
 	if (result == WAIT_GONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_NOT_DURABLE),

@@ -20,6 +20,7 @@
  */
 #include "lake.h"
 
+#include "catalog/namespace.h"
 #include "cycle.h"
 #include "lib/ilist.h"
 #include "miscadmin.h"
@@ -28,6 +29,7 @@
 #include "storage/lock.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/lsyscache.h"
 #include "utils/wait_event.h"
 #include "waiter.h"
 
@@ -153,28 +155,49 @@ dequeue(int code, Datum arg)
 }
 
 /*
- * Does another session wait for a lock this transaction holds? A waiter
- * sleeps on its latch, where the deadlock detector cannot see it: a DROP
- * EXTENSION or other DDL queued behind its locks may be what keeps its
- * seal from being written. Asked at the 1 s ticks of a wait only.
+ * Is 'tag' a lock on one of lake's tables, or one of lake's object locks
+ * (dataset, stage, owner creation, sealing: keyed by a lake_data table)?
+ */
+static bool
+lake_lock(const LOCKTAG *tag, Oid lake_data)
+{
+	if (tag->locktag_field1 != MyDatabaseId ||
+		(tag->locktag_type != LOCKTAG_RELATION && tag->locktag_type != LOCKTAG_OBJECT))
+		return false;
+	/* A relation's OID, or an object lock's class: field2 either way. */
+	return get_rel_namespace((Oid) tag->locktag_field2) == lake_data;
+}
+
+/*
+ * Does another session wait for a lock on lake's tables or objects that
+ * this transaction holds? A waiter sleeps on its latch, where the deadlock
+ * detector cannot see it: a DROP EXTENSION or other DDL queued behind its
+ * locks may be what keeps its seal from being written. Locks on anything
+ * else (an application's rows, advisory locks) never hold a seal back and
+ * are not looked at. Asked at the 1 s ticks of a wait only.
  */
 static bool
 blocking_another(void)
 {
-	LockData   *data = GetLockStatusData();
+	Oid			lake_data = get_namespace_oid(LAKE_DATA_SCHEMA, true);
+	LockData   *data;
 	bool		blocking = false;
 
+	if (!OidIsValid(lake_data))
+		return false;
+	data = GetLockStatusData();
 	for (int i = 0; i < data->nelements && !blocking; i++)
 	{
-		LockInstanceData *wanted = &data->locks[i];
+		LockInstanceData *mine = &data->locks[i];
 
-		if (wanted->waitLockMode == NoLock || wanted->pid == MyProcPid)
+		if (mine->pid != MyProcPid || mine->holdMask == 0 ||
+			!lake_lock(&mine->locktag, lake_data))
 			continue;
 		for (int j = 0; j < data->nelements && !blocking; j++)
 		{
-			LockInstanceData *mine = &data->locks[j];
+			LockInstanceData *wanted = &data->locks[j];
 
-			blocking = mine->pid == MyProcPid && mine->holdMask != 0 &&
+			blocking = wanted->waitLockMode != NoLock && wanted->pid != MyProcPid &&
 				memcmp(&mine->locktag, &wanted->locktag, sizeof(LOCKTAG)) == 0 &&
 				(GetLockTagsMethodTable(&mine->locktag)->conflictTab[wanted->waitLockMode] &
 				 mine->holdMask) != 0;

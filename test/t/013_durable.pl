@@ -109,11 +109,13 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.trajectory(\'again\')'), '2',
 	'both landings are in the new log');
 
-# A waiter whose transaction holds a lock another session waits for (here
-# a tenant's grant check, and the DROP EXTENSION that must wait for it while
-# its own lock keeps every seal out) gives up at its next tick (40P01),
-# rather than wait with the other session for ever: the deadlock detector
-# cannot see a latch wait.
+# A waiter whose transaction holds a lock on lake's tables that another
+# session waits for (here a tenant's grant check, and the DROP EXTENSION
+# that must wait for it while its own lock keeps every seal out) gives up at
+# its next tick (57014, as a cancel), rather than wait with the other
+# session for ever: the deadlock detector cannot see a latch wait. (The
+# worker's seals meanwhile give up on their own lock_timeout of 500 ms,
+# before any deadlock_timeout.)
 $node->safe_psql('postgres', q{
 CREATE ROLE tw LOGIN;
 GRANT USAGE ON SCHEMA lake TO tw;
@@ -131,8 +133,8 @@ $ddl->query_safe('DROP EXTENSION lake');    # waits for the tenant's locks
 $ddl->query_safe('COMMIT');
 $ddl->quit;
 $tw->query('SELECT 1');
-like($tw->{stderr}, qr/ERROR:\s+40P01: stopped waiting for receipt \(\d+,\d+\): another session waits for a lock this transaction holds/,
-	'the waiter gives up (40P01) for the DROP EXTENSION queued behind its lock, which then completes');
+like($tw->{stderr}, qr/ERROR:\s+57014: stopped waiting for receipt \(\d+,\d+\): another session waits for a lock this transaction holds on lake's tables/,
+	'the waiter gives up (57014) for the DROP EXTENSION queued behind its lock, which then completes');
 $tw->quit;
 $node->safe_psql('postgres', 'CREATE EXTENSION lake');
 $node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
