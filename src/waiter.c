@@ -28,6 +28,7 @@
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/lsyscache.h"
 #include "utils/wait_event.h"
@@ -155,57 +156,61 @@ dequeue(int code, Datum arg)
 }
 
 /*
- * Is 'tag' a lock on one of lake's tables, or one of lake's object locks
- * (dataset, stage, owner creation, sealing: keyed by a lake_data table)?
- */
-static bool
-lake_lock(const LOCKTAG *tag, Oid lake_data)
-{
-	if (tag->locktag_field1 != MyDatabaseId ||
-		(tag->locktag_type != LOCKTAG_RELATION && tag->locktag_type != LOCKTAG_OBJECT))
-		return false;
-	/* A relation's OID, or an object lock's class: field2 either way. */
-	return get_rel_namespace((Oid) tag->locktag_field2) == lake_data;
-}
-
-/*
  * Does another session wait for a lock on lake's tables or objects that
  * this transaction holds? A waiter sleeps on its latch, where the deadlock
  * detector cannot see it: a DROP EXTENSION or other DDL queued behind its
  * locks may be what keeps its seal from being written. Locks on anything
  * else (an application's rows, advisory locks) never hold a seal back and
- * are not looked at. Asked at the 1 s ticks of a wait only.
+ * are not looked at. Asked at the 1 s ticks of a wait only, over this
+ * backend's own locks: a weak relation lock taken by the fast path is in
+ * that list once a conflicting request has moved it there to wait.
  */
 static bool
 blocking_another(void)
 {
 	Oid			lake_data = get_namespace_oid(LAKE_DATA_SCHEMA, true);
-	LockData   *data;
-	bool		blocking = false;
+	LOCKTAG		wanted[64];
+	int			nwanted = 0;
 
 	if (!OidIsValid(lake_data))
 		return false;
-	data = GetLockStatusData();
-	for (int i = 0; i < data->nelements && !blocking; i++)
+	for (int partition = 0; partition < NUM_LOCK_PARTITIONS; partition++)
 	{
-		LockInstanceData *mine = &data->locks[i];
+		SHM_QUEUE  *mine = &MyProc->myProcLocks[partition];
+		PROCLOCK   *proclock;
 
-		if (mine->pid != MyProcPid || mine->holdMask == 0 ||
-			!lake_lock(&mine->locktag, lake_data))
-			continue;
-		for (int j = 0; j < data->nelements && !blocking; j++)
+		LWLockAcquire(LockHashPartitionLockByIndex(partition), LW_SHARED);
+		for (proclock = (PROCLOCK *) SHMQueueNext(mine, mine, offsetof(PROCLOCK, procLink));
+			 proclock != NULL && nwanted < lengthof(wanted);
+			 proclock = (PROCLOCK *) SHMQueueNext(mine, &proclock->procLink,
+												  offsetof(PROCLOCK, procLink)))
 		{
-			LockInstanceData *wanted = &data->locks[j];
+			LOCK	   *lock = proclock->tag.myLock;
+			LockMethod	method = GetLockTagsMethodTable(&lock->tag);
 
-			blocking = wanted->waitLockMode != NoLock && wanted->pid != MyProcPid &&
-				memcmp(&mine->locktag, &wanted->locktag, sizeof(LOCKTAG)) == 0 &&
-				(GetLockTagsMethodTable(&mine->locktag)->conflictTab[wanted->waitLockMode] &
-				 mine->holdMask) != 0;
+			if (lock->waitMask == 0 || lock->tag.locktag_field1 != MyDatabaseId ||
+				(lock->tag.locktag_type != LOCKTAG_RELATION &&
+				 lock->tag.locktag_type != LOCKTAG_OBJECT))
+				continue;
+			for (LOCKMODE mode = 1; mode <= method->numLockModes; mode++)
+				if ((lock->waitMask & LOCKBIT_ON(mode)) &&
+					(method->conflictTab[mode] & proclock->holdMask))
+				{
+					wanted[nwanted++] = lock->tag;
+					break;
+				}
 		}
+		LWLockRelease(LockHashPartitionLockByIndex(partition));
 	}
-	pfree(data->locks);
-	pfree(data);
-	return blocking;
+	/*
+	 * Catalog lookups only now, with no partition lock held: a relation's
+	 * OID or an object lock's class (lake's dataset, stage, owner-creation
+	 * and sealing locks are keyed by a lake_data table) is field2 either way.
+	 */
+	for (int i = 0; i < nwanted; i++)
+		if (get_rel_namespace((Oid) wanted[i].locktag_field2) == lake_data)
+			return true;
+	return false;
 }
 
 WaitResult
