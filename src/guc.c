@@ -13,8 +13,8 @@
 #include <limits.h>
 #include <math.h>
 
+#include "catalog/pg_collation.h"
 #include "commands/dbcommands.h"
-#include "common/hashfn.h"
 #include "guc.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -352,7 +352,9 @@ lake_require_partition_name(const char *what, const char *name)
 
 	if (lake_partitions == 1)
 		return;
-	belongs = DatumGetInt32(hash_any((const unsigned char *) name, strlen(name))) &
+	/* The router's own function, so the two sides can never disagree. */
+	belongs = DatumGetInt32(DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+													CStringGetTextDatum(name))) &
 		(lake_partitions - 1);
 	if (belongs != lake_partition)
 		wrong_partition(what, quote_identifier(name), belongs);

@@ -69,8 +69,8 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 	 */
 	need = Min(Max(op->head.bytes, 0), (int64) admission_max_stream_bytes());
 	if (need > (int64) admission_held_bytes())
-		need = Min(store_version_largest_chunk(&op->head), need);
-	(void) admission_reserve_within((uint64) need, wait_ms);
+		(void) admission_reserve_within((uint64) Min(store_version_largest_chunk(&op->head), need),
+										wait_ms);
 	store_check_lineage(dataset, op, payload, len);
 	return op->version;
 }
