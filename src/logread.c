@@ -581,6 +581,17 @@ walk_landing(const LakeLanding *l, void *arg)
 	return 0;
 }
 
+/* A damaged cycle record: the caller's handler, with the caller's argument; the walk ends. */
+static void
+walk_cycle_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
+				   int nowners, void *arg)
+{
+	OwnerWalk  *w = (OwnerWalk *) arg;
+
+	w->damaged(cycle, why, owners, nowners, w->arg);
+	w->done = true;
+}
+
 /* Visit the owner's landings in one cycle row, checking their positions. */
 static void
 walk_cycle(OwnerWalk *w, HeapTuple tup)
@@ -588,7 +599,8 @@ walk_cycle(OwnerWalk *w, HeapTuple tup)
 	int64		cycle = DatumGetInt64(cycle_column(&w->cr, tup, w->cr.att_cycle));
 
 	w->gap = 0;
-	cycle_reader_visit(&w->cr, tup, w->where, walk_landing, w->damaged, w);
+	cycle_reader_visit(&w->cr, tup, w->where, walk_landing,
+					   w->damaged != NULL ? walk_cycle_damaged : NULL, w);
 	if (w->gap != 0 && !w->done)
 		walk_damaged(w, cycle, psprintf("the cycle holds position " INT64_FORMAT " where " INT64_FORMAT " was expected",
 										w->gap, w->expect));

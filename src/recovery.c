@@ -752,6 +752,7 @@ typedef struct OwnerReplay
 	const Lifecycle *lc;		/* NULL when not well formed: why says so */
 	int			applied;
 	char	   *why;			/* set when a landing did not apply */
+	MemoryContext why_cxt;		/* where 'why' lives: the log reader resets its own */
 } OwnerReplay;
 
 static int
@@ -759,20 +760,23 @@ apply_owner_landing(const LakeLanding *l, void *arg)
 {
 	OwnerReplay *r = (OwnerReplay *) arg;
 	int			to;
+	const char *why;
 
 	if (r->why != NULL)
 		return 1;				/* nothing applies after the first refusal */
 	if (l->owner_id != r->owner->id || l->position <= r->owner->position)
 		return 0;
 	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-	r->why = misfit(r->owner, r->lc, l, &to);
-	if (r->why == NULL)
+	why = misfit(r->owner, r->lc, l, &to);
+	if (why == NULL)
 	{
 		advance(r->owner, l, to, r->at.cycle);
 		r->applied++;
 	}
 	LWLockRelease(cycle_lock());
-	return r->why != NULL;		/* stop at the first landing that does not apply */
+	if (why != NULL)
+		r->why = MemoryContextStrdup(r->why_cxt, why);
+	return why != NULL;			/* stop at the first landing that does not apply */
 }
 
 /* A damaged cycle in the owner's tail stops its replay like a misfit. */
@@ -783,7 +787,8 @@ owner_cycle_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
 	OwnerReplay *r = (OwnerReplay *) arg;
 
 	if (r->why == NULL)
-		r->why = psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why);
+		r->why = MemoryContextStrdup(r->why_cxt,
+									 psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why));
 }
 
 /* Apply the sealed landings above the owner's live position. */
@@ -804,6 +809,7 @@ open_owner(const char *name, OwnerReplay *r)
 	lifecycle_cache_reset();
 	r->applied = 0;
 	r->why = NULL;
+	r->why_cxt = CurrentMemoryContext;
 	r->owner = cycle_owner_entry(name, &r->lc, false, &r->why);
 }
 
