@@ -38,22 +38,40 @@ operation_replay(const OperationLookup *op, const uint8 *digest,
 	return operation_replay_of(op, digest, NULL, 0, dataset, tenant, operation_id, wait_ms);
 }
 
+/*
+ * The version is read back a chunk at a time: the call's permit covers the
+ * largest (a retired stage's commit holds none of its own, a contender
+ * only its stage's chunks), looked up only when the permit does not cover
+ * the whole version.
+ */
+static void
+reserve_for_check(const OperationLookup *op, long wait_ms)
+{
+	int64		need = Min(Max(op->head.bytes, 0), (int64) admission_max_stream_bytes());
+
+	if (need > (int64) admission_held_bytes())
+		(void) admission_reserve_within((uint64) Min(store_version_largest_chunk(&op->head), need),
+										wait_ms);
+}
+
 int64
 operation_replay_of(const OperationLookup *op, const uint8 *digest,
 					const char *payload, int64 len, const char *dataset,
 					const char *tenant, const char *operation_id, long wait_ms)
 {
-	int64		need;
-
 	if (digest != NULL && memcmp(op->digest, digest, LAKE_DIGEST_LEN) != 0)
 	{
 		/*
-		 * An unreadable digest cannot tell different content from a
-		 * replay: LK005, not a conflict. Damaged chunks under a sound
-		 * digest still can.
+		 * The stored digest is a conflict's only witness: it answers only
+		 * once the chunks verify against it. An unreadable or false one
+		 * (or damaged chunks: which of the two is wrong cannot be told)
+		 * is LK005, never a conflict that sends the client to write the
+		 * same content again under a new operation id.
 		 */
 		if (!op->head.digest_ok)
 			store_lineage_broken(dataset, op->version, "its stored digest is not 32 bytes");
+		reserve_for_check(op, wait_ms);
+		store_check_lineage(dataset, op, NULL, 0);
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_IDEMPOTENCY_CONFLICT),
 				 errmsg("operation \"%s\" of tenant \"%s\" already committed version " INT64_FORMAT " of dataset \"%s\" with different content",
@@ -61,16 +79,8 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 				 errdetail("The stored digest differs from this payload's digest."),
 				 errhint("Use a new operation id for new content.")));
 	}
-	/*
-	 * The version answers for its bytes as a read does (SPEC §5), a chunk
-	 * at a time: the call's permit covers the largest (a retired stage's
-	 * commit holds none of its own, a contender only its stage's chunks),
-	 * looked up only when the permit does not cover the whole version.
-	 */
-	need = Min(Max(op->head.bytes, 0), (int64) admission_max_stream_bytes());
-	if (need > (int64) admission_held_bytes())
-		(void) admission_reserve_within((uint64) Min(store_version_largest_chunk(&op->head), need),
-										wait_ms);
+	/* The version answers for its bytes as a read does (SPEC §5). */
+	reserve_for_check(op, wait_ms);
 	store_check_lineage(dataset, op, payload, len);
 	return op->version;
 }

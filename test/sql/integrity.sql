@@ -218,8 +218,20 @@ SELECT t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('other
 UPDATE lake_data.version SET digest = decode(:'dg', 'hex')
 WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv;
 SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('digest', 'UTF8')) = :dv AS repaired_digest;
--- Chunk 0 unreadable under a sound digest: a replay is LK005, but a retry
--- with other content is still told apart by the digest, LK001.
+-- A digest of the right length but not the chunks': neither a replay nor a
+-- retry with other content is judged by it (the replay was LK001, "different
+-- content", sending the client to write it again under a new id).
+UPDATE lake_data.version SET digest = sha256('false')
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv;
+SELECT left(t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('digest', 'UTF8'))$q$), 5) AS false_digest_replay;
+SELECT left(t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('false', 'UTF8'))$q$), 5) AS false_digest_same_as_it;
+SELECT left(t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('other', 'UTF8'))$q$), 5) AS false_digest_other;
+UPDATE lake_data.version SET digest = decode(:'dg', 'hex')
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv;
+SELECT left(t.err($q$SELECT lake.append('i_ds', 'acme', 'i-digest', convert_to('other', 'UTF8'))$q$), 5) AS sound_digest_other;
+-- Chunk 0 unreadable under a sound digest: a replay is LK005, and so is a
+-- retry with other content: which of the digest and the chunk is damaged
+-- cannot be told, so the digest cannot judge a conflict.
 SELECT encode(data, 'hex') AS dd FROM lake_data.version
 WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :dv \gset
 UPDATE lake_data.version SET data = set_byte(data, 0, 255)
