@@ -855,6 +855,8 @@ store_encode_chunk_dict(const char *data, size_t len,
 		{
 			if (buffer != NULL)
 				pfree(buffer);
+			buffer = NULL;		/* kept sound if the allocation fails */
+			capacity = 0;
 			buffer = MemoryContextAlloc(TopMemoryContext, need);
 			capacity = need;
 		}

@@ -133,6 +133,7 @@ kept_dict(int32 id, const char **why)
 	const uint8 *bytes;
 	size_t		len;
 	ZSTD_DDict *ddict;
+	uint8	   *copy;
 
 	caches_current(false);
 	d = hash_search(dicts, &id, HASH_FIND, NULL);
@@ -160,11 +161,26 @@ kept_dict(int32 id, const char **why)
 		*why = psprintf("compression dictionary %d is not a dictionary with its id", id);
 		return NULL;
 	}
+	/*
+	 * Every allocation before the entry is made: an entry left half filled
+	 * by an out-of-memory error would be freed as garbage at the next
+	 * invalidation.
+	 */
+	PG_TRY();
+	{
+		copy = MemoryContextAlloc(TopMemoryContext, len);
+	}
+	PG_CATCH();
+	{
+		ZSTD_freeDDict(ddict);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	memcpy(copy, bytes, len);
 	/* The fetch may have accepted an invalidation: enter under the new generation. */
 	caches_current(true);
 	d = hash_search(dicts, &id, HASH_ENTER, NULL);
-	d->bytes = MemoryContextAlloc(TopMemoryContext, len);
-	memcpy(d->bytes, bytes, len);
+	d->bytes = copy;
 	d->len = len;
 	d->ddict = ddict;
 	d->cdict = NULL;
