@@ -17,9 +17,9 @@
  * too: each backend names, in its own atomic entry, the role whose permit
  * it holds, and a capped take counts the entries naming its role (one
  * pass over MaxBackends entries, only for sessions whose cap is set). The
- * role is the outer user (the session user or SET ROLE), which lake's
- * switch to its owner identity and SECURITY DEFINER wrappers do not
- * change.
+ * role is the session user, whose ALTER ROLE ... SET put the cap in force;
+ * SET ROLE, lake's switch to its owner identity and SECURITY DEFINER
+ * wrappers do not change it.
  *
  * The effective (stream, buffered) pair is published in shared memory too:
  * the worker validates each reload and keeps the previous pair when the new
@@ -424,12 +424,14 @@ wait_and_take(bool need_slot, uint32 bytes, TimestampTz start, long budget_ms)
 /*
  * A new permit of a capped role: counted now, before any wait, and refused
  * at once when the role holds its cap (waiting would only let one tenant
- * queue ahead of others). Released with the permit.
+ * queue ahead of others). Released with the permit. The role is the
+ * session's login role, whose ALTER ROLE ... SET put the cap in force:
+ * SET ROLE opens no second budget. So for every per-role cap.
  */
 static void
 take_role_permit(void)
 {
-	Oid			role = GetOuterUserId();
+	Oid			role = GetSessionUserId();
 	int			in_use;
 
 	if (!role_take(role, lake_role_max_appends, &in_use))

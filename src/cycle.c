@@ -1005,7 +1005,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		}
 		validate(req, o, lc, &from, &to);	/* a refusal lets the lock go */
 		if (lake_role_max_pending_cast_bytes > 0)
-			capped = role_bytes_room(GetOuterUserId(), len);
+			capped = role_bytes_room(GetSessionUserId(), len);
 
 		if (!reserve(len, &at))
 		{

@@ -50,12 +50,12 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	store_connect();
 	access_require_tenant(tenant);
 	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id,
-							  GetOuterUserId(), lake_role_max_open_stages, &open);
+							  GetSessionUserId(), lake_role_max_open_stages, &open);
 	if (stage == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("role \"%s\" has reached lake.role_max_open_stages (%d)",
-						GetUserNameFromId(GetOuterUserId(), false),
+						GetUserNameFromId(GetSessionUserId(), false),
 						lake_role_max_open_stages),
 				 errdetail("The role has " INT64_FORMAT " open stages.", open),
 				 errhint("Commit or abort one of the role's stages, or ask a superuser to raise the role's lake.role_max_open_stages.")));
@@ -63,7 +63,7 @@ lake_begin_append(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("role \"%s\" is busy opening another stage",
-						GetUserNameFromId(GetOuterUserId(), false)),
+						GetUserNameFromId(GetSessionUserId(), false)),
 				 errdetail("Another session of the role was opening a stage for longer than lake.admission_queue_wait (%d ms); lake.role_max_open_stages counts them one at a time.",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry; keep transactions that begin stages short.")));
@@ -168,7 +168,7 @@ require_chunk_room(int64 stage, const StageSummary *sum)
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("stage " INT64_FORMAT " has reached lake.role_max_stage_chunks (%d) of role \"%s\"",
 						stage, lake_role_max_stage_chunks,
-						GetUserNameFromId(GetOuterUserId(), false)),
+						GetUserNameFromId(GetSessionUserId(), false)),
 				 errdetail("The stage holds " INT64_FORMAT " chunks.", sum->nchunks),
 				 errhint("Commit the stage, or send larger chunks.")));
 }

@@ -3,10 +3,14 @@
 -- role is not affected. Concurrent permits: isolation spec rolecap_appends.
 CREATE ROLE lake_cap_a LOGIN;
 CREATE ROLE lake_cap_b LOGIN;
-GRANT USAGE ON SCHEMA lake TO lake_cap_a, lake_cap_b;
+-- A group role of lake_cap_a's that holds its tenant too.
+CREATE ROLE lake_cap_grp NOLOGIN;
+GRANT lake_cap_grp TO lake_cap_a;
+GRANT USAGE ON SCHEMA lake TO lake_cap_a, lake_cap_b, lake_cap_grp;
 SELECT lake.create_dataset('capped');
 SELECT lake.grant_tenant('lake_cap_a', 'acme');
 SELECT lake.grant_tenant('lake_cap_b', 'globex');
+SELECT lake.grant_tenant('lake_cap_grp', 'acme');
 
 -- No cap by default.
 SHOW lake.role_max_appends;
@@ -33,6 +37,12 @@ SELECT regexp_replace(t.err($$SELECT lake.begin_append('capped', 'acme', 'o-3')$
 SELECT lake.begin_append('capped', 'acme', 'o-1') = :s1 AS same_stage;
 SELECT lake.abort_append(:s2);
 SELECT lake.begin_append('capped', 'acme', 'o-3') > 0 AS begun;
+-- The caps in force are the login role's (ALTER ROLE ... SET applies at
+-- login), and so is the count: SET ROLE to another role of its tenant
+-- opens no second budget.
+SET ROLE lake_cap_grp;
+SELECT regexp_replace(t.err($$SELECT lake.begin_append('capped', 'acme', 'o-4')$$), 'stage [0-9]+', 'stage <id>', 'g') AS set_role_stage;
+RESET ROLE;
 -- Chunks per stage: zero-byte chunks count like any other; an identical
 -- re-send adds nothing and is accepted at the cap.
 SELECT lake.append_chunk(:s1, n, ''::bytea) FROM generate_series(0, 2) n;
@@ -56,17 +66,17 @@ SELECT operation_id FROM lake_data.stage s JOIN lake_data.dataset d ON d.id = s.
 -- by the seal.
 SELECT lake.create_owner('capped_owner', 'kanban', 'globex');
 SET lake.role_max_pending_cast_bytes = '2kB';
-SET ROLE lake_cap_b;
+SET SESSION AUTHORIZATION lake_cap_b;
 SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS cast
 FROM generate_series(1, 2);
 SELECT t.err($$SELECT lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))$$);
-RESET ROLE;
+RESET SESSION AUTHORIZATION;
 RESET lake.role_max_pending_cast_bytes;
 -- Another role, uncapped, still casts; a seal frees the capped role's bytes.
 SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('q', 600), 'UTF8'))).seq > 0 AS cast;
 SELECT lake.seal() > 0 AS sealed;
 SET lake.role_max_pending_cast_bytes = '2kB';
-SET ROLE lake_cap_b;
+SET SESSION AUTHORIZATION lake_cap_b;
 SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS cast;
-RESET ROLE;
+RESET SESSION AUTHORIZATION;
 RESET lake.role_max_pending_cast_bytes;
