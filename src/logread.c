@@ -537,6 +537,8 @@ typedef struct OwnerWalk
 	int64		expect;			/* the position the owner's next landing must have */
 	int64		gap;			/* a landing found at another position, or 0 */
 	bool		done;			/* the visitor stopped, or damage was reported */
+	bool		rescan;			/* the index is damaged: read the log itself */
+	int64		scan_after;		/* position 'expect' is in a cycle above this one */
 	LogCycle   *where;
 	LakeLandingVisitor visit;
 	LogDamageHandler damaged;
@@ -544,8 +546,10 @@ typedef struct OwnerWalk
 } OwnerWalk;
 
 /*
- * The index does not match the log: XX001, or, for a recovery, the
- * damage handler (with no owner list: the entry is not to be trusted).
+ * The index does not match the log: XX001 for a reader. A recovery does
+ * not judge the owner by a damaged index (it is derived from the log, and
+ * one damaged owner list in the tail is in every owner's walk): it reads
+ * the log itself from where the walk last found the owner.
  */
 static void
 walk_damaged(OwnerWalk *w, int64 cycle, const char *why)
@@ -556,7 +560,7 @@ walk_damaged(OwnerWalk *w, int64 cycle, const char *why)
 				 errmsg("the owner index of owner id %d is damaged at cycle " INT64_FORMAT,
 						w->owner_id, cycle),
 				 errdetail("%s", why)));
-	w->damaged(cycle, why, NULL, -1, w->arg);
+	w->rescan = true;
 	w->done = true;
 }
 
@@ -573,6 +577,7 @@ walk_landing(const LakeLanding *l, void *arg)
 		return 1;
 	}
 	w->expect++;
+	w->scan_after = w->where->cycle - 1;	/* it may hold the next one too */
 	if (l->position > w->after && w->visit(l, w->arg) != 0)
 	{
 		w->done = true;
@@ -659,6 +664,7 @@ walk_blocks(OwnerWalk *w, int64 closed)
 		if (b.last_position <= w->after)
 		{
 			w->expect = b.last_position + 1;	/* nothing to visit: no read */
+			w->scan_after = first_cycle - 1;
 			continue;
 		}
 		for (int i = 0; i < LAKE_BLOCK_CYCLES && !w->done; i++)
@@ -715,7 +721,10 @@ walk_tail(OwnerWalk *w, int64 closed)
 			walk_damaged(w, cycle, psprintf("the owner list starts the owner at position " INT64_FORMAT " where " INT64_FORMAT " was expected",
 											mine->first_position, w->expect));
 		else if (mine != NULL && mine->first_position + mine->landings - 1 <= w->after)
+		{
 			w->expect += mine->landings;	/* nothing to visit: no decoding */
+			w->scan_after = cycle - 1;
+		}
 		else if (mine != NULL)
 		{
 			int64		last = mine->first_position + mine->landings - 1;
@@ -727,6 +736,50 @@ walk_tail(OwnerWalk *w, int64 closed)
 			pfree(ol.owners);
 	}
 	systable_endscan_ordered(scan);
+}
+
+/* The owner's landings met by a scan of the log, in position order. */
+static int
+scan_landing(const LakeLanding *l, void *arg)
+{
+	OwnerWalk  *w = (OwnerWalk *) arg;
+
+	if (w->done || l->owner_id != w->owner_id || l->position < w->expect)
+		return w->done;
+	if (l->position != w->expect)
+	{
+		w->damaged(w->where->cycle,
+				   psprintf("the log holds position " INT64_FORMAT " where " INT64_FORMAT " was expected",
+							l->position, w->expect),
+				   NULL, -1, w->arg);
+		w->done = true;
+		return 1;
+	}
+	w->expect++;
+	if (l->position > w->after && w->visit(l, w->arg) != 0)
+		w->done = true;
+	return w->done;
+}
+
+/*
+ * A damaged cycle met by the scan stops the owner only when its owner
+ * list gives it landings not applied yet, or is unreadable: the rule of
+ * the worker's recovery.
+ */
+static void
+scan_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
+			 int nowners, void *arg)
+{
+	OwnerWalk  *w = (OwnerWalk *) arg;
+	bool		mine = nowners < 0;
+
+	for (int i = 0; i < nowners && !mine; i++)
+		mine = owners[i].owner_id == w->owner_id &&
+			owners[i].first_position + owners[i].landings - 1 >= w->expect;
+	if (w->done || !mine)
+		return;
+	w->damaged(cycle, why, owners, nowners, w->arg);
+	w->done = true;
 }
 
 /*
@@ -775,4 +828,9 @@ log_visit_owner(int32 owner_id, int64 after_position, const LogReach *reach,
 												w.expect - 1, reach->position, reach->cycle));
 	}
 	cycle_reader_close(&w.cr);
+	if (w.rescan)
+	{
+		w.done = false;
+		log_scan_cycles(w.scan_after, where, scan_landing, scan_damaged, &w);
+	}
 }

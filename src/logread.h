@@ -43,7 +43,7 @@ typedef LakeCycleId LogCycle;
 /*
  * Told of a damaged cycle instead of an XX001, with the owners the cycle's
  * owner list names ('nowners' -1 when it is unreadable too, or when the
- * owner index, not the cycle, is damaged); 'arg' is the visitor's.
+ * log lacks a cycle or an owner's position); 'arg' is the visitor's.
  */
 typedef void (*LogDamageHandler) (int64 cycle, const char *why,
 								  const LakeCycleOwner *owners, int nowners,
@@ -84,7 +84,9 @@ typedef struct LogReach
  * Visit one owner's landings above 'after_position' through the owner index.
  * With 'reach', a walk that sees 'reach->cycle' must find the owner's
  * positions up to 'reach->position': a missing last index entry is damage
- * too, not a shorter trajectory.
+ * too, not a shorter trajectory. A damaged index is XX001; with 'damaged'
+ * (a recovery), the walk reads the log itself from there instead, and only
+ * damage to the log reaches the handler.
  */
 extern void log_visit_owner(int32 owner_id, int64 after_position,
 							const LogReach *reach, LogCycle *where,

@@ -102,6 +102,10 @@ END $$;
 UPDATE lake_data.owner_block b SET entry = t.ix_shift(b.entry)
 WHERE (b.owner_id, b.first_cycle) = (SELECT owner_id, first_cycle FROM t.ix_b_block);
 SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_b')$$) AS wrong_cycles;
+-- A recovery is not judged by a damaged index (derived from the log): it
+-- reads the log itself, applies nothing (the live state is current) and
+-- quarantines nobody. It used to quarantine the owner durably.
+SELECT owner, applied, quarantined FROM lake.recover('ix_b');
 UPDATE lake_data.owner_block b SET entry = k.entry FROM t.ix_b_block k
 WHERE (b.owner_id, b.first_cycle) = (k.owner_id, k.first_cycle);
 -- A damaged owner list in the unindexed tail: whose landings it holds is
@@ -111,11 +115,14 @@ UPDATE lake_data.cycle c SET owners = set_bit(c.owners, 50, 1 - get_bit(c.owners
 FROM t.ix_tail k WHERE c.cycle = k.cycle;
 SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_c')$$) AS tail_list_damaged;
 SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_a')$$) AS tail_list_damaged_other_owner;
+-- It is in every owner's walk: a recovery reads the log past it instead.
+SELECT owner, applied, quarantined FROM lake.recover() WHERE owner LIKE 'ix\_%' ORDER BY owner;
 UPDATE lake_data.cycle c SET owners = k.owners FROM t.ix_tail k WHERE c.cycle = k.cycle;
 -- Where the newest cycle says the index ends is checked too: more than a
 -- block back is refused, not read as a longer tail.
 UPDATE lake_data.cycle c SET indexed_through = k.cycle - 64 FROM t.ix_tail k WHERE c.cycle = k.cycle;
 SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_a')$$) AS index_end_too_far_back;
+SELECT owner, applied, quarantined FROM lake.recover('ix_a');
 UPDATE lake_data.cycle c SET indexed_through = k.indexed_through FROM t.ix_tail k WHERE c.cycle = k.cycle;
 -- Repaired, every trajectory reads as before.
 SELECT o, count(*) = max(position) AS complete, max(position) FILTER (WHERE o <> 'ix_c')
