@@ -45,7 +45,7 @@ PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast lifecycle recovery admission guc worker \
              hostile privileges memory damage owner_tenant integrity rolecap recreate dictionary head \
-             owner_index search_path extowner
+             owner_index search_path readonly extowner
 
 .PHONY: check check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench
 

@@ -17,6 +17,7 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "guc.h"
+#include "miscadmin.h"
 #include "operation.h"
 #include "store_version.h"
 #include "utils/builtins.h"
@@ -63,6 +64,8 @@ lake_append(PG_FUNCTION_ARGS)
 	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
 	len = lake_arg_bytea_size(fcinfo, 3, "payload");
 	supplied = lake_arg_digest(fcinfo, 4);
+	/* Its table-AM writes bypass the executor's check, as a replay would. */
+	PreventCommandIfReadOnly("lake.append()");
 
 	/* Refuse a tenant not granted before it can hold admission capacity. */
 	store_connect();

@@ -134,6 +134,7 @@ lake_cast(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	cast_arguments(fcinfo, &req);
 	cycle_wait_ready();
+	PreventCommandIfReadOnly("lake.cast()");	/* as nextval() is */
 	seq = cycle_accept(&req, &epoch);
 	PG_RETURN_DATUM(receipt_datum(fcinfo, epoch, seq));
 }
@@ -345,6 +346,7 @@ lake_cast_durable(PG_FUNCTION_ARGS)
 	cast_arguments(fcinfo, &req);
 	require_sealable();			/* before the cast is accepted */
 	cycle_wait_ready();
+	PreventCommandIfReadOnly("lake.cast_durable()");
 	accepted.seq = cycle_accept(&req, &accepted.epoch);
 	context.callback = accepted_receipt_context;
 	context.arg = &accepted;

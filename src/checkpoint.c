@@ -192,6 +192,9 @@ checkpoint_require_own_transaction(const char *what)
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 				 errmsg("%s cannot run inside a transaction block", what),
 				 errdetail("What it writes is made durable by its own commit.")));
+	/* Its writes bypass the executor's check (a standby is told 55000 later). */
+	if (!RecoveryInProgress())
+		PreventCommandIfReadOnly(what);
 }
 
 /*
