@@ -288,7 +288,7 @@ void
 cycle_recovery_failed(const char *why)
 {
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-	strlcpy(cs->recovery_failure, why, sizeof(cs->recovery_failure));
+	lake_copy_clipped(cs->recovery_failure, why, sizeof(cs->recovery_failure));
 	LWLockRelease(&cs->lock);
 	ConditionVariableBroadcast(&cs->ready_cv);
 }

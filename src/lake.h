@@ -7,6 +7,8 @@
 
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
+
 /* Custom SQLSTATEs, class LK (SPEC §1). */
 #define ERRCODE_LAKE_IDEMPOTENCY_CONFLICT	MAKE_SQLSTATE('L','K','0','0','1')
 #define ERRCODE_LAKE_STALE_PHASE			MAKE_SQLSTATE('L','K','0','0','2')
@@ -34,5 +36,19 @@
 
 /* SHA-256 digest length; the content identity of every payload. */
 #define LAKE_DIGEST_LEN 32
+
+/*
+ * Copy a message into a fixed buffer of 'size' bytes, cut at a character
+ * boundary: a reason kept in shared memory and stored in a text column
+ * must stay valid in the database encoding.
+ */
+static inline void
+lake_copy_clipped(char *dst, const char *src, int size)
+{
+	int			len = pg_mbcliplen(src, strlen(src), size - 1);
+
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
 
 #endif							/* LAKE_H */

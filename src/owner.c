@@ -112,7 +112,7 @@ owner_quarantine(OwnerState *o, int64 position, const char *why)
 {
 	o->quarantined = true;
 	o->quarantine_position = position;
-	strlcpy(o->reason, why, OWNER_REASON_LEN);
+	lake_copy_clipped(o->reason, why, OWNER_REASON_LEN);
 }
 
 void

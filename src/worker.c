@@ -232,7 +232,7 @@ recover(void *arg)
 		ErrorData  *edata = CopyErrorData();
 
 		MemoryContextSwitchTo(ecxt);
-		strlcpy(recovery_failure, edata->message, sizeof(recovery_failure));
+		lake_copy_clipped(recovery_failure, edata->message, sizeof(recovery_failure));
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

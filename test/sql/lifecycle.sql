@@ -116,3 +116,25 @@ PREPARE TRANSACTION 'lake_lifecycle_edit';
 \set VERBOSITY default
 SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'lake_lifecycle_edit';
 SELECT phase, "position", quarantined FROM lake.owner_state('lc_o1');
+
+-- A quarantine reason longer than its 160-byte slot is cut at a character
+-- boundary: with multibyte phase names the cut used to fall inside a
+-- character, and the stored reason was not valid UTF-8 (a dump of
+-- lake_data.owner then failed to restore).
+SELECT repeat('é', 31) AS p1, repeat('è', 31) AS p2 \gset
+SELECT lake.define_lifecycle('lc_mb', :'p1', ARRAY[[:'p1', :'p2'], [:'p2', :'p1']]);
+SELECT lake.create_owner('lc_mb_o', 'lc_mb');
+SELECT (lake.cast_durable('lc_mb_o', :'p1', :'p2')).position;
+-- The initial phase edited: the owner's first landing no longer fits.
+UPDATE lake_data.lifecycle SET initial_phase = :'p2' WHERE name = 'lc_mb';
+SELECT quarantined, octet_length(reason) <= 159 AS fits,
+       convert_from(convert_to(reason, 'UTF8'), 'UTF8') = reason AS valid
+FROM lake.owner_state('lc_mb_o');
+SELECT octet_length(quarantine_reason) <= 159 AS stored_fits,
+       convert_from(convert_to(quarantine_reason, 'UTF8'), 'UTF8') = quarantine_reason AS stored_valid,
+       left(quarantine_reason, 21) AS reason_starts
+FROM lake_data.owner WHERE name = 'lc_mb_o';
+-- Fixed, it is released.
+UPDATE lake_data.lifecycle SET initial_phase = :'p1' WHERE name = 'lc_mb';
+SELECT lake.release_owner('lc_mb_o');
+SELECT phase = :'p2' AS at_p2, "position", quarantined FROM lake.owner_state('lc_mb_o');
