@@ -173,7 +173,7 @@ CREATE TABLE lake_data.stage (
     tenant        text COLLATE "C" NOT NULL,
     operation_id  text COLLATE "C" NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
-    touched_at    timestamptz NOT NULL DEFAULT pg_catalog.statement_timestamp(),
+    touched_at    timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     opened_by     oid NOT NULL,         -- role that began it (lake.role_max_open_stages)
     UNIQUE (dataset_id, tenant, operation_id)
 );

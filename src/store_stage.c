@@ -199,7 +199,7 @@ touch_stage(int64 stage)
 	Datum		values[1] = {Int64GetDatum(stage)};
 
 	store_run(store_plan(&plan,
-				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.statement_timestamp() "
+				 "UPDATE lake_data.stage s SET touched_at = pg_catalog.clock_timestamp() "
 				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_UPDATE);

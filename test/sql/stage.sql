@@ -248,4 +248,16 @@ SELECT pg_sleep(0.01);
 SELECT lake.append_chunk(:lu, 0, '\x01'::bytea);
 SELECT touched_at > now() AS touched_by_the_call FROM lake_data.stage WHERE id = :lu;
 COMMIT;
+-- Nor its statement's start: calls inside one long statement (a procedure
+-- that commits between chunks, a SELECT over many chunks) each touch it.
+DO $$
+DECLARE
+    s bigint := lake.begin_append('uploads', 'acme', 'long-statement');
+BEGIN
+    PERFORM pg_sleep(0.01);
+    PERFORM lake.append_chunk(s, 0, '\x01'::bytea);
+    RAISE NOTICE 'touched by the call, not at the statement''s start: %',
+        (SELECT touched_at > statement_timestamp() FROM lake_data.stage WHERE id = s);
+    PERFORM lake.abort_append(s);
+END $$;
 SELECT lake.abort_append(:lu);
