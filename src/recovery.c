@@ -791,12 +791,19 @@ owner_cycle_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
 									 psprintf("cycle " INT64_FORMAT " is damaged: %s", cycle, why));
 }
 
-/* Apply the sealed landings above the owner's live position. */
+/*
+ * Apply the sealed landings above the owner's live position. The caller
+ * holds the sealing lock; the log is read as of now, not as of the
+ * statement's start, so a seal that committed in between (and moved the
+ * live states) is in it, as in recovery_run.
+ */
 static void
 replay_owner(OwnerReplay *r)
 {
+	PushActiveSnapshot(GetLatestSnapshot());
 	log_visit_owner(r->owner->id, r->owner->position, NULL, &r->at,
 					apply_owner_landing, owner_cycle_damaged, r);
+	PopActiveSnapshot();
 }
 
 /*
