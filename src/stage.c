@@ -110,13 +110,15 @@ require_retired_stage(int64 stage, const StageRow *row)
 /*
  * The stage is not open: committed (55000, naming the version), or never
  * existed, aborted or expired (42704). Under REPEATABLE READ a stage
- * committed after the transaction's snapshot is 40001: retry.
+ * begun or committed after the transaction's snapshot is 40001: retry.
  */
 static void
 stage_not_open(int64 stage)
 {
 	StageRow	row;
 	OperationLookup op;
+	char	   *tenant;
+	bool		committed;
 
 	if (store_stage_version(stage, &row, &op))
 	{
@@ -126,11 +128,16 @@ stage_not_open(int64 stage)
 				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",
 						stage, op.version, row.dataset)));
 	}
-	if (store_stage_committed_since(stage))
+	if ((tenant = store_stage_since(stage, &committed)) != NULL)
+	{
+		/* Told only to a role that may know the stage exists. */
+		access_require_tenant_for(tenant, psprintf("stage " INT64_FORMAT, stage));
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to a concurrent commit of stage " INT64_FORMAT, stage),
+				 errmsg("could not serialize access due to a concurrent %s of stage " INT64_FORMAT,
+						committed ? "commit" : "begin", stage),
 				 errhint("Retry the transaction.")));
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("stage " INT64_FORMAT " does not exist", stage),

@@ -242,21 +242,40 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
 }
 
 /*
- * Was the stage committed by a transaction this one's snapshot does not
- * see? Only a REPEATABLE READ caller can miss one: it is told to retry
- * (40001), not that the stage does not exist.
+ * Was the stage begun or committed by a transaction this one's snapshot
+ * does not see? Only a REPEATABLE READ caller can miss one: it is told to
+ * retry (40001), not that the stage does not exist. The stage's tenant
+ * (the version's, once committed), or NULL.
  */
-bool
-store_stage_committed_since(int64 stage)
+/* lake_data.stage's columns: id, dataset_id, tenant, operation_id, created_at, touched_at, opened_by. */
+#define STAGE_NATTS 7
+#define STAGE_ID 1
+#define STAGE_TENANT 3
+
+char *
+store_stage_since(int64 stage, bool *committed)
 {
+	Snapshot	latest;
 	OperationLookup op;
 	char	   *tenant;
 	char	   *operation_id;
 	bool		replay_damaged;
+	ScanKeyData key[1];
+	Datum		values[STAGE_NATTS];
+	bool		nulls[STAGE_NATTS];
 
-	return IsolationUsesXactSnapshot() &&
-		store_version_of_blob(stage, GetLatestSnapshot(), &op, &tenant, &operation_id,
-							  &replay_damaged);
+	if (!IsolationUsesXactSnapshot())
+		return NULL;
+	latest = GetLatestSnapshot();
+	*committed = store_version_of_blob(stage, latest, &op, &tenant, &operation_id,
+									   &replay_damaged);
+	if (*committed)
+		return tenant;
+	store_key_int8(&key[0], STAGE_ID, stage);
+	if (!store_fetch("stage", "stage_pkey", latest, key, 1, ForwardScanDirection,
+					 values, nulls))
+		return NULL;
+	return TextDatumGetCString(values[STAGE_TENANT - 1]);
 }
 
 static void

@@ -41,8 +41,11 @@ extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
 extern bool store_stage_row(int64 stage, StageRow *row);
 extern bool store_lock_stage(int64 stage, long *wait_ms);
 extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
-/* Committed after this REPEATABLE READ transaction's snapshot (false otherwise)? */
-extern bool store_stage_committed_since(int64 stage);
+/*
+ * The tenant of a stage begun or committed after this REPEATABLE READ
+ * transaction's snapshot (NULL otherwise); *committed says which.
+ */
+extern char *store_stage_since(int64 stage, bool *committed);
 /* A chunk as already stored, against bytes sent again (XX001 if damaged). */
 typedef enum StoredChunk
 {
