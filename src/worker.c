@@ -126,6 +126,9 @@ worker_exit(int code, Datum arg)
 	pg_atomic_write_u32(&ws->pid, 0);
 }
 
+/* The SQLSTATE of the last error run_in_transaction caught. */
+static int	last_error;
+
 /*
  * Run fn in a transaction of its own. An error is logged and the
  * transaction aborted; the worker carries on (and retries at its next
@@ -150,6 +153,7 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(cxt);
+		last_error = geterrcode();
 		EmitErrorReport();
 		FlushErrorState();
 		AbortCurrentTransaction();
@@ -278,9 +282,12 @@ snapshot_if_due(void)
  * lake_data.lifecycle. When the live states belong to this incarnation, casts
  * are stopped and what is pending is sealed first, under the old epoch,
  * so a worker restart or a lifecycle edit loses no accepted cast. A seal
- * that fails there (its sealing lock held past lock_timeout, say) puts the
- * recovery off, as a failed recovery does: recovering would empty the ring
- * of casts already acknowledged. The caller tries again after a pause.
+ * that fails there puts the recovery off, as a failed recovery does:
+ * recovering would empty the ring of casts already acknowledged. The caller
+ * tries again after a pause. Waiting sessions are told of a failure (55000)
+ * unless it was the sealing lock held past lock_timeout by another
+ * transaction: that is a recovery still under way, which they wait for up
+ * to their own bound (53000).
  */
 static bool
 recover_owners(Oid generation)
@@ -311,13 +318,15 @@ recover_owners(Oid generation)
 						 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));
 				break;
 			}
-			cycle_recovery_failed("the casts pending before it could not be sealed; they are kept");
+			if (last_error != ERRCODE_LOCK_NOT_AVAILABLE)
+				cycle_recovery_failed("the casts pending before it could not be sealed; they are kept");
 			return false;
 		}
 	}
 	if (!run_in_transaction("lake: recovering owners", recover, &r))
 	{
-		cycle_recovery_failed(recovery_failure);
+		if (last_error != ERRCODE_LOCK_NOT_AVAILABLE)
+			cycle_recovery_failed(recovery_failure);
 		return false;
 	}
 	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures, changes);

@@ -175,6 +175,34 @@ sub new_worker
 	$pid = new_worker('SIGKILL', $pid);
 }
 
+# --- a recovery held up by the sealing lock is a wait, not a failure --------
+# An administrator's transaction holds the sealing lock (an open lifecycle
+# edit) while a new worker starts: its recovery gives up on the lock at
+# lock_timeout and tries again. Casts meanwhile wait for it up to
+# lake.admission_queue_wait and get 53000, as for any recovery still under
+# way; they used to get 55000 ("could not recover them") at once, which a
+# client retrying on 53000 takes for a lasting failure.
+{
+	$node->safe_psql('postgres', "SELECT lake.create_owner('held')");
+	my $admin = $node->background_psql('postgres', on_error_stop => 0);
+	$admin->query_safe("BEGIN; UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+	my $off = -s $node->logfile;
+	kill 'TERM', $pid;
+	ok( eval {
+			$node->wait_for_log(qr/ERROR:  canceling statement due to lock timeout/, $off);
+			1;
+		},
+		'held lock: the new worker\'s recovery gives up on the sealing lock');
+	my ($state, $msg) = sql_error($node, "SELECT lake.cast('held', NULL, NULL)");
+	is($state, '53000', 'held lock: a cast waits for the recovery, then 53000')
+	  or diag($msg);
+	$admin->query_safe('ROLLBACK');
+	$admin->quit;
+	$pid = new_worker('held lock', $pid);
+	is($node->safe_psql('postgres', "SELECT (lake.cast_durable('held', NULL, NULL)).position"),
+		'1', 'held lock: once it is let go, the worker recovers and casts are served');
+}
+
 # --- DROP EXTENSION: the worker goes back to waiting ------------------------
 $node->safe_psql('postgres', 'DROP EXTENSION lake');
 ok($node->poll_query_until('probe', 'SELECT worker_state FROM worker_stats()',
