@@ -244,3 +244,21 @@ SELECT left(t.err($$SELECT lake.cast('gamma', NULL, NULL, 'other'::bytea, NULL, 
 SELECT pending FROM lake.owner_state('gamma');
 SELECT lake.seal() > 0 AS sealed_many;
 SELECT count(*) AS many_sealed FROM lake.trajectory('gamma') WHERE operation_id LIKE 'm-%';
+-- The transaction that sealed a cycle reads no log: its cycle is not
+-- durable (nor committed) before that transaction commits, and a DO block
+-- that seals and reads on would show a cycle an error can still take away.
+SELECT lake.cast('gamma', NULL, NULL) IS NOT NULL AS pending_again;
+SELECT max(cycle) AS cycle_before FROM lake.cycles() \gset
+DO $$
+BEGIN
+    PERFORM lake.seal();
+    RAISE NOTICE 'log read after the seal: %',
+        (SELECT left(t.err('SELECT max(cycle)::text FROM lake.cycles()'), 5));
+    RAISE NOTICE 'trajectory read after the seal: %',
+        (SELECT left(t.err($q$SELECT count(*)::text FROM lake.trajectory('gamma')$q$), 5));
+    RAISE NOTICE 'global log read after the seal: %',
+        (SELECT left(t.err('SELECT count(*)::text FROM lake.log()'), 5));
+    RAISE EXCEPTION 'the block fails: its seal never happened';
+END $$;
+SELECT max(cycle) = :cycle_before AS no_new_cycle FROM lake.cycles();
+SELECT lake.seal() > :cycle_before AS sealed_on_its_own;
