@@ -242,12 +242,43 @@ cycle_close(void)
 	LWLockRelease(&cs->lock);
 }
 
-/* Forget every live state and pending cast: recovery rebuilds them. */
+/* Whether a cast accepted into the ring still copies its payload (lock held). */
+static bool
+copy_in_flight(void)
+{
+	for (uint64 off = cs->head; off < cs->tail;)
+	{
+		CastRecord *r = cycle_record(off);
+
+		if (r->len != 0 && !r->ready)
+			return true;
+		off = cycle_next(r, off);
+	}
+	return false;
+}
+
+/*
+ * Forget every live state and pending cast: recovery rebuilds them. The
+ * ring is emptied only once no cast accepted before the door closed is
+ * still copying its payload (outside the lock): its copy would land in
+ * space handed to a new cast. No error comes between a cast's reservation
+ * and its 'ready', so the wait ends.
+ */
 void
 cycle_begin_recovery(void)
 {
-	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-	cs->ready = false;
+	for (;;)
+	{
+		LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+		cs->ready = false;
+		if (!copy_in_flight())
+			break;
+		LWLockRelease(&cs->lock);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 	cs->recovery_failure[0] = '\0';
 	owner_clear_all();
 	cs->owner_table++;			/* every OwnerState pointer held is void now */
