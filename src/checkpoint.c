@@ -34,6 +34,7 @@ typedef struct Image
 	int16		phase;
 	int64		lap;
 	int64		position;
+	bool		quarantined;
 } Image;
 
 typedef struct Collect
@@ -53,6 +54,7 @@ collect(OwnerState *o, void *arg)
 	im->phase = o->phase;
 	im->lap = o->lap;
 	im->position = o->position;
+	im->quarantined = o->quarantined;
 }
 
 static int
@@ -124,11 +126,20 @@ checkpoint_take(bool lock_held)
 		LakeOwnerImage o;
 
 		/*
-		 * An owner whose lifecycle is not usable (it is quarantined) is left
-		 * out: recovery replays its whole log, and quarantines it again.
+		 * A quarantined owner whose lifecycle is not usable is left out: its
+		 * durable quarantine holds it, and its release replays its whole
+		 * log. A live one cannot be: recovery would start it at position 0
+		 * from this snapshot's cycle (its lifecycle was edited behind the
+		 * trigger's back, which quarantined nobody).
 		 */
-		if (lc == NULL)
+		if (lc == NULL && c.images[i].quarantined)
 			continue;
+		if (lc == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("owner id %d cannot be snapshotted: its lifecycle is not usable", c.images[i].id),
+					 errdetail("%s", why),
+					 errhint("Repair lake_data.lifecycle, or quarantine its owners with lake.recover().")));
 
 		if (c.images[i].phase >= lc->nphases)
 		{

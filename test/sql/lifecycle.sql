@@ -138,3 +138,23 @@ FROM lake_data.owner WHERE name = 'lc_mb_o';
 UPDATE lake_data.lifecycle SET initial_phase = :'p1' WHERE name = 'lc_mb';
 SELECT lake.release_owner('lc_mb_o');
 SELECT phase = :'p2' AS at_p2, "position", quarantined FROM lake.owner_state('lc_mb_o');
+
+-- A lifecycle malformed behind the trigger's back (session_replication_role)
+-- while its owners are live: a snapshot cannot name their phases, and it
+-- must not leave them out (recovery would start them from the snapshot's
+-- cycle at position 0, and a repaired lifecycle would bring them back
+-- without their earlier landings). The checkpoint is refused instead.
+SELECT lake.define_lifecycle('lc_snap', 'A', '{{A,B},{B,A}}');
+SELECT lake.create_owner('lc_snap_o', 'lc_snap');
+SELECT (lake.cast_durable('lc_snap_o', 'A', 'B')).position;
+SET session_replication_role = replica;
+UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_snap';
+RESET session_replication_role;
+-- (A new session: this one keeps the lifecycle as it loaded it.)
+\c -
+SELECT lake.checkpoint();
+SET session_replication_role = replica;
+UPDATE lake_data.lifecycle SET initial_phase = 'A' WHERE name = 'lc_snap';
+RESET session_replication_role;
+SELECT lake.checkpoint() > 0 AS checkpoint_taken;
+SELECT phase, "position", quarantined FROM lake.owner_state('lc_snap_o');
