@@ -1362,6 +1362,24 @@ cycle_cut_held(void)
 	return cut_active;
 }
 
+/*
+ * 55000 in the transaction that sealed a cycle (a DO block calling
+ * lake.seal() at the top level): its cycle is in the log tables but
+ * neither committed nor flushed, and the live states do not have it yet.
+ * What reads the log (readers, on-demand recovery) would show or apply a
+ * cycle the transaction's own error can still take away.
+ */
+void
+cycle_require_no_cut(const char *what)
+{
+	if (cut_active)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s cannot run in the transaction that sealed a cycle", what),
+				 errdetail("The cycle it sealed is not durable before this transaction commits."),
+				 errhint("Run it in a transaction of its own.")));
+}
+
 /* A seal's transaction aborted: its cut stays pending for the next seal. */
 void
 cycle_uncut(void)

@@ -202,6 +202,7 @@ extern int32 cycle_live_epoch(void);
 /* Sealers (holding the sealing lock) */
 extern bool cycle_cut(CycleCut *cut, int max_casts);
 extern bool cycle_cut_held(void);
+extern void cycle_require_no_cut(const char *what);
 extern CastRecord *cycle_record(uint64 offset);
 extern uint64 cycle_next(const CastRecord *r, uint64 offset);
 

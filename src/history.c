@@ -103,23 +103,6 @@ arg_after(FunctionCallInfo fcinfo, int argno, const char *what)
 	return after;
 }
 
-/*
- * Readers see only sealed cycles (SPEC §4): not in the transaction that
- * sealed one, whose cycle is neither committed nor flushed before its
- * commit (a DO block that seals and reads on could show a cycle its own
- * error then takes away).
- */
-static void
-require_sealed_reads(void)
-{
-	if (cycle_cut_held())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot read lake's log in the transaction that sealed a cycle"),
-				 errdetail("The cycle it sealed is not durable before this transaction commits."),
-				 errhint("Read in a transaction of its own.")));
-}
-
 PG_FUNCTION_INFO_V1(lake_trajectory);
 PG_FUNCTION_INFO_V1(lake_log);
 PG_FUNCTION_INFO_V1(lake_cycles);
@@ -135,7 +118,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	bool		known;
 
 	lake_require_preload();
-	require_sealed_reads();
+	cycle_require_no_cut("lake.trajectory()");
 	owner = lake_arg_short_name(fcinfo, 0, "owner");
 	e.after_position = arg_after(fcinfo, 1, "after_position");
 	InitMaterializedSRF(fcinfo, 0);
@@ -164,7 +147,7 @@ lake_log(PG_FUNCTION_ARGS)
 	uint64		n;
 
 	lake_require_preload();
-	require_sealed_reads();
+	cycle_require_no_cut("lake.log()");
 	after_cycle = arg_after(fcinfo, 0, "after_cycle");
 	InitMaterializedSRF(fcinfo, 0);
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -201,7 +184,7 @@ lake_cycles(PG_FUNCTION_ARGS)
 	Datum		values[1];
 
 	lake_require_preload();
-	require_sealed_reads();
+	cycle_require_no_cut("lake.cycles()");
 	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;

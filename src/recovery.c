@@ -833,6 +833,7 @@ lake_recover(PG_FUNCTION_ARGS)
 		only = lake_arg_short_name(fcinfo, 0, "owner");
 	access_require_admin();
 	checkpoint_require_own_transaction("lake.recover()");
+	cycle_require_no_cut("lake.recover()");
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	cycle_wait_ready();
@@ -951,6 +952,7 @@ lake_release_owner(PG_FUNCTION_ARGS)
 	name = lake_arg_short_name(fcinfo, 0, "owner");
 	access_require_admin();
 	checkpoint_require_own_transaction("lake.release_owner()");
+	cycle_require_no_cut("lake.release_owner()");
 	cycle_wait_ready();
 
 	store_connect();

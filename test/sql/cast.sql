@@ -261,4 +261,14 @@ BEGIN
     RAISE EXCEPTION 'the block fails: its seal never happened';
 END $$;
 SELECT max(cycle) = :cycle_before AS no_new_cycle FROM lake.cycles();
+-- Nor is it applied to the live states by an on-demand recovery in the
+-- same transaction: that recovery advanced the owner, and the block's
+-- error kept the advance while it gave the casts back to be sealed again,
+-- numbered after it (a gap in the owner's positions).
+\set VERBOSITY terse
+DO $$ BEGIN PERFORM lake.seal(); PERFORM * FROM lake.recover('gamma'); RAISE EXCEPTION 'the block fails'; END $$;
+DO $$ BEGIN PERFORM lake.seal(); PERFORM lake.release_owner('gamma'); RAISE EXCEPTION 'the block fails'; END $$;
+\set VERBOSITY default
+SELECT pending FROM lake.owner_state('gamma');
 SELECT lake.seal() > :cycle_before AS sealed_on_its_own;
+SELECT count(*) = max(position) AS gap_free FROM lake.trajectory('gamma');
