@@ -820,6 +820,84 @@ open_owner(const char *name, OwnerReplay *r)
 	r->owner = cycle_owner_entry(name, &r->lc, false, &r->why);
 }
 
+/*
+ * The owners releases make live, once their transaction commits: until
+ * then they stay quarantined, so no cast is accepted against a release that
+ * an abort would take back (the durable quarantine would stand). Their
+ * replayed states may stay: they are made of durable landings.
+ *
+ * A snapshot taken while an owner was quarantined holds its prefix, and
+ * recovery replays only the cycles after the newest snapshot: the landings
+ * a release applied would be lost to the next recovery. So the releasing
+ * transaction writes a snapshot before it commits, one for all the owners
+ * it released (the sealing lock, held since the first, keeps seals and
+ * lifecycle edits out meanwhile).
+ */
+static List *releasing = NIL;	/* of OwnerState *, in TopTransactionContext */
+
+/*
+ * The owners lake.recover() quarantined: in shared memory at once (no cast
+ * is accepted against them meanwhile), durably at commit. An abort (a
+ * cancel later in its loop) takes the durable quarantine back, and so
+ * this one: the live states it replayed are made of durable landings.
+ */
+static List *quarantining = NIL;
+
+/* Owners 'list' names, live again. */
+static void
+unquarantine(List *list)
+{
+	ListCell   *lc;
+
+	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+	foreach(lc, list)
+	{
+		OwnerState *o = (OwnerState *) lfirst(lc);
+
+		o->quarantined = false;
+		o->reason[0] = '\0';
+	}
+	LWLockRelease(cycle_lock());
+}
+
+static void
+release_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT && releasing != NIL)
+	{
+		int64		covered;
+
+		PushActiveSnapshot(GetTransactionSnapshot());
+		covered = checkpoint_take(true);
+		PopActiveSnapshot();
+		if (covered < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no owner was released: a lifecycle edit awaits its recovery"),
+					 errhint("Release them again once lake.stats() shows the worker serving.")));
+	}
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT)
+		return;
+	/* Before the locks go: the sealing lock keeps a recovery off the entries. */
+	unquarantine(event == XACT_EVENT_COMMIT ? releasing : quarantining);
+	releasing = quarantining = NIL; /* their memory goes with the transaction */
+}
+
+/* Remember 'o' in 'list' until the transaction ends. */
+static void
+until_xact_end(List **list, OwnerState *o)
+{
+	static bool registered = false;
+	MemoryContext old;
+
+	if (!registered)
+		RegisterXactCallback(release_xact_callback, NULL);
+	registered = true;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	*list = lappend(*list, o);
+	MemoryContextSwitchTo(old);
+}
+
 Datum
 lake_recover(PG_FUNCTION_ARGS)
 {
@@ -864,6 +942,7 @@ lake_recover(PG_FUNCTION_ARGS)
 				LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 				owner_quarantine(r.owner, r.owner->position, r.why);
 				LWLockRelease(cycle_lock());
+				until_xact_end(&quarantining, r.owner);
 				store_owner_set_quarantine(r.owner->id, r.owner->position, r.why);
 			}
 		}
@@ -875,71 +954,6 @@ lake_recover(PG_FUNCTION_ARGS)
 	}
 	store_finish();
 	return (Datum) 0;
-}
-
-/*
- * The owners releases make live, once their transaction commits: until
- * then they stay quarantined, so no cast is accepted against a release that
- * an abort would take back (the durable quarantine would stand). Their
- * replayed states may stay: they are made of durable landings.
- *
- * A snapshot taken while an owner was quarantined holds its prefix, and
- * recovery replays only the cycles after the newest snapshot: the landings
- * a release applied would be lost to the next recovery. So the releasing
- * transaction writes a snapshot before it commits, one for all the owners
- * it released (the sealing lock, held since the first, keeps seals and
- * lifecycle edits out meanwhile).
- */
-static List *releasing = NIL;	/* of OwnerState *, in TopTransactionContext */
-
-static void
-release_xact_callback(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	if (event == XACT_EVENT_PRE_COMMIT && releasing != NIL)
-	{
-		int64		covered;
-
-		PushActiveSnapshot(GetTransactionSnapshot());
-		covered = checkpoint_take(true);
-		PopActiveSnapshot();
-		if (covered < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("no owner was released: a lifecycle edit awaits its recovery"),
-					 errhint("Release them again once lake.stats() shows the worker serving.")));
-	}
-	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT)
-		return;
-	/* Before the locks go: the sealing lock keeps a recovery off the entries. */
-	if (event == XACT_EVENT_COMMIT && releasing != NIL)
-	{
-		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-		foreach(lc, releasing)
-		{
-			OwnerState *o = (OwnerState *) lfirst(lc);
-
-			o->quarantined = false;
-			o->reason[0] = '\0';
-		}
-		LWLockRelease(cycle_lock());
-	}
-	releasing = NIL;			/* its memory goes with the transaction */
-}
-
-static void
-release_at_commit(OwnerState *o)
-{
-	static bool registered = false;
-	MemoryContext old;
-
-	if (!registered)
-		RegisterXactCallback(release_xact_callback, NULL);
-	registered = true;
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	releasing = lappend(releasing, o);
-	MemoryContextSwitchTo(old);
 }
 
 Datum
@@ -974,7 +988,7 @@ lake_release_owner(PG_FUNCTION_ARGS)
 				 errdetail("%s (applied prefix: position " INT64_FORMAT ").", r.why, r.owner->position),
 				 errhint("Fix the cause (the lifecycle, or the damaged data) and release it again.")));
 	store_owner_set_quarantine(r.owner->id, 0, NULL);
-	release_at_commit(r.owner);
+	until_xact_end(&releasing, r.owner);
 	store_finish();
 	ereport(NOTICE,
 			(errmsg("owner \"%s\" released at position " INT64_FORMAT " (%d landings applied)",

@@ -66,6 +66,14 @@ UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_inserted';
 RESET session_replication_role;
 INSERT INTO lake_data.owner (name, lifecycle, tenant)
 SELECT 'lc_q', id, 'default' FROM lake_data.lifecycle WHERE name = 'lc_inserted';
+-- A statement that fails after lake.recover() quarantined the owner takes
+-- the quarantine back in shared memory as its abort takes the durable one:
+-- the owner used to stay quarantined in memory only, so the next recovery
+-- passed it over and lake_data.owner never recorded the quarantine.
+SELECT count(*) / 0 FROM lake.recover() WHERE quarantined;
+SELECT quarantine_position FROM lake_data.owner WHERE name = 'lc_q';
+SELECT quarantined FROM lake.recover('lc_q');
+SELECT quarantine_position IS NOT NULL AS durably_quarantined FROM lake_data.owner WHERE name = 'lc_q';
 SELECT owner, applied, "position", quarantined FROM lake.recover() WHERE owner LIKE 'lc\_%' ORDER BY owner;
 SELECT quarantine_position, quarantine_reason FROM lake_data.owner WHERE name = 'lc_q';
 \set VERBOSITY sqlstate
