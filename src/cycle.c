@@ -313,7 +313,7 @@ cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 
 /*
  * The worker's recovery failed (it retries): sessions waiting for it are
- * told why instead of waiting on.
+ * told why instead of waiting on ("": nothing to tell, they wait on).
  */
 void
 cycle_recovery_failed(const char *why)

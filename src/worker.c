@@ -287,7 +287,7 @@ snapshot_if_due(void)
  * tries again after a pause. Waiting sessions are told of a failure (55000)
  * unless it was the sealing lock held past lock_timeout by another
  * transaction: that is a recovery still under way, which they wait for up
- * to their own bound (53000).
+ * to their own bound (53000); an earlier attempt's failure is cleared.
  */
 static bool
 recover_owners(Oid generation)
@@ -318,15 +318,14 @@ recover_owners(Oid generation)
 						 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));
 				break;
 			}
-			if (last_error != ERRCODE_LOCK_NOT_AVAILABLE)
-				cycle_recovery_failed("the casts pending before it could not be sealed; they are kept");
+			cycle_recovery_failed(last_error == ERRCODE_LOCK_NOT_AVAILABLE ? "" :
+								  "the casts pending before it could not be sealed; they are kept");
 			return false;
 		}
 	}
 	if (!run_in_transaction("lake: recovering owners", recover, &r))
 	{
-		if (last_error != ERRCODE_LOCK_NOT_AVAILABLE)
-			cycle_recovery_failed(recovery_failure);
+		cycle_recovery_failed(last_error == ERRCODE_LOCK_NOT_AVAILABLE ? "" : recovery_failure);
 		return false;
 	}
 	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures, changes);
