@@ -131,7 +131,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 				 errmsg("owner \"%s\" does not exist", owner)));
 	access_require_owner(tenant, owner);
 	known = cycle_owner_reached(owner, e.owner_id, &reach.position, &reach.cycle);
-	log_visit_owner(e.owner_id, e.after_position, known ? &reach : NULL, &e.at,
+	log_visit_owner(e.owner_id, e.after_position, 0, known ? &reach : NULL, &e.at,
 					emit_landing, NULL, &e);
 	store_finish();
 	return (Datum) 0;

@@ -410,6 +410,9 @@ cycle_reader_scan(CycleReader *cr, int64 after_cycle, ScanKeyData *key)
 	return systable_beginscan_ordered(cr->rel, cr->idx, cr->snapshot, 1, key);
 }
 
+static void scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
+						LogDamageHandler damaged, void *arg, const bool *stop);
+
 /*
  * Visit the landings of every cycle above 'after_cycle', in cycle order,
  * straight from lake_data.cycle's primary key under the active snapshot:
@@ -420,6 +423,14 @@ void
 log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 				LogDamageHandler damaged, void *arg)
 {
+	scan_cycles(after_cycle, where, visit, damaged, arg, NULL);
+}
+
+/* The same, ending early once '*stop' is set (NULL: never). */
+static void
+scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
+			LogDamageHandler damaged, void *arg, const bool *stop)
+{
 	CycleReader cr;
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -428,7 +439,8 @@ log_scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 
 	cycle_reader_open(&cr, GetActiveSnapshot());
 	scan = cycle_reader_scan(&cr, after_cycle, &key);
-	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	while (!(stop != NULL && *stop) &&
+		   HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
 		int64		cycle = DatumGetInt64(cycle_column(&cr, tup, cr.att_cycle));
 
@@ -586,13 +598,36 @@ walk_landing(const LakeLanding *l, void *arg)
 	return 0;
 }
 
-/* A damaged cycle record: the caller's handler, with the caller's argument; the walk ends. */
+/*
+ * A damaged cycle record the index names for the owner, by the rule of the
+ * worker's recovery: it stops the owner (the caller's handler, with the
+ * caller's argument) only when its owner list gives the owner landings not
+ * applied yet, or is unreadable; landings already applied are passed. An
+ * owner list without the owner, or not where the index says, is the
+ * index's damage: the log is read instead.
+ */
 static void
 walk_cycle_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
 				   int nowners, void *arg)
 {
 	OwnerWalk  *w = (OwnerWalk *) arg;
+	const LakeCycleOwner *mine = NULL;
 
+	for (int i = 0; i < nowners && mine == NULL; i++)
+		if (owners[i].owner_id == w->owner_id)
+			mine = &owners[i];
+	if (nowners >= 0 && (mine == NULL || mine->first_position != w->expect))
+	{
+		w->rescan = true;
+		w->done = true;
+		return;
+	}
+	if (mine != NULL && mine->first_position + mine->landings - 1 <= w->after)
+	{
+		w->expect += mine->landings;
+		w->scan_after = cycle;
+		return;
+	}
 	w->damaged(cycle, why, owners, nowners, w->arg);
 	w->done = true;
 }
@@ -709,6 +744,15 @@ walk_tail(OwnerWalk *w, int64 closed)
 
 		CHECK_FOR_INTERRUPTS();
 		why = cycle_owner_list(cycle_column(&w->cr, tup, w->cr.att_owners), &ol);
+		if (why != NULL && w->damaged != NULL)
+		{
+			/*
+			 * A recovery reads the cycle's record instead, which names its
+			 * owners too: one damaged list is in every owner's walk.
+			 */
+			walk_cycle(w, tup);
+			continue;
+		}
 		if (why != NULL)
 		{
 			walk_damaged(w, cycle, psprintf("its owner list is damaged: %s", why));
@@ -790,8 +834,8 @@ scan_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
  * are exactly those up to the newest cycle it sees.
  */
 void
-log_visit_owner(int32 owner_id, int64 after_position, const LogReach *reach,
-				LogCycle *where, LakeLandingVisitor visit,
+log_visit_owner(int32 owner_id, int64 after_position, int64 after_cycle,
+				const LogReach *reach, LogCycle *where, LakeLandingVisitor visit,
 				LogDamageHandler damaged, void *arg)
 {
 	OwnerWalk	w = {0};
@@ -830,7 +874,14 @@ log_visit_owner(int32 owner_id, int64 after_position, const LogReach *reach,
 	cycle_reader_close(&w.cr);
 	if (w.rescan)
 	{
+		/*
+		 * From where the walk last found the owner, or from the first cycle
+		 * that can hold a landing not applied yet, whichever is later: only
+		 * the landings above 'after' are looked for, gap-free from there.
+		 */
 		w.done = false;
-		log_scan_cycles(w.scan_after, where, scan_landing, scan_damaged, &w);
+		w.expect = Max(w.expect, w.after + 1);
+		scan_cycles(Max(w.scan_after, after_cycle), where, scan_landing, scan_damaged, &w,
+					&w.done);
 	}
 }

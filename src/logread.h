@@ -85,11 +85,13 @@ typedef struct LogReach
  * With 'reach', a walk that sees 'reach->cycle' must find the owner's
  * positions up to 'reach->position': a missing last index entry is damage
  * too, not a shorter trajectory. A damaged index is XX001; with 'damaged'
- * (a recovery), the walk reads the log itself from there instead, and only
- * damage to the log reaches the handler.
+ * (a recovery), the walk reads the log itself from there instead (not
+ * below 'after_cycle', when the caller knows the landings above
+ * 'after_position' are all in later cycles; 0 if not), and only damage to
+ * the log reaches the handler, by the rule of the worker's recovery.
  */
 extern void log_visit_owner(int32 owner_id, int64 after_position,
-							const LogReach *reach, LogCycle *where,
+							int64 after_cycle, const LogReach *reach, LogCycle *where,
 							LakeLandingVisitor visit, LogDamageHandler damaged,
 							void *arg);
 

@@ -801,7 +801,9 @@ static void
 replay_owner(OwnerReplay *r)
 {
 	PushActiveSnapshot(GetLatestSnapshot());
-	log_visit_owner(r->owner->id, r->owner->position, NULL, &r->at,
+	/* Its next landing is in its position's cycle or a later one. */
+	log_visit_owner(r->owner->id, r->owner->position,
+					Max(r->owner->position_cycle - 1, 0), NULL, &r->at,
 					apply_owner_landing, owner_cycle_damaged, r);
 	PopActiveSnapshot();
 }
