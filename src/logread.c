@@ -734,6 +734,8 @@ walk_tail(OwnerWalk *w, int64 closed)
 	SysScanDesc scan;
 	HeapTuple	tup;
 
+	int64		next = Max(closed, 0) + 1;
+
 	scan = cycle_reader_scan(&w->cr, closed, &key);
 	while (!w->done && HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
@@ -743,6 +745,14 @@ walk_tail(OwnerWalk *w, int64 closed)
 		const LakeCycleOwner *mine = NULL;
 
 		CHECK_FOR_INTERRUPTS();
+		/* A lost cycle's owners are unknown: it may have held this one's. */
+		if (cycle != next)
+		{
+			walk_damaged(w, next, psprintf("the cycle is missing (the next cycle stored is " INT64_FORMAT ")",
+										   cycle));
+			break;
+		}
+		next = cycle + 1;
 		why = cycle_owner_list(cycle_column(&w->cr, tup, w->cr.att_owners), &ol);
 		if (why != NULL && w->damaged != NULL)
 		{

@@ -801,10 +801,16 @@ static void
 replay_owner(OwnerReplay *r)
 {
 	PushActiveSnapshot(GetLatestSnapshot());
-	/* Its next landing is in its position's cycle or a later one. */
+
+	/*
+	 * A live owner's next landing is in its position's cycle or a later
+	 * one. Not so for a quarantined one: a snapshot taken after its
+	 * quarantine gives it that snapshot's cycle, and its landings past the
+	 * prefix are older.
+	 */
 	log_visit_owner(r->owner->id, r->owner->position,
-					Max(r->owner->position_cycle - 1, 0), NULL, &r->at,
-					apply_owner_landing, owner_cycle_damaged, r);
+					r->owner->quarantined ? 0 : Max(r->owner->position_cycle - 1, 0),
+					NULL, &r->at, apply_owner_landing, owner_cycle_damaged, r);
 	PopActiveSnapshot();
 }
 
@@ -941,10 +947,10 @@ lake_recover(PG_FUNCTION_ARGS)
 				replay_owner(&r);
 			if (r.why != NULL)
 			{
+				until_xact_end(&quarantining, r.owner);	/* before: it may fail */
 				LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 				owner_quarantine(r.owner, r.owner->position, r.why);
 				LWLockRelease(cycle_lock());
-				until_xact_end(&quarantining, r.owner);
 				store_owner_set_quarantine(r.owner->id, r.owner->position, r.why);
 			}
 		}
