@@ -245,7 +245,7 @@ recover(void *arg)
 static void
 seal(void *arg)
 {
-	(void) seal_run();
+	*(int64 *) arg = seal_run();
 }
 
 static void
@@ -300,9 +300,20 @@ recover_owners(Oid generation)
 		cycle_close();
 		while (cycle_pending() > 0)
 		{
+			int64		cycle;
+
 			CHECK_FOR_INTERRUPTS();
-			if (run_in_transaction("lake: sealing before recovery", seal, NULL))
+			if (run_in_transaction("lake: sealing before recovery", seal, &cycle))
+			{
+				/* Nothing cut: the first cast still copies its payload. */
+				if (cycle == 0)
+				{
+					(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+									 1, PG_WAIT_EXTENSION);
+					ResetLatch(MyLatch);
+				}
 				continue;
+			}
 			if (seal_fenced())
 			{
 				/*
@@ -361,8 +372,10 @@ installed_generation(void)
 static long
 seal_if_due(TimestampTz *due)
 {
+	static TimestampTz retry_at = 0;
 	TimestampTz now = GetCurrentTimestamp();
 	int64		pending = cycle_pending();
+	int64		cycle;
 
 	if (pending == 0)
 	{
@@ -371,21 +384,26 @@ seal_if_due(TimestampTz *due)
 	}
 	if (*due == 0)
 		*due = TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms);
+	/* After a failure, a pause whoever waits: each cast may wake us. */
+	if (now < retry_at)
+		return Max(1L, TimestampDifferenceMilliseconds(now, retry_at));
 	if (now < *due && pending < lake_cycle_max_casts && !waiter_any())
 		return Max(1L, TimestampDifferenceMilliseconds(now, *due));
 
-	if (!run_in_transaction("lake: sealing a cycle", seal, NULL))
+	if (!run_in_transaction("lake: sealing a cycle", seal, &cycle))
 	{
 		/* Fenced out: recover at once (see recover_owners). */
 		if (seal_fenced())
 			fenced_out = true;
 		/* Try again after a pause rather than fail in a tight loop. */
-		*due = TimestampTzPlusMilliseconds(now, 1000);
+		retry_at = TimestampTzPlusMilliseconds(now, 1000);
 		return fenced_out ? 0 : 1000L;
 	}
+	retry_at = 0;
 	*due = cycle_pending() > 0 ?
 		TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms) : 0;
-	return 0;
+	/* Nothing cut: the first cast still copies its payload; look again soon. */
+	return cycle == 0 ? 1L : 0L;
 }
 
 /*
@@ -459,9 +477,11 @@ lake_worker_main(Datum arg)
 	 */
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);
-	/* Nor may the database's owner make every write of the worker fail. */
+	/* Nor may the database's owner make every write of the worker fail, */
 	SetConfigOption("default_transaction_read_only", "off",
 					PGC_SUSET, PGC_S_OVERRIDE);
+	/* or every error it retries (a lock timeout) end it in a restart loop. */
+	SetConfigOption("exit_on_error", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	admission_publish_limits();
 
 	for (;;)
@@ -528,6 +548,9 @@ lake_worker_main(Datum arg)
 				}
 				if (more_to_expire)
 					continue;
+				/* A long lake.cycle_interval must not hold the expiry back. */
+				timeout = Min(timeout, Max(1L, TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+																				next_expiry)));
 			}
 		}
 		else

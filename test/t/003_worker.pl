@@ -182,9 +182,17 @@ sub new_worker
 # lake.admission_queue_wait and get 53000, as for any recovery still under
 # way; they used to get 55000 ("could not recover them") at once, which a
 # client retrying on 53000 takes for a lasting failure.
+#
+# The database's owner may set exit_on_error for its database, which turns
+# every error the worker catches and retries (these lock timeouts) into its
+# end: the worker forces it off, and is not restarted again and again.
 {
 	$node->safe_psql('postgres', "SELECT lake.create_owner('held')");
+	my $starts = $node->safe_psql('postgres', 'SELECT worker_starts FROM lake.stats()');
 	my $admin = $node->background_psql('postgres', on_error_stop => 0);
+	$node->safe_psql('postgres', 'ALTER DATABASE postgres SET exit_on_error = on');
+	$node->safe_psql('postgres', "ALTER SYSTEM SET lake.admission_queue_wait = '2s'");
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 	$admin->query_safe("BEGIN; UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
 	my $off = -s $node->logfile;
 	kill 'TERM', $pid;
@@ -201,6 +209,34 @@ sub new_worker
 	$pid = new_worker('held lock', $pid);
 	is($node->safe_psql('postgres', "SELECT (lake.cast_durable('held', NULL, NULL)).position"),
 		'1', 'held lock: once it is let go, the worker recovers and casts are served');
+	is($node->safe_psql('postgres', 'SELECT worker_starts FROM lake.stats()'),
+		$starts + 1, 'held lock: one worker start, for the SIGTERM only (exit_on_error is off for it)');
+	$node->safe_psql('postgres', 'ALTER DATABASE postgres RESET exit_on_error');
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET lake.admission_queue_wait');
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+}
+
+# --- a long lake.cycle_interval does not hold stage expiry back -------------
+# With a cast pending, the worker sleeps until its cycle is due; the
+# expiry pass (every quarter of lake.stage_ttl, at least a second) must
+# still run, not wait out the cycle.
+{
+	$node->append_conf('postgresql.conf', "lake.cycle_interval = '1h'\nlake.stage_ttl = '1s'\n");
+	$node->reload;
+	ok( $node->poll_query_until(
+			'postgres', "SELECT setting::bigint = 3600000 FROM pg_settings WHERE name = 'lake.cycle_interval'"),
+		'long interval: reloaded');
+	my $before = $node->safe_psql('postgres', 'SELECT stages_expired FROM lake.stats()');
+	$node->safe_psql('postgres', "SELECT lake.create_dataset('expiring'); SELECT lake.cast('held', NULL, NULL)");
+	$node->safe_psql('postgres', "SELECT lake.begin_append('expiring', 'default', 'idle')");
+	ok($node->poll_query_until('postgres', "SELECT stages_expired > $before FROM lake.stats()"),
+		'long interval: the idle stage expires while a cast waits for its cycle');
+	is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
+		'1', 'long interval: the cast is still pending (no seal woke the worker)');
+	$node->append_conf('postgresql.conf', "lake.cycle_interval = '10ms'\nlake.stage_ttl = '1h'\n");
+	$node->reload;
+	ok($node->poll_query_until('postgres', 'SELECT casts_pending = 0 FROM lake.stats()'),
+		'long interval: back at 10ms, the cast is sealed');
 }
 
 # --- DROP EXTENSION: the worker goes back to waiting ------------------------
