@@ -550,6 +550,7 @@ typedef struct OwnerWalk
 	int64		gap;			/* a landing found at another position, or 0 */
 	bool		done;			/* the visitor stopped, or damage was reported */
 	bool		rescan;			/* the index is damaged: read the log itself */
+	int64		revisit_through;	/* cycles up to here may repeat landings given */
 	int64		scan_after;		/* position 'expect' is in a cycle above this one */
 	LogCycle   *where;
 	LakeLandingVisitor visit;
@@ -583,6 +584,8 @@ walk_landing(const LakeLanding *l, void *arg)
 
 	if (l->owner_id != w->owner_id)
 		return 0;
+	if (l->position < w->expect && w->where->cycle <= w->revisit_through)
+		return 0;				/* given by its block already */
 	if (l->position != w->expect)
 	{
 		w->gap = l->position;
@@ -726,17 +729,22 @@ walk_blocks(OwnerWalk *w, int64 closed)
 	table_close(brel, AccessShareLock);
 }
 
-/* The cycles after the last closed block, through their owner lists. */
+/*
+ * The cycles after 'from', through their owner lists: the tail after the
+ * last closed block ('closed'), and before it any closed cycles the caller
+ * wants read again, whose landings the blocks may have given already.
+ */
 static void
-walk_tail(OwnerWalk *w, int64 closed)
+walk_tail(OwnerWalk *w, int64 from, int64 closed)
 {
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
 
-	int64		next = Max(closed, 0) + 1;
+	int64		next = Max(from, 0) + 1;
 
-	scan = cycle_reader_scan(&w->cr, closed, &key);
+	w->revisit_through = closed;
+	scan = cycle_reader_scan(&w->cr, from, &key);
 	while (!w->done && HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
 		int64		cycle = DatumGetInt64(cycle_column(&w->cr, tup, w->cr.att_cycle));
@@ -771,7 +779,10 @@ walk_tail(OwnerWalk *w, int64 closed)
 		for (int i = 0; i < ol.n && mine == NULL; i++)
 			if (ol.owners[i].owner_id == w->owner_id)
 				mine = &ol.owners[i];
-		if (mine != NULL && mine->first_position != w->expect)
+		if (mine != NULL && cycle <= w->revisit_through &&
+			mine->first_position + mine->landings - 1 < w->expect)
+			;					/* given by its block already */
+		else if (mine != NULL && mine->first_position != w->expect)
 			walk_damaged(w, cycle, psprintf("the owner list starts the owner at position " INT64_FORMAT " where " INT64_FORMAT " was expected",
 											mine->first_position, w->expect));
 		else if (mine != NULL && mine->first_position + mine->landings - 1 <= w->after)
@@ -874,7 +885,16 @@ log_visit_owner(int32 owner_id, int64 after_position, int64 after_cycle,
 	else if (any)
 	{
 		walk_blocks(&w, st.indexed_through);
-		walk_tail(&w, st.indexed_through);
+
+		/*
+		 * Where the owner's head is not known (a quarantined owner), the
+		 * blocks may lack its later landings: a block closed over a cycle
+		 * it could not read (lost, or put back since) leaves that cycle's
+		 * owners out. The owner lists after the last cycle the blocks
+		 * found it in are read as the tail's are.
+		 */
+		walk_tail(&w, after_cycle < 0 ? Min(w.scan_after, st.indexed_through) : st.indexed_through,
+				  st.indexed_through);
 		/* Nothing after the last position found shows its entry is missing. */
 		if (!w.done && reach != NULL && reach->cycle <= st.cycle &&
 			w.expect - 1 < reach->position)

@@ -87,8 +87,10 @@ typedef struct LogReach
  * too, not a shorter trajectory. A damaged index is XX001; with 'damaged'
  * (a recovery), the walk reads the log itself from there instead (not
  * below 'after_cycle', when the caller knows the landings above
- * 'after_position' are all in later cycles; 0 if not), and only damage to
- * the log reaches the handler, by the rule of the worker's recovery.
+ * 'after_position' are all in later cycles), and only damage to the log
+ * reaches the handler, by the rule of the worker's recovery. 'after_cycle'
+ * -1: the owner's head is not known (it is quarantined), and the log is
+ * also checked for a lost cycle after the last one holding its landings.
  */
 extern void log_visit_owner(int32 owner_id, int64 after_position,
 							int64 after_cycle, const LogReach *reach, LogCycle *where,

@@ -806,10 +806,10 @@ replay_owner(OwnerReplay *r)
 	 * A live owner's next landing is in its position's cycle or a later
 	 * one. Not so for a quarantined one: a snapshot taken after its
 	 * quarantine gives it that snapshot's cycle, and its landings past the
-	 * prefix are older.
+	 * prefix are older; nor is its head known (-1).
 	 */
 	log_visit_owner(r->owner->id, r->owner->position,
-					r->owner->quarantined ? 0 : Max(r->owner->position_cycle - 1, 0),
+					r->owner->quarantined ? -1 : Max(r->owner->position_cycle - 1, 0),
 					NULL, &r->at, apply_owner_landing, owner_cycle_damaged, r);
 	PopActiveSnapshot();
 }

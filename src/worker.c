@@ -384,8 +384,11 @@ seal_if_due(TimestampTz *due)
 	}
 	if (*due == 0)
 		*due = TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms);
-	/* After a failure, a pause whoever waits: each cast may wake us. */
-	if (now < retry_at)
+	/*
+	 * After a failure, a pause whoever waits: each cast may wake us. Never
+	 * longer than the pause itself (the clock may have been set back).
+	 */
+	if (now < retry_at && retry_at - now <= 1000 * (TimestampTz) 1000)
 		return Max(1L, TimestampDifferenceMilliseconds(now, retry_at));
 	if (now < *due && pending < lake_cycle_max_casts && !waiter_any())
 		return Max(1L, TimestampDifferenceMilliseconds(now, *due));

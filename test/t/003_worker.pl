@@ -221,11 +221,10 @@ sub new_worker
 # expiry pass (every quarter of lake.stage_ttl, at least a second) must
 # still run, not wait out the cycle.
 {
-	$node->append_conf('postgresql.conf', "lake.cycle_interval = '1h'\nlake.stage_ttl = '1s'\n");
-	$node->reload;
-	ok( $node->poll_query_until(
-			'postgres', "SELECT setting::bigint = 3600000 FROM pg_settings WHERE name = 'lake.cycle_interval'"),
-		'long interval: reloaded');
+	# The worker's own reloads are waited for: a cast reaching it under
+	# the old interval would be sealed at once.
+	reload_with("lake.cycle_interval = '1h'");
+	reload_with("lake.stage_ttl = '1s'");
 	my $before = $node->safe_psql('postgres', 'SELECT stages_expired FROM lake.stats()');
 	$node->safe_psql('postgres', "SELECT lake.create_dataset('expiring'); SELECT lake.cast('held', NULL, NULL)");
 	$node->safe_psql('postgres', "SELECT lake.begin_append('expiring', 'default', 'idle')");
@@ -233,10 +232,12 @@ sub new_worker
 		'long interval: the idle stage expires while a cast waits for its cycle');
 	is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
 		'1', 'long interval: the cast is still pending (no seal woke the worker)');
-	$node->append_conf('postgresql.conf', "lake.cycle_interval = '10ms'\nlake.stage_ttl = '1h'\n");
-	$node->reload;
+	reload_with("lake.cycle_interval = '10ms'");
 	ok($node->poll_query_until('postgres', 'SELECT casts_pending = 0 FROM lake.stats()'),
 		'long interval: back at 10ms, the cast is sealed');
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET lake.cycle_interval');
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET lake.stage_ttl');
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 }
 
 # --- DROP EXTENSION: the worker goes back to waiting ------------------------
