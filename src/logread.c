@@ -32,6 +32,7 @@
 #include "logread.h"
 #include "miscadmin.h"
 #include "owner_index.h"
+#include "port/pg_bitutils.h"
 #include "store.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -68,6 +69,9 @@ log_unwrap(Datum data, const int64 *declared, uint8_t **raw, size_t *len)
 		*raw = palloc(Max(size, 1));
 		cst = lake_chunk_decode(store_decompression_context(), in, inlen, *raw, size, len);
 	}
+	/* A detoasted copy: a walk over many cycles must not keep them all. */
+	if ((Pointer) stored != DatumGetPointer(data))
+		pfree(stored);
 	return cst == LAKE_CODEC_OK ? NULL : lake_codec_status_text(cst);
 }
 
@@ -702,7 +706,9 @@ walk_blocks(OwnerWalk *w, int64 closed)
 		if (b.last_position <= w->after)
 		{
 			w->expect = b.last_position + 1;	/* nothing to visit: no read */
-			w->scan_after = first_cycle - 1;
+			/* Its last landing in the block is in the bitmap's highest cycle. */
+			w->scan_after = first_cycle - 1 +
+				(b.cycles != 0 ? pg_leftmost_one_pos64(b.cycles) : 0);
 			continue;
 		}
 		for (int i = 0; i < LAKE_BLOCK_CYCLES && !w->done; i++)

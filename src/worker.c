@@ -267,7 +267,8 @@ snapshot_if_due(void)
 
 	if (cycle_sealed_cycle() - cycle_last_snapshot() < lake_checkpoint_cycles)
 		return;
-	if (retry_at != 0 && GetCurrentTimestamp() < retry_at)
+	if (retry_at != 0 && GetCurrentTimestamp() < retry_at &&
+		retry_at - GetCurrentTimestamp() <= 1000 * (TimestampTz) 1000)
 		return;
 	retry_at = 0;
 	if (!run_in_transaction("lake: snapshotting owners", snapshot, &covered))
@@ -382,7 +383,8 @@ seal_if_due(TimestampTz *due)
 		*due = 0;
 		return 1000L;
 	}
-	if (*due == 0)
+	/* Due within an interval from now, even if the clock was set back. */
+	if (*due == 0 || *due - now > (TimestampTz) lake_cycle_interval_ms * 1000)
 		*due = TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms);
 	/*
 	 * After a failure, a pause whoever waits: each cast may wake us. Never
@@ -537,7 +539,8 @@ lake_worker_main(Datum arg)
 
 				timeout = seal_if_due(&seal_due);
 				snapshot_if_due();
-				if (GetCurrentTimestamp() >= next_expiry)
+				if (GetCurrentTimestamp() >= next_expiry ||
+					next_expiry - GetCurrentTimestamp() > (TimestampTz) expiry_interval_ms() * 1000)
 				{
 					/* More left: the next batch after the seals now due, without a pause. */
 					more_to_expire = expire_idle_stages();

@@ -158,5 +158,35 @@ ALTER TABLE lake_data.owner ALTER COLUMN id SET GENERATED ALWAYS;});
 		'0|0', 'lake.recover() applies nothing');
 }
 
+# --- a lost cycle before the owner's last indexed landing --------------------
+# A release reads the owner lists after the last cycle the owner's blocks
+# place it in, not from the start of that block: a cycle lost earlier in
+# the block cannot hold landings it has not applied, and does not keep it
+# quarantined for good.
+{
+	$node->safe_psql('postgres', "SELECT lake.create_owner(o) FROM unnest('{e,f}'::text[]) o");
+	cast('e', 'Planning', 'CognitiveWork');
+	my $lost = cast('e', 'CognitiveWork', 'Evaluation');
+	cast('f', 'Planning', 'CognitiveWork');
+	$node->safe_psql('postgres', "SELECT lake.cast_durable('d', NULL, NULL);\n" x 70);
+	cmp_ok($node->safe_psql('postgres', 'SELECT max(indexed_through) FROM lake_data.cycle'),
+		'>', $lost, "the block holding e's landings and f's first is closed");
+	$node->safe_psql('postgres', 'SELECT lake.checkpoint()');
+	my $damaged = cast('f', 'CognitiveWork', 'Evaluation');
+	$node->safe_psql('postgres', qq{
+CREATE TABLE lost AS SELECT * FROM lake_data.cycle WHERE cycle = $lost;
+CREATE TABLE damaged AS SELECT * FROM lake_data.cycle WHERE cycle = $damaged;
+DELETE FROM lake_data.cycle WHERE cycle = $lost;
+UPDATE lake_data.cycle SET data = '\\x5a0000000028b52ffd00' WHERE cycle = $damaged;});
+	restart('immediate');
+	is($node->safe_psql('postgres', "SELECT position, quarantined FROM lake.owner_state('f')"),
+		'1|t', 'f is quarantined at 1 by its damaged cycle');
+	$node->safe_psql('postgres', "UPDATE lake_data.cycle c SET data = d.data FROM damaged d WHERE c.cycle = d.cycle");
+	$node->safe_psql('postgres', "SELECT lake.release_owner('f')");
+	is($node->safe_psql('postgres', "SELECT phase, position, quarantined FROM lake.owner_state('f')"),
+		'Evaluation|2|f', 'with its cycle repaired f is released, the lost cycle of e notwithstanding');
+	$node->safe_psql('postgres', 'INSERT INTO lake_data.cycle SELECT * FROM lost');
+}
+
 $node->stop;
 done_testing();
