@@ -746,7 +746,6 @@ walk_tail(OwnerWalk *w, int64 from, int64 closed)
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
-
 	int64		next = Max(from, 0) + 1;
 
 	w->revisit_through = closed;
