@@ -20,16 +20,31 @@
  * flipped bit the frame format would ignore goes unnoticed.
  */
 static uint32_t
-checksum(const uint8_t *body, size_t bodylen, const uint8_t *decoded,
-		 size_t decodedlen)
+checksum(uint32_t place, const uint8_t *body, size_t bodylen,
+		 const uint8_t *decoded, size_t decodedlen)
 {
-	pg_crc32c	crc;
+	pg_crc32c	crc = place;
 
-	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, body, bodylen);
 	if (decoded != NULL)
 		COMP_CRC32C(crc, decoded, decodedlen);
 	FIN_CRC32C(crc);
+	return crc;
+}
+
+uint32_t
+lake_chunk_place(int64_t blob, int32_t chunk_no)
+{
+	uint8_t		key[12];
+	pg_crc32c	crc;
+
+	/* Little-endian, as the stored checksum: the same on every machine. */
+	for (int i = 0; i < 8; i++)
+		key[i] = (uint8_t) ((uint64_t) blob >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		key[8 + i] = (uint8_t) ((uint32_t) chunk_no >> (8 * i));
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, key, sizeof(key));
 	return crc;
 }
 
@@ -144,7 +159,7 @@ frame_header(const uint8_t *frame, size_t len, ZSTD_frameHeader *zfh)
  */
 static size_t
 encode(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict, const uint8_t *in,
-	   size_t len, bool bare, uint8_t *out)
+	   size_t len, bool bare, uint32_t place, uint8_t *out)
 {
 	size_t		header = bare ? LAKE_BARE_HEADER : LAKE_CHUNK_HEADER;
 	uint8_t    *body = out + header;
@@ -156,15 +171,16 @@ encode(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict, const uint8_t *in,
 		zlen = len;				/* stored raw below */
 	if (len > 0 && !ZSTD_isError(zlen) && zlen < len)
 		return put_header(out, LAKE_CODEC_ZSTD, bare,
-						  bare ? 0 : checksum(body, zlen, in, len)) + zlen;
-	return lake_chunk_encode_raw(in, len, bare, out);
+						  bare ? 0 : checksum(place, body, zlen, in, len)) + zlen;
+	return lake_chunk_encode_raw(in, len, bare, place, out);
 }
 
 size_t
-lake_chunk_encode_raw(const uint8_t *in, size_t len, bool bare, uint8_t *out)
+lake_chunk_encode_raw(const uint8_t *in, size_t len, bool bare, uint32_t place,
+					  uint8_t *out)
 {
 	size_t		header = put_header(out, LAKE_CODEC_RAW, bare,
-									bare ? 0 : checksum(in, len, NULL, 0));
+									bare ? 0 : checksum(place, in, len, NULL, 0));
 
 	if (len > 0)
 		memcpy(out + header, in, len);
@@ -173,16 +189,17 @@ lake_chunk_encode_raw(const uint8_t *in, size_t len, bool bare, uint8_t *out)
 
 size_t
 lake_chunk_encode(ZSTD_CCtx *cctx, int level, const uint8_t *in, size_t len,
-				  bool bare, uint8_t *out)
+				  bool bare, uint32_t place, uint8_t *out)
 {
-	return encode(cctx, level, NULL, in, len, bare, out);
+	return encode(cctx, level, NULL, in, len, bare, place, out);
 }
 
 size_t
 lake_chunk_encode_dict(ZSTD_CCtx *cctx, const ZSTD_CDict *cdict,
-					   const uint8_t *in, size_t len, bool bare, uint8_t *out)
+					   const uint8_t *in, size_t len, bool bare, uint32_t place,
+					   uint8_t *out)
 {
-	return encode(cctx, 0, cdict, in, len, bare, out);
+	return encode(cctx, 0, cdict, in, len, bare, place, out);
 }
 
 uint32_t
@@ -237,16 +254,16 @@ lake_chunk_head_decoded_size(const uint8_t *head, size_t headlen, size_t len,
 }
 
 LakeCodecStatus
-lake_chunk_decode(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out,
-				  size_t cap, size_t *outlen)
+lake_chunk_decode(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint32_t place,
+				  uint8_t *out, size_t cap, size_t *outlen)
 {
-	return lake_chunk_decode_dict(dctx, NULL, in, len, false, out, cap, outlen);
+	return lake_chunk_decode_dict(dctx, NULL, in, len, false, place, out, cap, outlen);
 }
 
 LakeCodecStatus
 lake_chunk_decode_dict(ZSTD_DCtx *dctx, const ZSTD_DDict *ddict,
-					   const uint8_t *in, size_t len, bool bare, uint8_t *out,
-					   size_t cap, size_t *outlen)
+					   const uint8_t *in, size_t len, bool bare, uint32_t place,
+					   uint8_t *out, size_t cap, size_t *outlen)
 {
 	size_t		size;
 	size_t		got = 0;
@@ -261,7 +278,7 @@ lake_chunk_decode_dict(ZSTD_DCtx *dctx, const ZSTD_DDict *ddict,
 	{
 		const uint8_t *view;
 
-		st = lake_chunk_view(in, len, bare, &view, &got);
+		st = lake_chunk_view(in, len, bare, place, &view, &got);
 		if (st == LAKE_CODEC_OK && got > 0)
 			memcpy(out, view, got);
 		if (st == LAKE_CODEC_OK)
@@ -289,15 +306,15 @@ lake_chunk_decode_dict(ZSTD_DCtx *dctx, const ZSTD_DDict *ddict,
 		if (got != size)
 			return LAKE_CODEC_SIZE_MISMATCH;
 	}
-	if (!bare && checksum(in + header, len - header, out, got) != get_checksum(in))
+	if (!bare && checksum(place, in + header, len - header, out, got) != get_checksum(in))
 		return LAKE_CODEC_BAD_CHECKSUM;
 	*outlen = got;
 	return LAKE_CODEC_OK;
 }
 
 LakeCodecStatus
-lake_chunk_view(const uint8_t *in, size_t len, bool bare, const uint8_t **view,
-				size_t *viewlen)
+lake_chunk_view(const uint8_t *in, size_t len, bool bare, uint32_t place,
+				const uint8_t **view, size_t *viewlen)
 {
 	size_t		size;
 	size_t		header = 0;
@@ -306,7 +323,7 @@ lake_chunk_view(const uint8_t *in, size_t len, bool bare, const uint8_t **view,
 	*view = NULL;
 	if (st != LAKE_CODEC_OK || tag_of(in, len, bare, &header) != LAKE_CODEC_RAW)
 		return st;
-	if (!bare && checksum(in + header, size, NULL, 0) != get_checksum(in))
+	if (!bare && checksum(place, in + header, size, NULL, 0) != get_checksum(in))
 		return LAKE_CODEC_BAD_CHECKSUM;
 	*view = in + header;
 	*viewlen = size;

@@ -11,10 +11,15 @@
  *             a frame compressed with a dataset's trained dictionary
  *             carries that dictionary's id in its header (store_dict.h),
  *             and decodes only with it.
- * The checksum is the CRC-32C (port/pg_crc32c.h) of the body followed, for
- * 'Z', by the raw bytes it decodes to: it covers the raw bytes whatever the
- * encoding, and every stored bit (a flipped bit that zstd would ignore is
- * still damage).
+ * The checksum is the CRC-32C (port/pg_crc32c.h) of the chunk's place,
+ * then the body followed, for 'Z', by the raw bytes it decodes to: it
+ * covers the raw bytes whatever the encoding, and every stored bit (a
+ * flipped bit that zstd would ignore is still damage). The place is where
+ * a row of lake_data.chunk is stored, its blob id and chunk number
+ * (lake_chunk_place): a chunk row whose key was altered, its bytes intact,
+ * fails its checksum instead of being read as another stage's chunk or in
+ * another order. Records with a place of no such kind (cycle records,
+ * owner lists, snapshots) take LAKE_PLACE_NONE, which folds nothing in.
  * The encoder stores raw whenever compression would not make the chunk
  * smaller, or when samples of a large chunk do not compress (codec.c), so
  * incompressible data grows by exactly five bytes per chunk.
@@ -69,18 +74,23 @@ typedef enum LakeCodecStatus
 	LAKE_CODEC_BAD_CHECKSUM		/* the raw bytes do not match the checksum */
 } LakeCodecStatus;
 
+/* The place of chunk 'chunk_no' of blob 'blob'; no place at all. */
+extern uint32_t lake_chunk_place(int64_t blob, int32_t chunk_no);
+#define LAKE_PLACE_NONE 0xFFFFFFFFu
+
 /* Worst-case encoded size of 'len' input bytes. */
 extern size_t lake_chunk_bound(size_t len);
 
 /*
  * Encode 'len' bytes at 'in' into 'out' (capacity lake_chunk_bound(len))
- * with a reusable zstd context, checked or bare; returns the encoded
- * length.
+ * with a reusable zstd context, checked (at 'place') or bare; returns the
+ * encoded length. Every function below that takes a place ignores it for
+ * a bare chunk.
  */
 struct ZSTD_CCtx_s;
 extern size_t lake_chunk_encode(struct ZSTD_CCtx_s *cctx, int level,
 								const uint8_t *in, size_t len, bool bare,
-								uint8_t *out);
+								uint32_t place, uint8_t *out);
 
 /*
  * The same with a prepared zstd dictionary (NULL: none, as above), at the
@@ -90,14 +100,14 @@ struct ZSTD_CDict_s;
 extern size_t lake_chunk_encode_dict(struct ZSTD_CCtx_s *cctx,
 									 const struct ZSTD_CDict_s *cdict,
 									 const uint8_t *in, size_t len, bool bare,
-									 uint8_t *out);
+									 uint32_t place, uint8_t *out);
 
 /*
  * Store 'len' bytes raw, with their checksum, into 'out' (room for
  * LAKE_CHUNK_HEADER + len): for small records that would not compress.
  */
 extern size_t lake_chunk_encode_raw(const uint8_t *in, size_t len, bool bare,
-									uint8_t *out);
+									uint32_t place, uint8_t *out);
 
 /*
  * The reading functions below take the form the caller expects ('bare')
@@ -129,7 +139,8 @@ extern LakeCodecStatus lake_chunk_head_decoded_size(const uint8_t *head, size_t 
 struct ZSTD_DCtx_s;
 extern LakeCodecStatus lake_chunk_decode(struct ZSTD_DCtx_s *dctx,
 										 const uint8_t *in, size_t len,
-										 uint8_t *out, size_t cap, size_t *outlen);
+										 uint32_t place, uint8_t *out,
+										 size_t cap, size_t *outlen);
 
 /*
  * The same, of either form, with the dictionary the chunk names
@@ -141,7 +152,8 @@ struct ZSTD_DDict_s;
 extern LakeCodecStatus lake_chunk_decode_dict(struct ZSTD_DCtx_s *dctx,
 											  const struct ZSTD_DDict_s *ddict,
 											  const uint8_t *in, size_t len,
-											  bool bare, uint8_t *out, size_t cap,
+											  bool bare, uint32_t place,
+											  uint8_t *out, size_t cap,
 											  size_t *outlen);
 
 /*
@@ -150,7 +162,8 @@ extern LakeCodecStatus lake_chunk_decode_dict(struct ZSTD_DCtx_s *dctx,
  * (decode it); any other status means the chunk is damaged.
  */
 extern LakeCodecStatus lake_chunk_view(const uint8_t *in, size_t len, bool bare,
-									   const uint8_t **view, size_t *viewlen);
+									   uint32_t place, const uint8_t **view,
+									   size_t *viewlen);
 
 extern const char *lake_codec_status_text(LakeCodecStatus status);
 

@@ -67,7 +67,8 @@ log_unwrap(Datum data, const int64 *declared, uint8_t **raw, size_t *len)
 	if (cst == LAKE_CODEC_OK)
 	{
 		*raw = palloc(Max(size, 1));
-		cst = lake_chunk_decode(store_decompression_context(), in, inlen, *raw, size, len);
+		cst = lake_chunk_decode(store_decompression_context(), in, inlen, LAKE_PLACE_NONE,
+								*raw, size, len);
 	}
 	/* A detoasted copy: a walk over many cycles must not keep them all. */
 	if ((Pointer) stored != DatumGetPointer(data))

@@ -805,7 +805,7 @@ store_encode(const char *data, size_t len)
 	bytea	   *out = palloc(VARHDRSZ + lake_chunk_bound(len));
 	size_t		n = lake_chunk_encode(compression_context(), lake_compression_level,
 									  (const uint8_t *) data, len, false,
-									  (uint8_t *) VARDATA(out));
+									  LAKE_PLACE_NONE, (uint8_t *) VARDATA(out));
 
 	SET_VARSIZE(out, VARHDRSZ + n);
 	return out;
@@ -817,7 +817,7 @@ store_encode_raw(const char *data, size_t len)
 	bytea	   *out = palloc(VARHDRSZ + LAKE_CHUNK_HEADER + len);
 
 	SET_VARSIZE(out, VARHDRSZ + lake_chunk_encode_raw((const uint8_t *) data, len, false,
-													  (uint8_t *) VARDATA(out)));
+													  LAKE_PLACE_NONE, (uint8_t *) VARDATA(out)));
 	return out;
 }
 
@@ -834,7 +834,7 @@ store_encode_raw(const char *data, size_t len)
  */
 bytea *
 store_encode_chunk_dict(const char *data, size_t len,
-						const struct ZSTD_CDict_s *cdict, bool bare)
+						const struct ZSTD_CDict_s *cdict, bool bare, uint32 place)
 {
 	static bytea *buffer = NULL;
 	static size_t capacity = 0;
@@ -864,17 +864,17 @@ store_encode_chunk_dict(const char *data, size_t len,
 	}
 	n = cdict != NULL ?
 		lake_chunk_encode_dict(compression_context(), cdict,
-							   (const uint8_t *) data, len, bare, (uint8_t *) VARDATA(out)) :
+							   (const uint8_t *) data, len, bare, place, (uint8_t *) VARDATA(out)) :
 		lake_chunk_encode(compression_context(), lake_compression_level,
-						  (const uint8_t *) data, len, bare, (uint8_t *) VARDATA(out));
+						  (const uint8_t *) data, len, bare, place, (uint8_t *) VARDATA(out));
 	SET_VARSIZE(out, VARHDRSZ + n);
 	return out;
 }
 
 bytea *
-store_encode_chunk(const char *data, size_t len)
+store_encode_chunk(const char *data, size_t len, uint32 place)
 {
-	return store_encode_chunk_dict(data, len, NULL, false);
+	return store_encode_chunk_dict(data, len, NULL, false, place);
 }
 
 /*

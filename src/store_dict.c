@@ -219,7 +219,7 @@ store_dict_encode_chunk(int32 dataset_id, const char *data, size_t len)
 	const char *why = NULL;
 
 	if (len > LAKE_DICT_MAX_INPUT || (id = dataset_dict_id(dataset_id)) == 0)
-		return store_encode_chunk_dict(data, len, NULL, true);
+		return store_encode_chunk_dict(data, len, NULL, true, LAKE_PLACE_NONE);
 	if ((d = kept_dict(id, &why)) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -241,12 +241,12 @@ store_dict_encode_chunk(int32 dataset_id, const char *data, size_t len)
 					 errmsg("out of memory"),
 					 errdetail("Could not prepare zstd dictionary %d.", id)));
 	}
-	return store_encode_chunk_dict(data, len, d->cdict, true);
+	return store_encode_chunk_dict(data, len, d->cdict, true, LAKE_PLACE_NONE);
 }
 
 const char *
-store_dict_decode(const uint8 *in, size_t len, bool bare, uint8 *out, size_t cap,
-				  size_t *outlen)
+store_dict_decode(const uint8 *in, size_t len, bool bare, uint32 place,
+				  uint8 *out, size_t cap, size_t *outlen)
 {
 	uint32		id = lake_chunk_dict_id(in, len, bare);
 	const ZSTD_DDict *ddict = NULL;
@@ -263,7 +263,7 @@ store_dict_decode(const uint8 *in, size_t len, bool bare, uint8 *out, size_t cap
 		ddict = d->ddict;
 	}
 	st = lake_chunk_decode_dict(store_decompression_context(), ddict, in, len,
-								bare, out, cap, outlen);
+								bare, place, out, cap, outlen);
 	return st == LAKE_CODEC_OK ? NULL : lake_codec_status_text(st);
 }
 

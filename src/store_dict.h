@@ -41,12 +41,14 @@ extern bytea *store_dict_encode_chunk(int32 dataset_id, const char *data,
 									  size_t len);
 
 /*
- * Decode a stored chunk (codec.h) of the form the caller expects into 'out'
- * (room for 'cap' bytes) with the dictionary it names, if any: NULL, or why
- * it cannot be read (the chunk damaged, its dictionary missing or damaged).
+ * Decode a stored chunk (codec.h) of the form the caller expects, checked
+ * at 'place', into 'out' (room for 'cap' bytes) with the dictionary it
+ * names, if any: NULL, or why it cannot be read (the chunk damaged or out
+ * of its place, its dictionary missing or damaged).
  */
 extern const char *store_dict_decode(const uint8 *in, size_t len, bool bare,
-									 uint8 *out, size_t cap, size_t *outlen);
+									 uint32 place, uint8 *out, size_t cap,
+									 size_t *outlen);
 
 /*
  * Store a trained dictionary (ZDICT format, modified in place: its header

@@ -350,7 +350,8 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 	if (cst == LAKE_CODEC_OK)
 	{
 		decoded = palloc(Max(size, 1));
-		cst = lake_chunk_decode(store_decompression_context(), in, inlen, decoded, size, &got);
+		cst = lake_chunk_decode(store_decompression_context(), in, inlen,
+								lake_chunk_place(blob, chunk_no), decoded, size, &got);
 	}
 	if (cst != LAKE_CODEC_OK || got != size)
 		chunk_damaged(chunk_no, blob, cst);

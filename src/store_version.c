@@ -428,7 +428,7 @@ store_recheck_operation(const char *tenant, const char *operation_id,
 void
 store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const char *data, size_t len)
 {
-	bytea	   *enc = store_encode_chunk(data, len);
+	bytea	   *enc = store_encode_chunk(data, len, lake_chunk_place(blob, chunk_no));
 	Datum		values[CHUNK_NATTS] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
 		Int32GetDatum((int32) len), PointerGetDatum(enc)};
 	bool		nulls[CHUNK_NATTS] = {false, false, false, false};
@@ -666,13 +666,14 @@ store_version_head(int32 dataset_id, int64 version, VersionHead *head)
  * chunk is unreadable. A checked chunk is verified before anyone sees its
  * bytes (a raw one is then visited in place); a bare one (chunk 0 in a
  * version row) is verified by the caller, through the version's digest.
+ * A checked one is a row of lake_data.chunk, verified at its 'place'.
  * '*declared' is the size its lake_data.chunk row gives (NULL: none): the
  * frame header's, unverified until decoded, must agree before anything is
  * allocated from it.
  */
 static const char *
-visit_stored(bytea *stored, bool bare, size_t room, const int32 *declared,
-			 ChunkVisitor visit, void *arg, size_t *decoded)
+visit_stored(bytea *stored, bool bare, uint32 place, size_t room,
+			 const int32 *declared, ChunkVisitor visit, void *arg, size_t *decoded)
 {
 	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
 	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
@@ -688,7 +689,7 @@ visit_stored(bytea *stored, bool bare, size_t room, const int32 *declared,
 		(*declared < 0 || size != (size_t) *declared))
 		return "the chunk decodes to another size than its row declares";
 	if (st == LAKE_CODEC_OK)
-		st = lake_chunk_view(in, inlen, bare, &view, decoded);
+		st = lake_chunk_view(in, inlen, bare, place, &view, decoded);
 	if (st != LAKE_CODEC_OK)
 		return lake_codec_status_text(st);
 	if (view != NULL)
@@ -698,7 +699,7 @@ visit_stored(bytea *stored, bool bare, size_t room, const int32 *declared,
 		return NULL;
 	}
 	out = palloc(Max(size, 1));
-	why = store_dict_decode(in, inlen, bare, (uint8 *) out, size, decoded);
+	why = store_dict_decode(in, inlen, bare, place, (uint8 *) out, size, decoded);
 	if (why != NULL)
 		return why;
 	visit(out, *decoded, arg);
@@ -761,7 +762,8 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 		declared = DatumGetInt32(values[CA_BYTES - 1]);
 		old = MemoryContextSwitchTo(chunkcxt);
 		why = visit_stored(DatumGetByteaPP(values[CA_DATA - 1]), false,
-						   (size_t) (total - filled), &declared, visit, arg, &decoded);
+						   lake_chunk_place(blob, chunk_no), (size_t) (total - filled),
+						   &declared, visit, arg, &decoded);
 		MemoryContextSwitchTo(old);
 		if (why != NULL)
 			why = pstrdup(why); /* it may lie in chunkcxt, reset next */
@@ -821,8 +823,8 @@ visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
 	if (head->inline_chunk == NULL)
 		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, visit, arg);
 
-	why = visit_stored(head->inline_chunk, true, (size_t) head->bytes, NULL, visit, arg,
-					   &first_len);
+	why = visit_stored(head->inline_chunk, true, LAKE_PLACE_NONE, (size_t) head->bytes,
+					   NULL, visit, arg, &first_len);
 	if (why != NULL || first_len == (size_t) head->bytes)
 		return why;
 	if (head->blob == 0)

@@ -85,7 +85,7 @@ fuzz_unwrap(const uint8_t *data, size_t size, size_t *len)
 		declared > FUZZ_MAX_RECORD)
 		return NULL;
 	raw = malloc(declared > 0 ? declared : 1);
-	if (lake_chunk_decode(NULL, data, size, raw, declared, len) != LAKE_CODEC_OK)
+	if (lake_chunk_decode(NULL, data, size, LAKE_PLACE_NONE, raw, declared, len) != LAKE_CODEC_OK)
 	{
 		free(raw);
 		return NULL;

@@ -8,8 +8,11 @@
  * a bare chunk (a version's chunk 0), any other as a checked one. What
  * decodes must re-encode in its form and decode back to the same bytes,
  * growing by at most the header; a checked chunk with any one of its bits
- * flipped must be refused (the checksum covers every stored bit), and
- * neither form is accepted by a reader of the other.
+ * flipped must be refused (the checksum covers every stored bit), so must
+ * a checked chunk read at another place than it was written for, and
+ * neither form is accepted by a reader of the other. The corpus is read at
+ * LAKE_PLACE_NONE (the place of cycle records and snapshots); re-encoded
+ * chunks at a row's place of lake_data.chunk.
  */
 #include <string.h>
 #include <zstd.h>
@@ -35,6 +38,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t		enclen;
 	bool		bare;
 	size_t		header;
+	uint32_t	row = lake_chunk_place(7, 1);
 
 	if (cctx == NULL)
 		cctx = ZSTD_createCCtx();
@@ -52,20 +56,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* The room a reader gives is what its version declares. */
 		uint8_t		small[16];
 
-		FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, data, size, bare, small,
-										  sizeof(small), &got) == LAKE_CODEC_TOO_BIG);
+		FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, data, size, bare, LAKE_PLACE_NONE,
+										  small, sizeof(small), &got) == LAKE_CODEC_TOO_BIG);
 		return 0;
 	}
 
 	/* Exactly the declared room: a write past it is a heap overflow. */
 	out = malloc(declared > 0 ? declared : 1);
-	dst = lake_chunk_decode_dict(dctx, NULL, data, size, bare, out, declared, &got);
+	dst = lake_chunk_decode_dict(dctx, NULL, data, size, bare, LAKE_PLACE_NONE, out,
+								 declared, &got);
 
 	/* The in-place view of a raw chunk agrees with its decode. */
 	{
 		const uint8_t *view;
 		size_t		viewlen = 0;
-		LakeCodecStatus vst = lake_chunk_view(data, size, bare, &view, &viewlen);
+		LakeCodecStatus vst = lake_chunk_view(data, size, bare, LAKE_PLACE_NONE,
+											  &view, &viewlen);
 
 		if (st == LAKE_CODEC_OK && (data[0] == LAKE_CODEC_RAW ||
 									data[0] == LAKE_CODEC_RAW + LAKE_CODEC_BARE))
@@ -102,23 +108,30 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memcpy(bad, data, size);
 		bad[bit / 8] ^= (uint8_t) (1 << (bit % 8));
-		FUZZ_CHECK(lake_chunk_decode(NULL, bad, size, scratch, declared, &again) != LAKE_CODEC_OK);
+		FUZZ_CHECK(lake_chunk_decode(NULL, bad, size, LAKE_PLACE_NONE, scratch, declared,
+									 &again) != LAKE_CODEC_OK);
+		/* Its bytes intact, read at another place: refused too. */
+		FUZZ_CHECK(lake_chunk_decode(NULL, data, size, row, scratch, declared,
+									 &again) == LAKE_CODEC_BAD_CHECKSUM);
 		free(scratch);
 		free(bad);
 	}
 
 	/* One byte less room than declared is refused, never truncated. */
 	if (declared > 0)
-		FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, data, size, bare, out, declared - 1,
-										  &again) == LAKE_CODEC_TOO_BIG);
+		FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, data, size, bare, LAKE_PLACE_NONE, out,
+										  declared - 1, &again) == LAKE_CODEC_TOO_BIG);
 
 	enc = malloc(lake_chunk_bound(got));
-	enclen = lake_chunk_encode(cctx, 1, out, got, bare, enc);
+	enclen = lake_chunk_encode(cctx, 1, out, got, bare, row, enc);
 	FUZZ_CHECK(enclen <= got + header);
 	back = malloc(got > 0 ? got : 1);
-	FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, enc, enclen, bare, back, got, &again) ==
-			   LAKE_CODEC_OK);
+	FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, enc, enclen, bare, row, back, got,
+									  &again) == LAKE_CODEC_OK);
 	FUZZ_CHECK(again == got && memcmp(back, out, got) == 0);
+	/* A bare chunk has no place; a checked one is bound to its own. */
+	FUZZ_CHECK((lake_chunk_decode_dict(NULL, NULL, enc, enclen, bare, LAKE_PLACE_NONE, back,
+									   got, &again) == LAKE_CODEC_OK) == bare);
 
 	free(back);
 	free(enc);

@@ -107,6 +107,33 @@ SELECT (SELECT count(*) FROM lake.versions('i_ds')) AS versions,
 SELECT lake.commit_append(:stage) AS staged \gset
 SELECT convert_from(lake.read('i_ds', :staged), 'UTF8') AS committed;
 
+-- A chunk row's key is outside its bytes, but not outside its checksum:
+-- rows whose chunk numbers are swapped, or a row moved to another stage,
+-- their bytes intact, are damage (XX001), never committed as a payload in
+-- another order or of another upload.
+SELECT lake.create_dataset('i_keys');
+SELECT lake.begin_append('i_keys', 'acme', 'i-swapped') AS swapped \gset
+SELECT lake.append_chunk(:swapped, 0, convert_to('pay ', 'UTF8'));
+SELECT lake.append_chunk(:swapped, 1, convert_to('100 EUR', 'UTF8'));
+UPDATE lake_data.chunk SET chunk_no = 11 - chunk_no WHERE blob = :swapped;
+UPDATE lake_data.chunk SET chunk_no = chunk_no - 10 WHERE blob = :swapped;
+SELECT replace(t.err(format('SELECT lake.commit_append(%s)', :swapped)), :'swapped', 'S') AS swapped_chunks;
+SELECT replace(t.err(format('SELECT lake.append_chunk(%s, 0, %L::bytea)', :swapped,
+                            convert_to('100 EUR', 'UTF8'))), :'swapped', 'S') AS resent_swapped;
+SELECT lake.begin_append('i_keys', 'acme', 'i-moved') AS moved \gset
+SELECT lake.append_chunk(:moved, 0, convert_to('pay ', 'UTF8'));
+-- The swapped stage's '100 EUR' row, written as its chunk 1, becomes chunk
+-- 1 of the other stage: only the blob differs from where it was written.
+UPDATE lake_data.chunk SET blob = :moved, chunk_no = 1 WHERE blob = :swapped AND chunk_no = 0;
+SELECT replace(t.err(format('SELECT lake.commit_append(%s)', :moved)), :'moved', 'M') AS moved_chunk;
+SELECT count(*) AS versions FROM lake.versions('i_keys');
+-- Put back where they were written, both commit what was uploaded.
+UPDATE lake_data.chunk SET chunk_no = 0 WHERE blob = :swapped;
+UPDATE lake_data.chunk SET blob = :swapped WHERE blob = :moved AND chunk_no = 1;
+SELECT lake.commit_append(:swapped) AS v_swapped, lake.commit_append(:moved) AS v_moved \gset
+SELECT convert_from(lake.read('i_keys', :v_swapped), 'UTF8') AS swapped_repaired,
+       convert_from(lake.read('i_keys', :v_moved), 'UTF8') AS moved_repaired;
+
 -- A replay resolving to an existing version checks its lineage as a read
 -- does (SPEC §5): LK005 when a chunk is missing or damaged, never the
 -- version number as if all were well.
