@@ -61,7 +61,7 @@ INSTALLED_MD5=$(md5sum "$PKGLIBDIR/lake.so" | cut -d' ' -f1)
 
 q() { "${PSQL[@]}" -p "${CPORT[$1]}" -d "${3:-postgres}" -At -c "$2"; }   # q <cluster> <sql> [db]
 for c in single p0 p1 p2 p3; do q "$c" "CREATE EXTENSION lake" >/dev/null; done
-connstr() { echo "host=$TMP port=${CPORT[$1]} dbname=postgres"; }
+connstr() { echo "host=$TMP port=${CPORT[$1]} dbname=postgres options=-cdatestyle=ISO"; }
 for db in r1 r4; do
     q router "CREATE DATABASE $db" >/dev/null
     q router "CREATE EXTENSION plproxy" "$db" >/dev/null

@@ -99,9 +99,13 @@ CREATE TYPE lake.coordinate AS (cycle bigint, position bigint, lsn pg_lsn);
 
 -- A dataset or owner name. NULL goes to partition 0, which refuses it as
 -- lake does (22004), instead of PL/Proxy's "hash function returned NULL".
+-- The sign bit is cleared: the low bits, by which lake itself places a name
+-- (hashtext & (N - 1)), stay as they are, and PL/Proxy's modular_mapping
+-- option (hash % N, which it takes as -(-hash % N) for a negative hash)
+-- then routes as its default mapping does instead of to the wrong place.
 CREATE FUNCTION lake_router.key_partition(key text) RETURNS int4
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN COALESCE(pg_catalog.hashtext(key), 0);
+    RETURN COALESCE(pg_catalog.hashtext(key) OPERATOR(pg_catalog.&) 2147483647, 0);
 
 -- A stage id: its low bits are its partition.
 CREATE FUNCTION lake_router.stage_partition(stage bigint) RETURNS int8
@@ -127,7 +131,7 @@ CREATE FUNCTION lake_router.partitions() RETURNS int4
 CREATE FUNCTION lake_router.owner_partitions(owner text) RETURNS SETOF int4
     LANGUAGE sql STABLE
     BEGIN ATOMIC
-        SELECT CASE WHEN owner IS NULL THEN p ELSE pg_catalog.hashtext(owner) END
+        SELECT CASE WHEN owner IS NULL THEN p ELSE lake_router.key_partition(owner) END
           FROM pg_catalog.generate_series(0,
                    CASE WHEN owner IS NULL THEN lake_router.partitions() OPERATOR(pg_catalog.-) 1 ELSE 0 END) p;
     END;
@@ -222,12 +226,25 @@ CREATE FUNCTION lake.cast(owner text, from_phase text, to_phase text,
         RUN ON lake_router.key_partition(owner);
     $$;
 
-CREATE FUNCTION lake.await_durable(receipt lake.receipt, timeout_ms int DEFAULT NULL)
+CREATE FUNCTION lake_router.await_durable(receipt lake.receipt, timeout_ms int)
     RETURNS lake.coordinate
     LANGUAGE plproxy AS $$
         CLUSTER 'lake';
         RUN ON lake_router.receipt_partition(receipt);
+        TARGET lake.await_durable;
     $$;
+
+-- A wait that timed out is NULL, as on the partition: PL/Proxy hands back
+-- a NULL composite as a row of NULLs, (,,), which IS DISTINCT FROM NULL
+-- and which a client driver decodes as a coordinate. A sealed coordinate
+-- always has its cycle.
+CREATE FUNCTION lake.await_durable(receipt lake.receipt, timeout_ms int DEFAULT NULL)
+    RETURNS lake.coordinate
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT CASE WHEN (c).cycle IS NULL THEN NULL ELSE c END
+          FROM lake_router.await_durable(receipt, timeout_ms) c;
+    END;
 
 CREATE FUNCTION lake.cast_durable(owner text, from_phase text, to_phase text,
                                   payload bytea DEFAULT NULL, expected_lap bigint DEFAULT NULL,
@@ -469,24 +486,36 @@ CREATE FUNCTION lake.stats()
 -- Checking the cluster
 -- ----------------------------------------------------------------------
 
+-- (lake.stats() fails where lake is not installed: check() reports that.)
 CREATE FUNCTION lake_router.partition_settings(nr int4,
-    OUT lake_partition int4, OUT lake_partitions int4, OUT in_recovery boolean)
+    OUT lake_partition int4, OUT lake_partitions int4, OUT in_recovery boolean,
+    OUT serves_lake boolean, OUT datestyle text, OUT server_encoding text)
     LANGUAGE plproxy AS $$
         CLUSTER 'lake';
         RUN ON nr;
         SELECT pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS lake_partition,
                pg_catalog.current_setting('lake.partitions')::pg_catalog.int4 AS lake_partitions,
-               pg_catalog.pg_is_in_recovery() AS in_recovery;
+               pg_catalog.pg_is_in_recovery() AS in_recovery,
+               (SELECT s.database OPERATOR(pg_catalog.=) pg_catalog.current_database()
+                  FROM lake.stats() s) AS serves_lake,
+               pg_catalog.current_setting('DateStyle') AS datestyle,
+               pg_catalog.current_setting('server_encoding') AS server_encoding;
     $$;
 
 -- One row per partition of server "lake": what the server at p<N> says it
 -- is. ok is false when its lake.partition / lake.partitions do not match
--- its place, so its stage ids and receipts would route elsewhere, or when
--- it is a standby, or cannot be reached (then error says why, and the
--- other partitions are still reported).
+-- its place, so its stage ids and receipts would route elsewhere; when it
+-- is a standby; when the database p<N> names is not the one its lake
+-- serves (lake.database), or has no lake; when its connection's DateStyle
+-- is not ISO (PL/Proxy passes values as text, and a timestamp written as
+-- 'SQL, DMY' is read back on the router as another date); when its
+-- encoding is not the router's (a name would hash differently); or when it
+-- cannot be reached (then error says why, and the other partitions are
+-- still reported).
 CREATE FUNCTION lake_router.check()
     RETURNS TABLE(partition int4, lake_partition int4, lake_partitions int4,
-                  in_recovery boolean, ok boolean, error text)
+                  in_recovery boolean, serves_lake boolean, datestyle text,
+                  server_encoding text, ok boolean, error text)
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     n int4 := lake_router.partitions();
@@ -495,14 +524,21 @@ BEGIN
         partition := nr;
         error := NULL;
         BEGIN
-            SELECT s.lake_partition, s.lake_partitions, s.in_recovery
-              INTO lake_partition, lake_partitions, in_recovery
+            SELECT s.lake_partition, s.lake_partitions, s.in_recovery, s.serves_lake,
+                   s.datestyle, s.server_encoding
+              INTO lake_partition, lake_partitions, in_recovery, serves_lake,
+                   datestyle, server_encoding
               FROM lake_router.partition_settings(nr) s;
-            ok := lake_partition = nr AND lake_partitions = n AND NOT in_recovery;
+            ok := COALESCE(lake_partition = nr AND lake_partitions = n AND NOT in_recovery
+                           AND serves_lake AND datestyle LIKE 'ISO%'
+                           AND server_encoding = current_setting('server_encoding'), false);
         EXCEPTION WHEN OTHERS THEN
             lake_partition := NULL;
             lake_partitions := NULL;
             in_recovery := NULL;
+            serves_lake := NULL;
+            datestyle := NULL;
+            server_encoding := NULL;
             ok := false;
             error := SQLERRM;
         END;

@@ -57,7 +57,7 @@ echo "== the router: PL/Proxy, lake_router, and the cluster as an SQL/MED server
 start_server router "$BASE_PORT" ""
 opts=""
 for i in $(seq 0 $((N - 1))); do
-  opts+="${opts:+, }p$i 'host=$DEMO_DIR port=$((BASE_PORT + 1 + i)) dbname=postgres'"
+  opts+="${opts:+, }p$i 'host=$DEMO_DIR port=$((BASE_PORT + 1 + i)) dbname=postgres options=-cdatestyle=ISO'"
 done
 sql <<SQL
 CREATE EXTENSION plproxy;

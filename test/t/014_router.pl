@@ -53,8 +53,10 @@ $router->start;
 sub part_connstr
 {
 	my ($node) = @_;
-	# The README's settings: a dead partition host fails calls in seconds.
+	# The README's settings: a dead partition host fails calls in seconds,
+	# and timestamps come back in ISO whatever the partition's DateStyle.
 	return 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres'
+	  . ' options=-cdatestyle=ISO'
 	  . ' connect_timeout=5 keepalives_idle=10 keepalives_interval=5 keepalives_count=3';
 }
 # A schema "lake" another role owns, or may create in, is refused.
@@ -88,10 +90,13 @@ ALTER SERVER lake OPTIONS (DROP p0, ADD partition_0 '@{[ part_connstr($part[0]) 
 SELECT lake_router.partitions();
 ROLLBACK;}),
 	$N, 'lake_router.partitions() counts partitions named partition_<N>');
-# SPEC §7: datasets and owners go by hashtext(name).
+# SPEC §7: datasets and owners go by hashtext(name): its low bits, the
+# sign bit cleared (so that PL/Proxy's modular_mapping routes alike).
 is( $router->safe_psql('postgres',
-		"SELECT bool_and(lake_router.key_partition(k) = hashtext(k)) FROM (VALUES ('a'), ('ds'), ('owner-7'), ('')) v(k)"),
-	't', 'names are routed by hashtext');
+		"SELECT bool_and(lake_router.key_partition(k) & 1023 = hashtext(k) & 1023 AND lake_router.key_partition(k) >= 0), "
+		  . "bool_or(hashtext(k) < 0) "
+		  . "FROM (VALUES ('a'), ('ds'), ('owner-7'), (''), ('own-1'), ('own-2'), ('own-3')) v(k)"),
+	't|t', 'names are routed by the low bits of hashtext, negative ones too');
 
 # call(node, sql) -> its output, or "ERROR <sqlstate>", and the message.
 sub call
@@ -269,6 +274,77 @@ same(0, 'cast(NULL, ...)',            'SELECT lake.cast(NULL, NULL, NULL)');
 same(0, 'await_durable(NULL)',        'SELECT lake.await_durable(NULL)');
 same(0, "await_durable('(0,1)')",     "SELECT lake.await_durable('(0,1)')");
 same(0, 'grant_tenant to an unknown role', "SELECT lake.grant_tenant('nobody', 't')");
+
+# A wait that times out is NULL through the router too, not a row of NULLs.
+{
+	my $o = $owners[0];
+	my $p = key_part($o);
+	my $holder = $part[$p]->background_psql('postgres');
+	$holder->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN SHARE MODE;');
+	my ($rcpt) = call($router, "SELECT lake.cast('$o', NULL, NULL, 'pending')");
+	is( answer($router,
+			"SELECT c IS NULL, c IS DISTINCT FROM NULL, coalesce(c::text, 'none') "
+			  . "FROM (SELECT lake.await_durable('$rcpt', 200) AS c) s"),
+		't|f|none', "await_durable of a pending receipt, timed out, is NULL through the router");
+	same($p, "await_durable timed out, as text", "SELECT lake.await_durable('$rcpt', 200)::text");
+	$holder->query_safe('ROLLBACK');
+	$holder->quit;
+	like(answer($router, "SELECT lake.await_durable('$rcpt', 60000)::text"), qr/^\(\d+,\d+,[0-9A-F]+\/[0-9A-F]+\)$/,
+		'and its coordinate once sealed');
+}
+
+# PL/Proxy's modular_mapping (hash % N) routes as its default mapping does:
+# names with a negative hashtext reach their own partition.
+{
+	my @neg = grep { $router->safe_psql('postgres', "SELECT hashtext('$_') < 0") eq 't' } @owners;
+	ok(@neg > 0, 'some owners have a negative hashtext');
+	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (ADD modular_mapping '1')");
+	same(key_part($_), "owner_state of $_ under modular_mapping", "SELECT * FROM lake.owner_state('$_')")
+	  for @neg;
+	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (DROP modular_mapping)");
+}
+
+# Timestamps cross the router as text: a partition whose database answers
+# in another DateStyle and time zone gives the same instants through the
+# router (its connection string sets DateStyle ISO), and check() flags a
+# connection without that option.
+{
+	my $d = $ds[0];
+	my $p = key_part($d);
+	$part[$p]->safe_psql('postgres',
+		"ALTER DATABASE postgres SET DateStyle = 'SQL, DMY'; ALTER DATABASE postgres SET TimeZone = 'Asia/Kolkata'");
+	like($part[$p]->safe_psql('postgres', "SELECT committed_at::text FROM lake.versions('$d') LIMIT 1"),
+		qr{^\d\d/\d\d/\d{4} }, "partition $p answers in SQL, DMY on its own");
+	same($p, "versions' committed_at of $d",
+		"SELECT version, extract(epoch FROM committed_at) FROM lake.versions('$d')");
+	same($p, "cycles' sealed_at", "SELECT cycle, extract(epoch FROM sealed_at) FROM lake.cycles() WHERE partition = $p",
+		"SELECT cycle, extract(epoch FROM sealed_at) FROM lake.cycles()");
+	is($router->safe_psql('postgres', "SELECT datestyle LIKE 'ISO%', ok FROM lake_router.check() WHERE partition = $p"),
+		't|t', 'check(): its connection answers in ISO');
+	(my $bare = part_connstr($part[$p])) =~ s/ options=\S+//;
+	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$p '$bare')");
+	is($router->safe_psql('postgres', "SELECT datestyle, ok FROM lake_router.check() WHERE partition = $p"),
+		'SQL, DMY|f', 'check() flags a connection string without the DateStyle option');
+	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$p '@{[ part_connstr($part[$p]) ]}')");
+	$part[$p]->safe_psql('postgres',
+		'ALTER DATABASE postgres RESET DateStyle; ALTER DATABASE postgres RESET TimeZone');
+}
+
+# check() flags a pN naming a database without lake (lake refuses to be
+# installed in any other than lake.database; a copy of that one is what
+# serves_lake = false catches, 025_served_database.pl).
+{
+	$part[3]->safe_psql('postgres', 'CREATE DATABASE other');
+	(my $other = part_connstr($part[3])) =~ s/dbname=postgres/dbname=other/;
+	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p3 '$other')");
+	is( $router->safe_psql('postgres',
+			'SELECT ok, error IS NOT NULL, serves_lake FROM lake_router.check() WHERE partition = 3'),
+		'f|t|', 'check() flags a partition whose database has no lake');
+	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p3 '@{[ part_connstr($part[3]) ]}')");
+	$part[3]->safe_psql('postgres', 'DROP DATABASE other');
+	is($router->safe_psql('postgres', 'SELECT bool_and(ok) FROM lake_router.check()'),
+		't', 'every partition ok again');
+}
 
 # Seen from the partitions: each holds exactly the datasets and owners whose
 # names hash to it, and nothing created through the router went elsewhere.
