@@ -21,8 +21,10 @@
  * SET ROLE, lake's switch to its owner identity and SECURITY DEFINER
  * wrappers do not change it.
  *
- * The effective (stream, buffered) pair is published in shared memory too:
- * the worker validates each reload and keeps the previous pair when the new
+ * The limits in force are published in shared memory too, by the worker at
+ * each reload: every backend admits against the same ones at once, also a
+ * session that has not read the new configuration yet (one inside a long
+ * CALL). The worker keeps the previous (stream, buffered) pair when the new
  * one breaks max_buffered_bytes >= max_stream_bytes.
  */
 #include "lake.h"
@@ -50,6 +52,7 @@ typedef struct AdmissionShared
 {
 	pg_atomic_uint64 usage;		/* slots << 32 | bytes reserved */
 	pg_atomic_uint64 limits;	/* max_stream_bytes << 32 | max_buffered_bytes */
+	pg_atomic_uint32 max_concurrent;	/* lake.max_concurrent_appends */
 	pg_atomic_uint32 sleepers;	/* backends sleeping on cv */
 	pg_atomic_uint64 releases;	/* permits given back, ever */
 	pg_atomic_uint64 admitted;
@@ -67,6 +70,7 @@ static bool held = false;
 static uint32 held_bytes = 0;
 static Oid	held_role = InvalidOid;	/* counted against its role's cap */
 static SubTransactionId held_subxact = InvalidSubTransactionId;	/* took it */
+static bool retaking = false;	/* given back by this call, to be taken again */
 static bool exit_hook_set = false;
 
 /*
@@ -127,6 +131,7 @@ admission_shmem_startup(void)
 		pg_atomic_init_u64(&adm->usage, 0);
 		pg_atomic_init_u64(&adm->limits,
 						   lake_guc_byte_pair_valid() ? pack_limits() : start_limits);
+		pg_atomic_init_u32(&adm->max_concurrent, (uint32) lake_max_concurrent_appends);
 		pg_atomic_init_u32(&adm->sleepers, 0);
 		pg_atomic_init_u64(&adm->releases, 0);
 		pg_atomic_init_u64(&adm->admitted, 0);
@@ -150,16 +155,22 @@ admission_max_stream_bytes(void)
 	return HIGH32(pg_atomic_read_u64(&adm->limits));
 }
 
+/*
+ * Sleepers re-check against limits that may have been raised: a waiter
+ * that now fits is not left to its deadline.
+ */
 void
 admission_publish_limits(void)
 {
 	uint64		old = pg_atomic_read_u64(&adm->limits);
 
+	pg_atomic_write_u32(&adm->max_concurrent, (uint32) lake_max_concurrent_appends);
 	if (lake_guc_byte_pair_valid())
-	{
 		pg_atomic_write_u64(&adm->limits, pack_limits());
+	if (pg_atomic_read_u32(&adm->sleepers) > 0)
+		ConditionVariableBroadcast(&adm->cv);
+	if (lake_guc_byte_pair_valid())
 		return;
-	}
 	ereport(WARNING,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("lake.max_buffered_bytes (%d) is less than lake.max_stream_bytes (%d); keeping lake.max_stream_bytes = %u and lake.max_buffered_bytes = %u",
@@ -178,12 +189,13 @@ try_take(bool need_slot, uint32 bytes)
 {
 	uint64		cur = pg_atomic_read_u64(&adm->usage);
 	uint32		max_buffered = LOW32(pg_atomic_read_u64(&adm->limits));
+	uint32		max_concurrent = pg_atomic_read_u32(&adm->max_concurrent);
 
 	for (;;)
 	{
 		uint64		next;
 
-		if (need_slot && HIGH32(cur) >= (uint32) lake_max_concurrent_appends)
+		if (need_slot && HIGH32(cur) >= max_concurrent)
 			return false;
 		if ((uint64) LOW32(cur) + bytes > max_buffered)
 			return false;
@@ -225,9 +237,24 @@ role_release(void)
 	pg_atomic_write_u32(&adm->role_of[MyBackendId], InvalidOid);
 }
 
+/*
+ * Capacity back to the pool: counted as a release, so that a sleeper woken
+ * for it that cannot use it passes the wake-up on (wait_and_take).
+ */
+static void
+give_back(uint64 amount)
+{
+	pg_atomic_sub_fetch_u64(&adm->usage, amount);
+	pg_atomic_fetch_add_u64(&adm->releases, 1);
+	if (pg_atomic_read_u32(&adm->sleepers) > 0)
+		ConditionVariableSignal(&adm->cv);
+}
+
 static void
 release_permit(void)
 {
+	uint32		bytes = held_bytes;
+
 	if (OidIsValid(held_role))
 	{
 		held_role = InvalidOid;
@@ -238,11 +265,8 @@ release_permit(void)
 	/* Clear our fields first: an error below must not release twice. */
 	held = false;
 	growths = NIL;				/* its memory goes with the transaction */
-	pg_atomic_sub_fetch_u64(&adm->usage, SLOT_ONE + held_bytes);
 	held_bytes = 0;
-	pg_atomic_fetch_add_u64(&adm->releases, 1);
-	if (pg_atomic_read_u32(&adm->sleepers) > 0)
-		ConditionVariableSignal(&adm->cv);
+	give_back(SLOT_ONE + bytes);
 }
 
 static void
@@ -266,6 +290,7 @@ admission_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			release_permit();
+			retaking = false;
 			break;
 		default:
 			break;
@@ -297,11 +322,11 @@ admission_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 		if (event == SUBXACT_EVENT_ABORT_SUB)
 		{
-			pg_atomic_sub_fetch_u64(&adm->usage, held_bytes - g->before);
+			uint32		grown = held_bytes - g->before;
+
 			held_bytes = g->before;
 			growths = list_delete_last(growths);
-			if (pg_atomic_read_u32(&adm->sleepers) > 0)
-				ConditionVariableSignal(&adm->cv);
+			give_back(grown);
 		}
 		else if (event == SUBXACT_EVENT_COMMIT_SUB)
 		{
@@ -464,12 +489,13 @@ admission_held_bytes(void)
  * A permit the current call took is given back while the call waits for
  * something else (a dataset's lock): a slot held in that queue would keep
  * it from every other dataset. The call takes a permit again before it
- * goes on.
+ * goes on, which admits no second append.
  */
 void
 admission_give_back(void)
 {
 	release_permit();
+	retaking = true;
 }
 
 long
@@ -528,8 +554,8 @@ admission_reserve_within(uint64 bytes, long budget_ms)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("append admission limit reached"),
-				 errdetail("%u of %d slots in use and %u of %u bytes reserved; this call needs %s and " UINT64_FORMAT " bytes after waiting %d ms.",
-						   HIGH32(usage), lake_max_concurrent_appends,
+				 errdetail("%u of %u slots in use and %u of %u bytes reserved; this call needs %s and " UINT64_FORMAT " bytes after waiting %d ms.",
+						   HIGH32(usage), pg_atomic_read_u32(&adm->max_concurrent),
 						   LOW32(usage), LOW32(pg_atomic_read_u64(&adm->limits)),
 						   need_slot ? "a slot" : "no new slot",
 						   bytes, (int) Max(budget_ms, 0)),
@@ -541,7 +567,9 @@ admission_reserve_within(uint64 bytes, long budget_ms)
 	held_bytes = (uint32) bytes;
 	if (need_slot)
 	{
-		pg_atomic_fetch_add_u64(&adm->admitted, 1);
+		if (!retaking)
+			pg_atomic_fetch_add_u64(&adm->admitted, 1);
+		retaking = false;
 		held_subxact = GetCurrentSubTransactionId();
 		hold_begin();
 	}
@@ -571,7 +599,7 @@ lake_admission(PG_FUNCTION_ARGS)
 	limits = pg_atomic_read_u64(&adm->limits);
 	values[0] = Int32GetDatum((int32) HIGH32(usage));
 	values[1] = Int64GetDatum((int64) LOW32(usage));
-	values[2] = Int32GetDatum(lake_max_concurrent_appends);
+	values[2] = Int32GetDatum((int32) pg_atomic_read_u32(&adm->max_concurrent));
 	values[3] = Int64GetDatum((int64) HIGH32(limits));
 	values[4] = Int64GetDatum((int64) LOW32(limits));
 	values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&adm->admitted));

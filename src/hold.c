@@ -88,6 +88,17 @@ hold_xact_callback(XactEvent event, void *arg)
 {
 	if (!armed)
 		return;
+	/*
+	 * A prepared transaction keeps its locks past its session, where this
+	 * bound no longer reaches: one that holds them under the bound is not
+	 * prepared. (The permit itself is given back at PRE_PREPARE.)
+	 */
+	if (event == XACT_EVENT_PRE_PREPARE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot PREPARE a transaction that holds a lake dataset's append lock or the owner-creation lock under lake.role_max_hold"),
+				 errdetail("A prepared transaction would keep them past lake.role_max_hold (%d ms), until an administrator resolves it.",
+						   lake_role_max_hold_ms)));
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)

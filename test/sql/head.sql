@@ -52,6 +52,18 @@ SELECT lake.append('head', 'acme', 'n', '\x0e'::bytea) AS v11_rolled_back;
 PREPARE TRANSACTION 'head_prepared';
 ROLLBACK PREPARED 'head_prepared';
 SELECT lake.append('head', 'acme', 'o', '\x0f'::bytea) AS v11;
+-- Under lake.role_max_hold a transaction holding a dataset's append lock
+-- is not prepared (0A000): the prepared transaction would keep the lock
+-- past the bound. It rolls back, and the next append takes its number.
+SET lake.role_max_hold = '1min';
+BEGIN;
+SELECT lake.append('head', 'acme', 'q', '\x11'::bytea) AS v12_not_prepared;
+PREPARE TRANSACTION 'head_held';
+\echo :SQLSTATE
+SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'head_held';
+SELECT slots_in_use FROM lake.admission();
+RESET lake.role_max_hold;
+SELECT lake.append('head', 'acme', 'q', '\x11'::bytea) AS v12;
 
 -- A version written by hand (a repair, a data-only restore) is unknown to
 -- the kept head: the next append takes its number and is refused by the
@@ -63,7 +75,7 @@ WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'head') ORDER 
 \set VERBOSITY sqlstate
 SELECT lake.append('head', 'acme', 'p', '\x10'::bytea) AS stale_head;
 \set VERBOSITY default
-SELECT lake.append('head', 'acme', 'p', '\x10'::bytea) AS v13;
+SELECT lake.append('head', 'acme', 'p', '\x10'::bytea) AS v14;
 
 SELECT version, operation_id FROM lake.versions('head') ORDER BY version;
 

@@ -78,5 +78,69 @@ is($node->safe_psql('postgres', 'SELECT rejected FROM lake.admission()'), '0', '
 
 $_->quit for (values %holder);
 $_->[0]->quit for (values %waiter);
+
+# The limits in force are the ones the worker published at its reload: a
+# statement that began before the reload is held to them at once, without
+# reading the configuration itself (a session inside a long CALL).
+$node->safe_psql('postgres', q{
+CREATE FUNCTION wait_limit(n int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE stop timestamptz := clock_timestamp() + interval '60 s'; got int;
+BEGIN
+    LOOP
+        SELECT max_concurrent INTO got FROM lake.admission();
+        EXIT WHEN got = n OR clock_timestamp() > stop;
+        PERFORM pg_sleep(0.01);
+    END LOOP;
+    RETURN got;
+END $$;
+SELECT lake.create_dataset(d) FROM unnest('{g1,g2,g3,g4,g5}'::text[]) d;});
+my $long = $node->background_psql('postgres');
+$long->query_until(qr/polling/, "\\echo polling\nSELECT wait_limit(2);\n\\echo polled\n");
+$node->safe_psql('postgres', 'ALTER SYSTEM SET lake.max_concurrent_appends = 2; SELECT pg_reload_conf();');
+like($long->query_until(qr/polled/, ''), qr/^2\n/,
+	'a statement begun before the reload sees the published limit of 2 slots');
+$long->quit;
+
+# A savepoint rolled back gives back what the permit grew by in it, and
+# that counts as a release: the waiter it wakes first, which needs a slot
+# and finds none, passes the wake-up on to the one the bytes are enough for.
+my $c = $node->background_psql('postgres');
+$c->query_safe('BEGIN');
+$c->query_safe("SELECT lake.append('g1', 't', 'g1', decode(repeat('ab', 100), 'hex'))");
+$c->query_safe('SAVEPOINT s');
+$c->query_safe("SELECT lake.append('g2', 't', 'g2', decode(repeat('ab', 1000), 'hex'))");
+my $b = $node->background_psql('postgres', on_error_stop => 0);
+my $bpid = $b->query_safe('SELECT pg_backend_pid()');
+$b->query_safe('BEGIN');
+$b->query_safe("SELECT lake.append('g3', 't', 'g3', decode(repeat('ab', 300), 'hex'))");
+is(usage(), '2|1300', 'both slots held: one grown to 1000 bytes in a savepoint, one of 300');
+my $a = $node->background_psql('postgres', on_error_stop => 0);
+my $apid = $a->query_safe('SELECT pg_backend_pid()');
+$a->query_until(qr/waiting/,
+	"\\echo waiting\nSELECT lake.append('g4', 't', 'g4', decode(repeat('ab', 10), 'hex'));\n\\echo appended\n");
+ok( $node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $apid"),
+	'an append needing a slot waits');
+$b->query_until(qr/waiting/,
+	"\\echo waiting\nSELECT lake.append('g5', 't', 'g5', decode(repeat('ab', 600), 'hex'));\n\\echo appended\n");
+ok( $node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $bpid"),
+	'behind it, a permit growing to 600 bytes waits: 1600 do not fit');
+$t0 = Time::HiRes::time();
+$c->query_safe('ROLLBACK TO SAVEPOINT s');
+$out  = $b->query_until(qr/appended/, '');
+$took = Time::HiRes::time() - $t0;
+like($out, qr/^\d+\n/, 'the savepoint rolled back, the grown permit is admitted');
+cmp_ok($took, '<', 30, "woken by the give-back (${took}s), not by a 60 s timeout");
+is( $node->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $apid"),
+	'Extension', 'the append needing a slot still waits');
+is(usage(), '2|700', 'what is held: 100 and 600 bytes');
+$c->query_safe('COMMIT');
+$b->query_safe('COMMIT');
+like($a->query_until(qr/appended/, ''), qr/^\d+\n/, 'and it is admitted once a slot is free');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(v.operation_id, ',' ORDER BY v.operation_id) FROM unnest('{g1,g2,g3,g4,g5}'::text[]) d, lake.versions(d) v"),
+	'g1,g3,g4,g5', 'the rolled-back append left no version, every other one did');
+$_->quit for ($a, $b, $c);
 $node->stop;
 done_testing();
