@@ -320,7 +320,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	wait_ms = admission_reserve_within((uint64) sum.largest_chunk, wait_ms);
 
 	ctx = lake_digest_begin();
-	why = store_visit_chunks(stage, 0, sum.nchunks, sum.bytes, digest_visit, ctx);
+	why = store_visit_chunks(stage, 0, sum.nchunks, sum.bytes, 0, digest_visit, ctx);
 	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

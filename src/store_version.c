@@ -46,6 +46,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -132,11 +133,19 @@ dataset_entry(const char *name, HASHACTION action)
 int32
 store_dataset_id(const char *name)
 {
-	DatasetEntry *e = dataset_entry(name, HASH_FIND);
+	DatasetEntry *e;
 	ScanKeyData key[1];
 	Datum		values[3];
 	bool		nulls[3];
 
+	/*
+	 * A name renamed or recreated since this transaction last took in
+	 * invalidations (a call later in one statement or transaction block,
+	 * before any lock of this call) must not answer with the id it had:
+	 * ids restart with the extension, so it may be another dataset's.
+	 */
+	AcceptInvalidationMessages();
+	e = dataset_entry(name, HASH_FIND);
 	if (e != NULL)
 		return e->id;
 	store_key_text(&key[0], 2, name);
@@ -289,6 +298,45 @@ find_version_blob(VersionHead *head)
 }
 
 /*
+ * A stored chunk's bytes, detoasted. Damage below lake's own record (its
+ * TOAST rows missing or out of order: PostgreSQL's XX001) is, for a chunk
+ * of 'version', what any damage to a version's lineage is: LK005 (SPEC §3).
+ * For a stage's chunk (version 0) it stays XX001.
+ */
+static bytea *
+detoast_chunk(Datum d, int64 version)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	bytea	   *b = NULL;
+
+	if (version <= 0 ||
+		!(VARATT_IS_EXTERNAL(DatumGetPointer(d)) || VARATT_IS_COMPRESSED(DatumGetPointer(d))))
+		return DatumGetByteaPP(d);
+	PG_TRY();
+	{
+		b = DatumGetByteaPP(d);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		if (e->sqlerrcode != ERRCODE_DATA_CORRUPTED)
+			PG_RE_THROW();
+		/* Rethrown at once: nothing runs on the failed detoast's state. */
+		FlushErrorState();
+		e->sqlerrcode = ERRCODE_LAKE_INCOMPLETE_LINEAGE;
+		e->detail = e->message;
+		e->message = psprintf("a stored chunk of version " INT64_FORMAT " is unreadable", version);
+		e->hint = pstrdup("The stored chunks are missing or damaged; restore them from a backup.");
+		ReThrowError(e);
+	}
+	PG_END_TRY();
+	return b;
+}
+
+/*
  * A version's header from its row, as store_fetch deformed it. The size
  * comes from chunk 0's header; only a chunk 0 of a whole chunk's size (or
  * none) can have more in a blob, and only then is version_blob read: the
@@ -301,7 +349,7 @@ head_from_row(Datum *values, bool *nulls, VersionHead *head)
 	head->version = DatumGetInt64(values[VA_VERSION - 1]);
 	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
 	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
-		DatumGetByteaPP(values[VA_DATA - 1]);
+		detoast_chunk(values[VA_DATA - 1], head->version);
 	head->blob = 0;
 	head->nchunks = 1;
 	head->bytes = 0;
@@ -717,7 +765,7 @@ visit_stored(bytea *stored, bool bare, uint32 place, size_t room,
  */
 const char *
 store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
-				   ChunkVisitor visit, void *arg)
+				   int64 version, ChunkVisitor visit, void *arg)
 {
 	Relation	rel = store_open("chunk", AccessShareLock);
 	Relation	idx = store_open("chunk_pkey", AccessShareLock);
@@ -761,7 +809,7 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 		}
 		declared = DatumGetInt32(values[CA_BYTES - 1]);
 		old = MemoryContextSwitchTo(chunkcxt);
-		why = visit_stored(DatumGetByteaPP(values[CA_DATA - 1]), false,
+		why = visit_stored(detoast_chunk(values[CA_DATA - 1], version), false,
 						   lake_chunk_place(blob, chunk_no), (size_t) (total - filled),
 						   &declared, visit, arg, &decoded);
 		MemoryContextSwitchTo(old);
@@ -821,7 +869,8 @@ visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
 	if (head->damage != NULL)
 		return head->damage;
 	if (head->inline_chunk == NULL)
-		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, visit, arg);
+		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, head->version,
+								  visit, arg);
 
 	why = visit_stored(head->inline_chunk, true, LAKE_PLACE_NONE, (size_t) head->bytes,
 					   NULL, visit, arg, &first_len);
@@ -830,7 +879,7 @@ visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
 	if (head->blob == 0)
 		return psprintf("chunks hold %zu of " INT64_FORMAT " bytes", first_len, head->bytes);
 	return store_visit_chunks(head->blob, 1, head->nchunks - 1, head->bytes - (int64) first_len,
-							  visit, arg);
+							  head->version, visit, arg);
 }
 
 const char *

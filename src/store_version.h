@@ -91,10 +91,14 @@ extern void store_list_versions(int32 dataset_id, int64 after_version,
 extern int	store_recent_versions(int32 dataset_id, int64 max_bytes, int limit,
 								  int64 *versions);
 
-/* chunks (of versions and of open stages) */
+/*
+ * chunks (of versions and of open stages); 'version' is the version whose
+ * chunks are visited (their TOAST damage is LK005), 0 for a stage's (XX001)
+ */
 extern void store_insert_chunk(Relation rel, int64 blob, int32 chunk_no,
 								const char *data, size_t len);
 extern const char *store_visit_chunks(int64 blob, int32 first, int64 count,
-									  int64 total, ChunkVisitor visit, void *arg);
+									  int64 total, int64 version,
+									  ChunkVisitor visit, void *arg);
 
 #endif							/* LAKE_STORE_VERSION_H */

@@ -189,4 +189,33 @@ psql("UPDATE lake_data.cycle SET data = decode('$cycle', 'hex'), owners = decode
 psql("SELECT lake.release_owner(o) FROM unnest('{@{[ join(',', @owners) ]}}'::text[]) o");
 is(states(), $want, 'repaired and released, every owner is where its log leaves it');
 
+# Damage below lake's records: a version's chunk rows in lake_data.chunk are
+# stored out of line (TOAST), and a TOAST page zeroed is their rows gone.
+# PostgreSQL's own XX001 for it is, for a version, damage to its lineage:
+# a read, a same-content replay and a different-content retry are all LK005
+# (SPEC §3), never LK001 or a version number.
+psql("SELECT lake.create_dataset('toasted')");
+my $payload = "(SELECT decode(string_agg(lpad(to_hex((i * 2654435761) % 4294967296), 8, '0'), ''), 'hex') "
+  . "FROM generate_series(1, 800000) i)";
+my $toasted = psql("SELECT lake.append('toasted', 't', 'big', $payload)");
+is(psql("SELECT nchunks FROM lake_data.version_blob WHERE version = $toasted "
+		  . "AND dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'toasted')"),
+	'4', 'a 3.2 MB incompressible payload: chunk 0 in its row, three in lake_data.chunk');
+my $toast = psql("SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE oid = 'lake_data.chunk'::regclass");
+$node->stop;
+open(my $fh, '+<', $node->data_dir . "/$toast") or die "open $toast: $!";
+binmode $fh;
+seek($fh, 8192, 0) or die;
+print $fh ("\0" x 8192);
+close $fh;
+$node->start;
+for my $case ([ "SELECT length(lake.read('toasted', $toasted))", 'a read' ],
+	[ "SELECT lake.append('toasted', 't', 'big', $payload)", 'a same-content replay' ],
+	[ "SELECT lake.append('toasted', 't', 'big', 'other'::bytea)", 'a different-content retry' ])
+{
+	my ($state, $msg) = sql_error($node, $case->[0]);
+	is("$state $msg", "LK005 a stored chunk of version $toasted is unreadable",
+		"$case->[1] over a version whose TOAST rows are gone is LK005");
+}
+
 done_testing();
