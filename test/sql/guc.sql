@@ -43,8 +43,7 @@ SELECT t.err($$SET lake.max_concurrent_appends = 2$$);
 SELECT t.err($$SET lake.database = 'other'$$);
 
 -- ALTER SYSTEM validates before anything is written: zero, negative,
--- non-numeric and out-of-range values are refused (fractions round, as for
--- every integer parameter of PostgreSQL).
+-- non-numeric, fractional and out-of-range values are refused.
 ALTER SYSTEM SET lake.max_concurrent_appends = 0;
 \echo :SQLSTATE
 ALTER SYSTEM SET lake.max_concurrent_appends = -3;

@@ -79,7 +79,9 @@ sub lake_node
 # sql_error(node, sql [, db]) -> (sqlstate, message)
 #
 # Runs sql in a fresh session and returns the SQLSTATE and message of the
-# first error it raised, or ('', '') when it raised none.
+# first error it raised, or ('', '') when it raised none. A session that
+# failed without one (a lost connection, a crashed backend, a psql error)
+# is ('?', what psql said): never taken for success.
 sub sql_error
 {
 	my ($node, $sql, $db) = @_;
@@ -89,6 +91,7 @@ sub sql_error
 	# psql prefixes script errors with "psql:<stdin>:N: ".
 	return ($1, $2)
 	  if $err =~ /^(?:psql:\S+ )?(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+(.*)$/m;
+	return ('?', $err) if $ret != 0;
 	return ('', '');
 }
 
