@@ -171,6 +171,15 @@ sub collect_clients
 				$cl->{stmts}[$1]{receipt} = $2;
 				next;
 			}
+			# A receipt alone: psql printed the cast's row instead of
+			# storing it (\gset applies to a query's last result, and the
+			# lost connection's error came after it). It is the receipt of
+			# the statement in flight.
+			if ($line =~ /^(\(\d+,\d+\))$/)
+			{
+				$cl->{stmts}[ $last + 1 ]{receipt} = $1;
+				next;
+			}
 			my ($tag, $k, $owner, $pos, $cycle) = split /\|/, $line;
 			die "unexpected client output: $line" unless $tag eq 'ack';
 			my $st = $cl->{stmts}[$k];

@@ -120,6 +120,13 @@ sub record_acks
 			$stmts->[$1]{receipt} = $2;
 			next;
 		}
+		# A receipt alone: the statement in flight's, printed by psql when
+		# the lost connection's error followed it (006_fault_matrix.pl).
+		if ($line =~ /^(\(\d+,\d+\))$/)
+		{
+			$stmts->[ $last + 1 ]{receipt} = $1;
+			next;
+		}
 		my ($tag, $k, $owner, $pos, $cycle) = split /\|/, $line;
 		die "unexpected output: $line" unless $tag eq 'ack' && $k == $last + 1;
 		$last = $k;
