@@ -55,6 +55,26 @@ BEGIN
                     AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner)),
             HINT = 'Revoke CREATE on the schema from them, then create the extension again.';
     END IF;
+    -- Nor may it hold another role's objects already: one made while that
+    -- role could create there (DROP EXTENSION leaves the schema) would
+    -- shadow a function of lake's for a call whose argument types match it.
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_proc p
+                WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND p.pronamespace OPERATOR(pg_catalog.=) n.oid
+                  AND p.proowner OPERATOR(pg_catalog.<>) n.nspowner)
+       OR EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c
+                   WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND c.relnamespace OPERATOR(pg_catalog.=) n.oid
+                     AND c.relowner OPERATOR(pg_catalog.<>) n.nspowner)
+       OR EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_type t
+                   WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND t.typnamespace OPERATOR(pg_catalog.=) n.oid
+                     AND t.typowner OPERATOR(pg_catalog.<>) n.nspowner)
+       OR EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_operator o
+                   WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND o.oprnamespace OPERATOR(pg_catalog.=) n.oid
+                     AND o.oprowner OPERATOR(pg_catalog.<>) n.nspowner) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '42501',
+            MESSAGE = 'lake cannot be installed into schema "lake": it holds objects of other roles',
+            HINT = 'Drop them (or the schema), then create the extension again.';
+    END IF;
 END
 $$;
 
@@ -551,3 +571,48 @@ CREATE FUNCTION lake.stats(
     OUT last_snapshot bigint, OUT sessions_waiting bigint)
     AS 'MODULE_PATHNAME', 'lake_stats'
     LANGUAGE C VOLATILE;
+
+-- The installing role's default privileges (ALTER DEFAULT PRIVILEGES)
+-- apply to what this script creates. Lake's data schema and everything in
+-- it stay its owner's alone, and the interface stays open as SPEC §3 says:
+-- USAGE on schema lake and a tenant grant are all a role needs (the
+-- functions check every call themselves).
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT 'SCHEMA lake_data' AS obj, a.grantee
+          FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+         WHERE n.nspname OPERATOR(pg_catalog.=) 'lake_data' AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
+        UNION
+        SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END
+                   OPERATOR(pg_catalog.||) c.oid::pg_catalog.regclass::pg_catalog.text, a.grantee
+          FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+         WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
+           AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+        UNION
+        SELECT 'FUNCTION ' OPERATOR(pg_catalog.||) p.oid::pg_catalog.regprocedure::pg_catalog.text, a.grantee
+          FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+         WHERE p.pronamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', r.obj,
+            CASE WHEN r.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                 ELSE pg_catalog.quote_ident(r.grantee::pg_catalog.regrole::pg_catalog.text) END);
+    END LOOP;
+END
+$$;
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace OPERATOR(pg_catalog.=) 'lake'::pg_catalog.regnamespace
+                AND p.prorettype OPERATOR(pg_catalog.<>) 'pg_catalog.trigger'::pg_catalog.regtype
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', f);
+    END LOOP;
+END
+$$;
+GRANT USAGE ON TYPE lake.receipt, lake.coordinate TO PUBLIC;

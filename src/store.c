@@ -100,7 +100,7 @@ forget_owner(Datum arg, int cacheid, uint32 hashvalue)
 }
 
 static Oid
-lookup_owner(void)
+lookup_owner(bool missing_ok)
 {
 	static bool registered = false;
 	Relation	rel;
@@ -120,11 +120,12 @@ lookup_owner(void)
 				F_NAMEEQ, CStringGetDatum("lake"));
 	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
 	tup = systable_getnext(scan);
-	if (!HeapTupleIsValid(tup))
+	if (!HeapTupleIsValid(tup) && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"lake\" is not installed in this database")));
-	cached_owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	if (HeapTupleIsValid(tup))
+		cached_owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return cached_owner;
@@ -184,7 +185,7 @@ store_connect(void)
 		lake_require_served_database();
 	if (depth++ == 0)
 	{
-		lake_owner = lookup_owner();
+		lake_owner = lookup_owner(false);
 		GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	}
 	SPI_connect();
@@ -236,7 +237,33 @@ store_caller(void)
 Oid
 store_owner(void)
 {
-	return lookup_owner();
+	return lookup_owner(false);
+}
+
+/*
+ * Commit the current transaction as the extension's owner, with security
+ * restrictions, when lake is installed: what the commit runs on behalf of
+ * the transaction's writes (deferred constraint triggers, which the owner
+ * of lake's tables may create on them) then has the owner's privileges,
+ * never those of the committing role. Used by the worker, whose own role
+ * is the bootstrap superuser, so that an owner who is not a superuser (one
+ * that lost SUPERUSER after installing lake) gains nothing through it. An
+ * error in the commit is left to the caller's abort, which restores the
+ * role the transaction began with.
+ */
+void
+store_commit_as_owner(void)
+{
+	Oid			owner = lookup_owner(true);
+	Oid			user;
+	int			sec;
+
+	GetUserIdAndSecContext(&user, &sec);
+	if (OidIsValid(owner))
+		SetUserIdAndSecContext(owner, sec | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+	CommitTransactionCommand();
+	SetUserIdAndSecContext(user, sec);
 }
 
 static SPIPlanPtr

@@ -27,6 +27,8 @@ extern void store_connect(void);
 extern void store_finish(void);
 extern Oid	store_caller(void);
 extern Oid	store_owner(void);
+/* Commit the transaction as the extension's owner (store.c says why). */
+extern void store_commit_as_owner(void);
 
 /*
  * A kept plan for a statement, to run at once, in this connected section:

@@ -148,7 +148,7 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 	{
 		fn(arg);
 		PopActiveSnapshot();
-		CommitTransactionCommand();
+		store_commit_as_owner();
 	}
 	PG_CATCH();
 	{

@@ -8,8 +8,36 @@ CREATE ROLE lake_nobody;
 SET SESSION AUTHORIZATION lake_extowner;
 DROP EXTENSION lake CASCADE;
 DROP SCHEMA lake;	-- made before the extension: it stays, owned by another role
+RESET SESSION AUTHORIZATION;
+
+-- A schema "lake" of the installing role that holds another role's object
+-- is refused (42501): one made while that role could create there would
+-- shadow a function of lake's for a call whose types it matches.
+CREATE SCHEMA lake AUTHORIZATION lake_extowner;
+CREATE FUNCTION lake.read(text, int) RETURNS bytea LANGUAGE sql AS $$ SELECT 'planted'::bytea $$;
+SET SESSION AUTHORIZATION lake_extowner;
+CREATE EXTENSION lake;
+\echo :SQLSTATE
+RESET SESSION AUTHORIZATION;
+DROP FUNCTION lake.read(text, int);
+
+-- The installing role's default privileges reach what the install script
+-- creates: lake's data stays its owner's alone, and the interface stays
+-- open to a tenant role (SPEC §3).
+ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT USAGE ON SCHEMAS TO lake_nobody;
+ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT SELECT ON TABLES TO lake_nobody;
+ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT SELECT ON SEQUENCES TO lake_nobody;
+ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner REVOKE USAGE ON TYPES FROM PUBLIC;
+SET SESSION AUTHORIZATION lake_extowner;
 CREATE EXTENSION lake;
 RESET SESSION AUTHORIZATION;
+SELECT has_schema_privilege('lake_nobody', 'lake_data', 'USAGE') AS data_schema_usage,
+       bool_or(has_table_privilege('lake_nobody', c.oid, 'SELECT')) AS any_data_select
+FROM pg_class c WHERE c.relnamespace = 'lake_data'::regnamespace AND c.relkind IN ('r', 'S');
+SELECT bool_and(has_function_privilege('lake_nobody', p.oid, 'EXECUTE')) AS interface_executable,
+       has_type_privilege('lake_nobody', 'lake.receipt', 'USAGE') AS receipt_usable
+FROM pg_proc p WHERE p.pronamespace = 'lake'::regnamespace AND p.prorettype <> 'trigger'::regtype;
 ALTER ROLE lake_extowner NOSUPERUSER;
 GRANT USAGE ON SCHEMA lake TO lake_nobody;
 SELECT extowner::regrole AS owner, rolsuper
@@ -35,8 +63,43 @@ SELECT left(t.err($$SELECT lake.seal()$$), 5) AS seal,
 SELECT count(*) AS landings_seen FROM lake.log();
 RESET SESSION AUTHORIZATION;
 
+-- The owner owns lake's tables, so it may put a deferred trigger on one.
+-- The worker commits as the owner, with security restrictions: what its
+-- writes queue for the commit runs with the owner's privileges, never as
+-- the worker's superuser (which would give the demoted owner SUPERUSER
+-- back). Here the worker's stage expiry deletes an idle stage.
+SET SESSION AUTHORIZATION lake_extowner;
+CREATE TABLE lake_data.t_who (who name, super boolean);
+CREATE FUNCTION lake_data.t_note_who() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO lake_data.t_who
+    SELECT current_user, r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user;
+    RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER t_who AFTER DELETE ON lake_data.stage
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION lake_data.t_note_who();
+SELECT lake.begin_append('owned', 'any_tenant', 'idle') > 0 AS begun;
+RESET SESSION AUTHORIZATION;
+ALTER SYSTEM SET lake.stage_ttl = '1s';
+SELECT pg_reload_conf();
+DO $$
+DECLARE stop timestamptz := clock_timestamp() + interval '5 min';
+BEGIN
+    WHILE NOT EXISTS (SELECT FROM lake_data.t_who) AND clock_timestamp() < stop LOOP
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END $$;
+ALTER SYSTEM RESET lake.stage_ttl;
+SELECT pg_reload_conf();
+SELECT who, super FROM lake_data.t_who;
+SELECT count(*) AS stages_left FROM lake_data.stage;
+DROP TRIGGER t_who ON lake_data.stage;
+DROP FUNCTION lake_data.t_note_who();
+DROP TABLE lake_data.t_who;
+
 DROP EXTENSION lake CASCADE;
 DROP SCHEMA lake;
 DROP OWNED BY lake_nobody;
+DROP OWNED BY lake_extowner;	-- its default privileges
 DROP ROLE lake_extowner;
 DROP ROLE lake_nobody;
