@@ -70,7 +70,6 @@ static bool held = false;
 static uint32 held_bytes = 0;
 static Oid	held_role = InvalidOid;	/* counted against its role's cap */
 static SubTransactionId held_subxact = InvalidSubTransactionId;	/* took it */
-static bool retaking = false;	/* given back by this call, to be taken again */
 static bool exit_hook_set = false;
 
 /*
@@ -290,7 +289,6 @@ admission_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			release_permit();
-			retaking = false;
 			break;
 		default:
 			break;
@@ -489,13 +487,12 @@ admission_held_bytes(void)
  * A permit the current call took is given back while the call waits for
  * something else (a dataset's lock): a slot held in that queue would keep
  * it from every other dataset. The call takes a permit again before it
- * goes on, which admits no second append.
+ * goes on (admission_retake_within).
  */
 void
 admission_give_back(void)
 {
 	release_permit();
-	retaking = true;
 }
 
 long
@@ -507,10 +504,11 @@ admission_reserve(uint64 bytes)
 /*
  * Returns what is left of this call's waiting budget, in ms: 'budget_ms'
  * less the time spent waiting here. The dataset lock the call may wait
- * for next shares that budget.
+ * for next shares that budget. A retake is a call's second permit after
+ * it gave its first back: counted once in 'admitted'.
  */
-long
-admission_reserve_within(uint64 bytes, long budget_ms)
+static long
+reserve(uint64 bytes, long budget_ms, bool retake)
 {
 	TimestampTz start = 0;
 	uint32		max_stream;
@@ -567,16 +565,27 @@ admission_reserve_within(uint64 bytes, long budget_ms)
 	held_bytes = (uint32) bytes;
 	if (need_slot)
 	{
-		if (!retaking)
+		if (!retake)
 			pg_atomic_fetch_add_u64(&adm->admitted, 1);
-		retaking = false;
 		held_subxact = GetCurrentSubTransactionId();
-		hold_begin();
+		hold_begin(false);
 	}
 	if (start == 0)
 		return budget_ms;
 	return Max(0, budget_ms -
 			   TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
+}
+
+long
+admission_reserve_within(uint64 bytes, long budget_ms)
+{
+	return reserve(bytes, budget_ms, false);
+}
+
+long
+admission_retake_within(uint64 bytes, long budget_ms)
+{
+	return reserve(bytes, budget_ms, true);
 }
 
 PG_FUNCTION_INFO_V1(lake_admission);

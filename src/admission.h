@@ -28,6 +28,8 @@ extern bool admission_held(void);
 extern uint32 admission_held_bytes(void);
 /* Release a permit the current call took and has not used yet. */
 extern void admission_give_back(void);
+/* Take it again (admission_reserve_within, not counted as admitted again). */
+extern long admission_retake_within(uint64 bytes, long budget_ms);
 
 /* Effective stream limit (the last valid pair). */
 extern uint32 admission_max_stream_bytes(void);

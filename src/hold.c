@@ -24,6 +24,7 @@
 
 static TimeoutId hold_timeout = MAX_TIMEOUTS;
 static bool armed = false;
+static bool locked = false;		/* a dataset's or the owner-creation lock */
 static TimestampTz deadline;
 static SubTransactionId armed_in;	/* its abort gives back every hold */
 static volatile sig_atomic_t expired = false;
@@ -79,7 +80,7 @@ hold_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		disable_timeout(hold_timeout, false);
-		armed = false;
+		armed = locked = false;
 	}
 }
 
@@ -93,7 +94,7 @@ hold_xact_callback(XactEvent event, void *arg)
 	 * bound no longer reaches: one that holds them under the bound is not
 	 * prepared. (The permit itself is given back at PRE_PREPARE.)
 	 */
-	if (event == XACT_EVENT_PRE_PREPARE)
+	if (event == XACT_EVENT_PRE_PREPARE && locked)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot PREPARE a transaction that holds a lake dataset's append lock or the owner-creation lock under lake.role_max_hold"),
@@ -104,14 +105,18 @@ hold_xact_callback(XactEvent event, void *arg)
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		disable_timeout(hold_timeout, false);
-		armed = false;
+		armed = locked = false;
 	}
 }
 
 void
-hold_begin(void)
+hold_begin(bool lock)
 {
-	if (armed || lake_role_max_hold_ms <= 0)
+	if (lake_role_max_hold_ms <= 0)
+		return;
+	/* (Kept if the subtransaction that took the lock aborts: refusing more.) */
+	locked |= lock;
+	if (armed)
 		return;
 	if (hold_timeout == MAX_TIMEOUTS)
 	{

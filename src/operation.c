@@ -112,7 +112,7 @@ operation_lock(OperationLookup *op, const char *dataset, long wait_ms)
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry later; nothing was written.")));
 	op->locked = true;
-	hold_begin();
+	hold_begin(true);
 	return Max(0, wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
 }
 
@@ -124,11 +124,14 @@ operation_lock_queued(OperationLookup *op, const char *dataset, bool held,
 		return wait_ms;			/* a replay needs no lock */
 	op->locked = store_lock_dataset(op->dataset_id, 0);
 	if (op->locked)
+	{
+		hold_begin(true);
 		return wait_ms;
+	}
 	if (!held)
 		admission_give_back();
 	wait_ms = operation_lock(op, dataset, wait_ms);
-	return admission_reserve_within(bytes, wait_ms);
+	return admission_retake_within(bytes, wait_ms);
 }
 
 /*

@@ -64,6 +64,14 @@ SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'head_held';
 SELECT slots_in_use FROM lake.admission();
 RESET lake.role_max_hold;
 SELECT lake.append('head', 'acme', 'q', '\x11'::bytea) AS v12;
+-- A replay takes no lock (its permit is given back at PREPARE): it is
+-- prepared under the bound.
+SET lake.role_max_hold = '1min';
+BEGIN;
+SELECT lake.append('head', 'acme', 'q', '\x11'::bytea) AS v12_replayed;
+PREPARE TRANSACTION 'head_replay';
+COMMIT PREPARED 'head_replay';
+RESET lake.role_max_hold;
 
 -- A version written by hand (a repair, a data-only restore) is unknown to
 -- the kept head: the next append takes its number and is refused by the

@@ -82,8 +82,17 @@ $_->[0]->quit for (values %waiter);
 # The limits in force are the ones the worker published at its reload: a
 # statement that began before the reload is held to them at once, without
 # reading the configuration itself (a session inside a long CALL).
+# (It waits for admission the queue wait its session started with: 200 ms.)
+sub queue_wait
+{
+	my ($wait) = @_;
+	$node->safe_psql('postgres', "ALTER SYSTEM SET lake.admission_queue_wait = '$wait'; SELECT pg_reload_conf();");
+	$node->poll_query_until('postgres', 'SHOW lake.admission_queue_wait', $wait)
+	  or die "lake.admission_queue_wait did not become $wait";
+}
+queue_wait('200ms');
 $node->safe_psql('postgres', q{
-CREATE FUNCTION wait_limit(n int) RETURNS int LANGUAGE plpgsql AS $$
+CREATE FUNCTION wait_limit(n int) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE stop timestamptz := clock_timestamp() + interval '60 s'; got int;
 BEGIN
     LOOP
@@ -91,15 +100,28 @@ BEGIN
         EXIT WHEN got = n OR clock_timestamp() > stop;
         PERFORM pg_sleep(0.01);
     END LOOP;
-    RETURN got;
+    PERFORM lake.append('g0', 't', 'g0', '\x01'::bytea);
+    RETURN got || ' admitted';
+EXCEPTION WHEN insufficient_resources THEN
+    RETURN got || ' refused';
 END $$;
-SELECT lake.create_dataset(d) FROM unnest('{g1,g2,g3,g4,g5}'::text[]) d;});
+SELECT lake.create_dataset(d) FROM unnest('{g0,g1,g2,g3,g4,g5,k1,k2}'::text[]) d;});
+my @keep;
+for my $k (qw(k1 k2))
+{
+	my $s = $node->background_psql('postgres');
+	$s->query_safe("BEGIN; SELECT lake.append('$k', 't', '$k', '\\x01'::bytea)");
+	push @keep, $s;
+}
 my $long = $node->background_psql('postgres');
 $long->query_until(qr/polling/, "\\echo polling\nSELECT wait_limit(2);\n\\echo polled\n");
 $node->safe_psql('postgres', 'ALTER SYSTEM SET lake.max_concurrent_appends = 2; SELECT pg_reload_conf();');
-like($long->query_until(qr/polled/, ''), qr/^2\n/,
-	'a statement begun before the reload sees the published limit of 2 slots');
+like($long->query_until(qr/polled/, ''), qr/^2 refused\n/,
+	'a statement begun before the reload sees the published limit of 2 slots, and is held to it');
 $long->quit;
+$_->query_safe('COMMIT') for @keep;
+$_->quit for @keep;
+queue_wait('1min');
 
 # A savepoint rolled back gives back what the permit grew by in it, and
 # that counts as a release: the waiter it wakes first, which needs a slot
