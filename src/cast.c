@@ -47,14 +47,15 @@ cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("from_phase and to_phase must be given together"),
 				 errhint("Give both for a move, or neither for a no-step cast.")));
-	req->payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_BYTEA_PP(3);
-	if (req->payload && VARSIZE_ANY_EXHDR(req->payload) > limit)
+	/* Measured before it is detoasted: a huge value is refused unread. */
+	if (!PG_ARGISNULL(3) && lake_arg_bytea_size(fcinfo, 3, "payload") > (int64) limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("cast payload of %d bytes exceeds the limit of %u bytes",
-						(int) VARSIZE_ANY_EXHDR(req->payload), limit),
+				 errmsg("cast payload of " INT64_FORMAT " bytes exceeds the limit of %u bytes",
+						lake_arg_bytea_size(fcinfo, 3, "payload"), limit),
 				 errdetail("A cast's payload may take at most a quarter of lake.cycle_buffer_size."),
 				 errhint("Store large payloads with lake.append and cast a reference to them.")));
+	req->payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_BYTEA_PP(3);
 	req->has_lap = !PG_ARGISNULL(4);
 	req->expected_lap = req->has_lap ? PG_GETARG_INT64(4) : 0;
 	if (req->has_lap && req->expected_lap < 0)
@@ -135,6 +136,7 @@ lake_cast(PG_FUNCTION_ARGS)
 	cast_arguments(fcinfo, &req);
 	cycle_wait_ready();
 	PreventCommandIfReadOnly("lake.cast()");	/* as nextval() is */
+	(void) result_desc(fcinfo);	/* nothing may fail once a cast is accepted */
 	seq = cycle_accept(&req, &epoch);
 	PG_RETURN_DATUM(receipt_datum(fcinfo, epoch, seq));
 }
@@ -347,6 +349,7 @@ lake_cast_durable(PG_FUNCTION_ARGS)
 	require_sealable();			/* before the cast is accepted */
 	cycle_wait_ready();
 	PreventCommandIfReadOnly("lake.cast_durable()");
+	(void) result_desc(fcinfo);
 	accepted.seq = cycle_accept(&req, &accepted.epoch);
 	context.callback = accepted_receipt_context;
 	context.arg = &accepted;

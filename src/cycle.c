@@ -77,6 +77,7 @@ typedef struct CycleShared
 	int64		sealed_seq;		/* every seq <= this is durable */
 	int64		sealed_cycle;
 	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake_data.lifecycle */
+	pg_atomic_uint64 space_misses;	/* casts that found the ring full, ever */
 	ConditionVariable space_cv;
 	ConditionVariable ready_cv;
 	/* figures for lake.stats() */
@@ -155,6 +156,7 @@ cycle_shmem_startup(void)
 		LWLockInitialize(&cs->lock, cs->tranche);
 		cs->capacity = MAXALIGN_DOWN(lake_cycle_buffer_size);
 		pg_atomic_init_u64(&cs->lifecycle_changes, 0);
+		pg_atomic_init_u64(&cs->space_misses, 0);
 		ConditionVariableInit(&cs->space_cv);
 		ConditionVariableInit(&cs->ready_cv);
 		cs->role_bytes = (RoleBytes *) ((char *) cs + MAXALIGN(sizeof(CycleShared)));
@@ -178,6 +180,12 @@ int64
 cycle_pending(void)
 {
 	return cs->pending;
+}
+
+uint64
+cycle_space_misses(void)
+{
+	return pg_atomic_read_u64(&cs->space_misses);
 }
 
 void
@@ -1041,6 +1049,8 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		if (!reserve(len, &at))
 		{
 			LWLockRelease(&cs->lock);
+			/* The worker seals early for it (a ring filled by large payloads). */
+			pg_atomic_fetch_add_u64(&cs->space_misses, 1);
 			cycle_wake_worker();
 			if (!sleeping)
 			{

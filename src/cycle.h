@@ -168,6 +168,8 @@ extern uint64 cycle_lifecycle_changes(void);
 extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 								  const RecoveryFigures *figures, uint64 lifecycle_changes);
 extern int64 cycle_pending(void);
+/* How many times a cast found the ring full (the worker seals early then). */
+extern uint64 cycle_space_misses(void);
 struct Latch;
 extern void cycle_set_worker_latch(struct Latch *latch);
 extern void cycle_wake_worker(void);

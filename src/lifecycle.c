@@ -13,6 +13,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "guc.h"
 #include "lifecycle.h"
 #include "store.h"
 #include "utils/array.h"
@@ -349,6 +350,19 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 	values[3] = PointerGetDatum(edges);
 
 	store_connect();
+
+	/*
+	 * Definitions take turns, each to its commit: the insert below never
+	 * waits on another's uncommitted row of the same name, and this wait is
+	 * bounded as every wait in lake (SPEC §3).
+	 */
+	if (!store_lock_object(store_relid("lifecycle"), 0, 0, lake_admission_queue_wait_ms))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("lifecycle definition is busy"),
+				 errdetail("Another transaction defining a lifecycle held its lock longer than lake.admission_queue_wait (%d ms).",
+						   lake_admission_queue_wait_ms),
+				 errhint("Retry; keep transactions that define lifecycles short.")));
 	if (SPI_execute_plan(store_plan(&plan,
 									"INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges) "
 									"VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",

@@ -46,7 +46,7 @@ store_owner_lock_and_count(void)
 				 errdetail("Another transaction creating an owner held its lock longer than lake.admission_queue_wait (%d ms).",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry; keep transactions that create owners short.")));
-	hold_begin();
+	hold_begin(true);
 	store_run_snapshot(store_plan(&plan, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
 	return DatumGetInt64(store_colv(0, 1));
@@ -76,11 +76,16 @@ store_owner_lookup(const char *name, int32 *id, int32 *lifecycle, char **tenant,
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
-	store_run(store_plan(&plan,
-						 "SELECT o.id, o.lifecycle, o.tenant, o.xmin FROM lake_data.owner o "
-						 "WHERE o.name OPERATOR(pg_catalog.=) $1",
-						 1, types),
-			  values, SPI_OK_SELECT);
+	/*
+	 * The latest snapshot, not the transaction's: casts are not part of
+	 * their caller's transaction, and one under REPEATABLE READ must find
+	 * an owner created after its snapshot as every other session does.
+	 */
+	store_run_snapshot(store_plan(&plan,
+								  "SELECT o.id, o.lifecycle, o.tenant, o.xmin FROM lake_data.owner o "
+								  "WHERE o.name OPERATOR(pg_catalog.=) $1",
+								  1, types),
+					   values, GetLatestSnapshot(), SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	*id = DatumGetInt32(store_colv(0, 1));

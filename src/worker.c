@@ -367,15 +367,18 @@ installed_generation(void)
 
 /*
  * Seal when the open cycle is due: lake.cycle_interval after its first
- * cast, at lake.cycle_max_casts, or at once for a waiting session. Returns
+ * cast, at lake.cycle_max_casts, or at once for a waiting session or a
+ * cast that found the ring full since the last seal. Returns
  * how long to sleep before looking again (0: look again at once).
  */
 static long
 seal_if_due(TimestampTz *due)
 {
 	static TimestampTz retry_at = 0;
+	static uint64 sealed_misses = 0;	/* space_misses the last seal answered */
 	TimestampTz now = GetCurrentTimestamp();
 	int64		pending = cycle_pending();
+	uint64		misses = cycle_space_misses();
 	int64		cycle;
 
 	if (pending == 0)
@@ -392,7 +395,8 @@ seal_if_due(TimestampTz *due)
 	 */
 	if (now < retry_at && retry_at - now <= 1000 * (TimestampTz) 1000)
 		return Max(1L, TimestampDifferenceMilliseconds(now, retry_at));
-	if (now < *due && pending < lake_cycle_max_casts && !waiter_any())
+	if (now < *due && pending < lake_cycle_max_casts && !waiter_any() &&
+		misses == sealed_misses)
 		return Max(1L, TimestampDifferenceMilliseconds(now, *due));
 
 	if (!run_in_transaction("lake: sealing a cycle", seal, &cycle))
@@ -405,6 +409,7 @@ seal_if_due(TimestampTz *due)
 		return fenced_out ? 0 : 1000L;
 	}
 	retry_at = 0;
+	sealed_misses = misses;
 	*due = cycle_pending() > 0 ?
 		TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms) : 0;
 	/* Nothing cut: the first cast still copies its payload; look again soon. */

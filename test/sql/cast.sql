@@ -272,3 +272,12 @@ DO $$ BEGIN PERFORM lake.seal(); PERFORM lake.release_owner('gamma'); RAISE EXCE
 SELECT pending FROM lake.owner_state('gamma');
 SELECT lake.seal() > :cycle_before AS sealed_on_its_own;
 SELECT count(*) = max(position) AS gap_free FROM lake.trajectory('gamma');
+
+-- A ring filled by large payloads is sealed for the cast that finds no room
+-- (the worker seals early), not after lake.cycle_interval (1h here) or the
+-- cast's queue wait: eight casts of 3 MB through a 16 MB ring.
+SELECT lake.create_owner('ring_full');
+SELECT cycles_sealed AS sealed_before FROM lake.stats() \gset
+SELECT count(lake.cast('ring_full', NULL, NULL, decode(repeat('ab', 3000000), 'hex'))) AS accepted
+FROM generate_series(1, 8);
+SELECT cycles_sealed > :sealed_before AS sealed_early FROM lake.stats();
