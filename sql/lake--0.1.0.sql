@@ -573,10 +573,13 @@ CREATE FUNCTION lake.stats(
     LANGUAGE C VOLATILE;
 
 -- The installing role's default privileges (ALTER DEFAULT PRIVILEGES)
--- apply to what this script creates. Lake's data schema and everything in
--- it stay its owner's alone, and the interface stays open as SPEC §3 says:
--- USAGE on schema lake and a tenant grant are all a role needs (the
--- functions check every call themselves).
+-- apply to what this script creates. Of the extension's own objects, lake's
+-- data schema and everything in it, and the trigger functions (which a
+-- role could otherwise attach to a table of its own), stay their owner's
+-- alone; the interface stays open as SPEC §3 says: USAGE on schema lake
+-- and a tenant grant are all a role needs (the functions check every call
+-- themselves). Objects in schema lake that are not the extension's are
+-- left as their owner made them.
 DO $$
 DECLARE
     r record;
@@ -585,33 +588,38 @@ BEGIN
         SELECT 'SCHEMA lake_data' AS obj, a.grantee
           FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
          WHERE n.nspname OPERATOR(pg_catalog.=) 'lake_data' AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
-        UNION
+        UNION ALL
         SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END
                    OPERATOR(pg_catalog.||) c.oid::pg_catalog.regclass::pg_catalog.text, a.grantee
           FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
          WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
            AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
-        UNION
+        UNION ALL
         SELECT 'FUNCTION ' OPERATOR(pg_catalog.||) p.oid::pg_catalog.regprocedure::pg_catalog.text, a.grantee
-          FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-         WHERE p.pronamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
+          FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a, pg_catalog.pg_depend d
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND d.objid OPERATOR(pg_catalog.=) p.oid
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+           AND d.deptype OPERATOR(pg_catalog.=) 'e'
+           AND (p.pronamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
+                OR p.prorettype OPERATOR(pg_catalog.=) 'pg_catalog.trigger'::pg_catalog.regtype)
            AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
     LOOP
         EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', r.obj,
             CASE WHEN r.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                 ELSE pg_catalog.quote_ident(r.grantee::pg_catalog.regrole::pg_catalog.text) END);
+                 ELSE r.grantee::pg_catalog.regrole::pg_catalog.text END);
     END LOOP;
-END
-$$;
-DO $$
-DECLARE
-    f regprocedure;
-BEGIN
-    FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace OPERATOR(pg_catalog.=) 'lake'::pg_catalog.regnamespace
-                AND p.prorettype OPERATOR(pg_catalog.<>) 'pg_catalog.trigger'::pg_catalog.regtype
+    FOR r IN
+        SELECT p.oid::pg_catalog.regprocedure AS f
+          FROM pg_catalog.pg_proc p, pg_catalog.pg_depend d
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND d.objid OPERATOR(pg_catalog.=) p.oid
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+           AND d.deptype OPERATOR(pg_catalog.=) 'e'
+           AND p.pronamespace OPERATOR(pg_catalog.=) 'lake'::pg_catalog.regnamespace
+           AND p.prorettype OPERATOR(pg_catalog.<>) 'pg_catalog.trigger'::pg_catalog.regtype
     LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', f);
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', r.f);
     END LOOP;
 END
 $$;

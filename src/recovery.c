@@ -617,6 +617,7 @@ lake_lifecycle_changed(PG_FUNCTION_ARGS)
 {
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "lake_lifecycle_changed: not called as a trigger");
+	store_require_trigger_on((TriggerData *) fcinfo->context, "lifecycle");
 	seal_lock();
 	cycle_recover_at_commit();
 	return PointerGetDatum(NULL);
@@ -664,6 +665,7 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(td->tg_event) || !TRIGGER_FIRED_BY_INSERT(td->tg_event))
 		elog(ERROR, "lake_writer_merge: must run BEFORE INSERT FOR EACH ROW");
+	store_require_trigger_on(td, "writer");
 	values[0] = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "epoch"), desc, &isnull);
 	if (isnull)
 		PG_RETURN_POINTER(td->tg_trigtuple);	/* NOT NULL refuses it */

@@ -459,6 +459,15 @@ lake_relid(const char *name)
 	return relid;
 }
 
+void
+store_require_trigger_on(TriggerData *td, const char *table)
+{
+	if (RelationGetRelid(td->tg_relation) != store_relid(table))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("this trigger function of lake's fires only on lake_data.%s", table)));
+}
+
 Oid
 store_relid(const char *name)
 {

@@ -48,6 +48,13 @@ extern void store_key_id(ScanKeyData *key, AttrNumber att, const char *value);
 extern uint64 store_generation(void);
 extern Oid	store_relid(const char *name);
 /*
+ * 42501 unless a trigger of lake's fires on lake_data.<table>: one attached
+ * to another table (by a role its EXECUTE was granted to) must not act on
+ * lake's state.
+ */
+struct TriggerData;
+extern void store_require_trigger_on(struct TriggerData *td, const char *table);
+/*
  * The sealing lock's object (lake_data.cycle's OID): seal.h takes it; lower
  * layers only ask whether this transaction holds it, before a wait that a
  * seal must end.

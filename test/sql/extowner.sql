@@ -22,22 +22,41 @@ RESET SESSION AUTHORIZATION;
 DROP FUNCTION lake.read(text, int);
 
 -- The installing role's default privileges reach what the install script
--- creates: lake's data stays its owner's alone, and the interface stays
--- open to a tenant role (SPEC §3).
-ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT USAGE ON SCHEMAS TO lake_nobody;
-ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT SELECT ON TABLES TO lake_nobody;
+-- creates: lake's data and its trigger functions stay their owner's alone
+-- (also from a role whose name needs quoting), and the interface stays
+-- open to a tenant role (SPEC §3). A function of the owner's own in schema
+-- lake, not the extension's, keeps the privileges it had.
+CREATE ROLE "Lake Reader";
+ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT USAGE ON SCHEMAS TO lake_nobody, "Lake Reader";
+ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT SELECT ON TABLES TO lake_nobody, "Lake Reader";
 ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT SELECT ON SEQUENCES TO lake_nobody;
+ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT EXECUTE ON FUNCTIONS TO "Lake Reader";
 ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
 ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner REVOKE USAGE ON TYPES FROM PUBLIC;
 SET SESSION AUTHORIZATION lake_extowner;
+CREATE FUNCTION lake.private_helper() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;
 CREATE EXTENSION lake;
 RESET SESSION AUTHORIZATION;
-SELECT has_schema_privilege('lake_nobody', 'lake_data', 'USAGE') AS data_schema_usage,
-       bool_or(has_table_privilege('lake_nobody', c.oid, 'SELECT')) AS any_data_select
-FROM pg_class c WHERE c.relnamespace = 'lake_data'::regnamespace AND c.relkind IN ('r', 'S');
+SELECT r AS role, has_schema_privilege(r, 'lake_data', 'USAGE') AS data_schema_usage,
+       bool_or(has_table_privilege(r, c.oid, 'SELECT')) AS any_data_select,
+       bool_or(has_function_privilege(r, p.oid, 'EXECUTE')) AS any_trigger_function
+FROM unnest('{lake_nobody,Lake Reader}'::text[]) r, pg_class c, pg_proc p
+WHERE c.relnamespace = 'lake_data'::regnamespace AND c.relkind IN ('r', 'S')
+  AND p.pronamespace = 'lake'::regnamespace AND p.prorettype = 'trigger'::regtype
+GROUP BY r ORDER BY r;
 SELECT bool_and(has_function_privilege('lake_nobody', p.oid, 'EXECUTE')) AS interface_executable,
        has_type_privilege('lake_nobody', 'lake.receipt', 'USAGE') AS receipt_usable
-FROM pg_proc p WHERE p.pronamespace = 'lake'::regnamespace AND p.prorettype <> 'trigger'::regtype;
+FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+                                AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+WHERE p.pronamespace = 'lake'::regnamespace AND p.prorettype <> 'trigger'::regtype;
+SELECT has_function_privilege('lake_nobody', 'lake.private_helper()', 'EXECUTE') AS helper_public;
+DROP FUNCTION lake.private_helper();
+-- Attached to another table, lake's trigger functions refuse to act.
+CREATE TABLE public.fake_writer (epoch int, partitions int, partition_no int);
+CREATE TRIGGER fake BEFORE INSERT ON public.fake_writer FOR EACH ROW EXECUTE FUNCTION lake.writer_merge();
+INSERT INTO public.fake_writer VALUES (2147480000, 7, 3);
+\echo :SQLSTATE
+DROP TABLE public.fake_writer;
 ALTER ROLE lake_extowner NOSUPERUSER;
 GRANT USAGE ON SCHEMA lake TO lake_nobody;
 SELECT extowner::regrole AS owner, rolsuper
@@ -102,4 +121,5 @@ DROP SCHEMA lake;
 DROP OWNED BY lake_nobody;
 DROP OWNED BY lake_extowner;	-- its default privileges
 DROP ROLE lake_extowner;
+DROP ROLE "Lake Reader";
 DROP ROLE lake_nobody;
