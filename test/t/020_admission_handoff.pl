@@ -85,12 +85,12 @@ $_->[0]->quit for (values %waiter);
 # (It waits for admission the queue wait its session started with: 200 ms.)
 sub queue_wait
 {
-	my ($wait) = @_;
-	$node->safe_psql('postgres', "ALTER SYSTEM SET lake.admission_queue_wait = '$wait'; SELECT pg_reload_conf();");
-	$node->poll_query_until('postgres', 'SHOW lake.admission_queue_wait', $wait)
-	  or die "lake.admission_queue_wait did not become $wait";
+	my ($ms) = @_;
+	$node->safe_psql('postgres', "ALTER SYSTEM SET lake.admission_queue_wait = '${ms}ms'; SELECT pg_reload_conf();");
+	$node->poll_query_until('postgres', "SELECT current_setting('lake.admission_queue_wait')::float8 = $ms")
+	  or die "lake.admission_queue_wait did not become $ms ms";
 }
-queue_wait('200ms');
+queue_wait(200);
 $node->safe_psql('postgres', q{
 CREATE FUNCTION wait_limit(n int) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE stop timestamptz := clock_timestamp() + interval '60 s'; got int;
@@ -121,7 +121,7 @@ like($long->query_until(qr/polled/, ''), qr/^2 refused\n/,
 $long->quit;
 $_->query_safe('COMMIT') for @keep;
 $_->quit for @keep;
-queue_wait('1min');
+queue_wait(60000);
 
 # A savepoint rolled back gives back what the permit grew by in it, and
 # that counts as a release: the waiter it wakes first, which needs a slot
