@@ -53,7 +53,7 @@ BEGIN
                   WHERE n.nspname OPERATOR(pg_catalog.=) 'lake'
                     AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
                     AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner)),
-            HINT = 'Revoke CREATE on the schema from them, then create the extension again.';
+            HINT = 'Revoke CREATE on the schema from them (or, if CREATE EXTENSION made the schema, the installing role''s default privileges that grant it), then create the extension again.';
     END IF;
     -- Nor may it hold another role's objects already: one made while that
     -- role could create there (DROP EXTENSION leaves the schema) would
@@ -600,6 +600,8 @@ BEGIN
          WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
            AND d.objid OPERATOR(pg_catalog.=) p.oid
            AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+           AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e
+                                                  WHERE e.extname OPERATOR(pg_catalog.=) 'lake')
            AND d.deptype OPERATOR(pg_catalog.=) 'e'
            AND (p.pronamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
                 OR p.prorettype OPERATOR(pg_catalog.=) 'pg_catalog.trigger'::pg_catalog.regtype)
@@ -615,6 +617,8 @@ BEGIN
          WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
            AND d.objid OPERATOR(pg_catalog.=) p.oid
            AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+           AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e
+                                                  WHERE e.extname OPERATOR(pg_catalog.=) 'lake')
            AND d.deptype OPERATOR(pg_catalog.=) 'e'
            AND p.pronamespace OPERATOR(pg_catalog.=) 'lake'::pg_catalog.regnamespace
            AND p.prorettype OPERATOR(pg_catalog.<>) 'pg_catalog.trigger'::pg_catalog.regtype
@@ -624,3 +628,5 @@ BEGIN
 END
 $$;
 GRANT USAGE ON TYPE lake.receipt, lake.coordinate TO PUBLIC;
+-- (Functions in lake_data carry no explicit entry for PUBLIC until now.)
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA lake_data FROM PUBLIC;

@@ -78,6 +78,7 @@ typedef struct CycleShared
 	int64		sealed_cycle;
 	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake_data.lifecycle */
 	pg_atomic_uint64 space_misses;	/* casts that found the ring full, ever */
+	pg_atomic_uint64 misses_answered;	/* space_misses when the last seal cut */
 	ConditionVariable space_cv;
 	ConditionVariable ready_cv;
 	/* figures for lake.stats() */
@@ -157,6 +158,7 @@ cycle_shmem_startup(void)
 		cs->capacity = MAXALIGN_DOWN(lake_cycle_buffer_size);
 		pg_atomic_init_u64(&cs->lifecycle_changes, 0);
 		pg_atomic_init_u64(&cs->space_misses, 0);
+		pg_atomic_init_u64(&cs->misses_answered, 0);
 		ConditionVariableInit(&cs->space_cv);
 		ConditionVariableInit(&cs->ready_cv);
 		cs->role_bytes = (RoleBytes *) ((char *) cs + MAXALIGN(sizeof(CycleShared)));
@@ -182,10 +184,10 @@ cycle_pending(void)
 	return cs->pending;
 }
 
-uint64
-cycle_space_misses(void)
+bool
+cycle_space_wanted(void)
 {
-	return pg_atomic_read_u64(&cs->space_misses);
+	return pg_atomic_read_u64(&cs->space_misses) != pg_atomic_read_u64(&cs->misses_answered);
 }
 
 void
@@ -1336,6 +1338,8 @@ cycle_cut(CycleCut *cut, int max_casts)
 	 * Only a sealer frees records, and we are the sealer: what lies between
 	 * head and the tail we saw stays put, and is walked without the lock.
 	 */
+	/* Misses before the cut are answered once it is sealed: the ring is freed. */
+	cut->space_misses = pg_atomic_read_u64(&cs->space_misses);
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	cut->start = cs->head;
 	tail = cs->tail;
@@ -1430,6 +1434,7 @@ cycle_apply_seal(const CycleCut *cut, int64 cycle,
 	cs->stats.casts_sealed += cut->ncasts;
 	cs->stats.last_seal_ms = took_ms;
 	LWLockRelease(&cs->lock);
+	pg_atomic_write_u64(&cs->misses_answered, cut->space_misses);
 	cut_active = false;
 	ConditionVariableBroadcast(&cs->space_cv);
 }

@@ -80,6 +80,7 @@ typedef struct CycleCut
 	int64		first_seq;
 	int64		last_seq;
 	int32		epoch;
+	uint64		space_misses;	/* full-ring misses this seal answers */
 } CycleCut;
 
 /* A cast as the caller gave it (cast.c parses it). */
@@ -168,8 +169,11 @@ extern uint64 cycle_lifecycle_changes(void);
 extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
 								  const RecoveryFigures *figures, uint64 lifecycle_changes);
 extern int64 cycle_pending(void);
-/* How many times a cast found the ring full (the worker seals early then). */
-extern uint64 cycle_space_misses(void);
+/*
+ * Whether a cast found the ring full since the last seal (by any sealer)
+ * began: the worker then seals early.
+ */
+extern bool cycle_space_wanted(void);
 struct Latch;
 extern void cycle_set_worker_latch(struct Latch *latch);
 extern void cycle_wake_worker(void);

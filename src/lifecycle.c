@@ -403,6 +403,7 @@ lake_lifecycle_check(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(td->tg_event) || TRIGGER_FIRED_BY_DELETE(td->tg_event))
 		elog(ERROR, "lake_lifecycle_check: must run BEFORE INSERT OR UPDATE FOR EACH ROW");
+	store_require_trigger_on(td, "lifecycle");
 	row = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
 	desc = RelationGetDescr(td->tg_relation);
 	att_initial = SPI_fnumber(desc, "initial_phase");

@@ -375,10 +375,8 @@ static long
 seal_if_due(TimestampTz *due)
 {
 	static TimestampTz retry_at = 0;
-	static uint64 sealed_misses = 0;	/* space_misses the last seal answered */
 	TimestampTz now = GetCurrentTimestamp();
 	int64		pending = cycle_pending();
-	uint64		misses = cycle_space_misses();
 	int64		cycle;
 
 	if (pending == 0)
@@ -396,7 +394,7 @@ seal_if_due(TimestampTz *due)
 	if (now < retry_at && retry_at - now <= 1000 * (TimestampTz) 1000)
 		return Max(1L, TimestampDifferenceMilliseconds(now, retry_at));
 	if (now < *due && pending < lake_cycle_max_casts && !waiter_any() &&
-		misses == sealed_misses)
+		!cycle_space_wanted())
 		return Max(1L, TimestampDifferenceMilliseconds(now, *due));
 
 	if (!run_in_transaction("lake: sealing a cycle", seal, &cycle))
@@ -409,7 +407,6 @@ seal_if_due(TimestampTz *due)
 		return fenced_out ? 0 : 1000L;
 	}
 	retry_at = 0;
-	sealed_misses = misses;
 	*due = cycle_pending() > 0 ?
 		TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms) : 0;
 	/* Nothing cut: the first cast still copies its payload; look again soon. */

@@ -33,10 +33,15 @@ ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT SELECT ON SEQUENCES TO lak
 ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner GRANT EXECUTE ON FUNCTIONS TO "Lake Reader";
 ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
 ALTER DEFAULT PRIVILEGES FOR ROLE lake_extowner REVOKE USAGE ON TYPES FROM PUBLIC;
+-- Another extension's trigger function keeps its grants.
+CREATE EXTENSION moddatetime;
+GRANT EXECUTE ON FUNCTION moddatetime() TO lake_nobody;
 SET SESSION AUTHORIZATION lake_extowner;
 CREATE FUNCTION lake.private_helper() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;
 CREATE EXTENSION lake;
 RESET SESSION AUTHORIZATION;
+SELECT has_function_privilege('lake_nobody', 'moddatetime()', 'EXECUTE') AS other_extension_kept;
+DROP EXTENSION moddatetime;
 SELECT r AS role, has_schema_privilege(r, 'lake_data', 'USAGE') AS data_schema_usage,
        bool_or(has_table_privilege(r, c.oid, 'SELECT')) AS any_data_select,
        bool_or(has_function_privilege(r, p.oid, 'EXECUTE')) AS any_trigger_function
