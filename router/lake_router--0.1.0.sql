@@ -44,6 +44,18 @@ BEGIN
             MESSAGE = 'lake_router cannot be installed into schema "lake": another role owns it or may create in it',
             HINT = 'Drop the schema, or make the installing role its owner with CREATE for nobody else, then create the extension again.';
     END IF;
+    -- Nor another role's object left in it (DROP EXTENSION leaves the schema).
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_proc p
+                WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND p.pronamespace OPERATOR(pg_catalog.=) n.oid
+                  AND p.proowner OPERATOR(pg_catalog.<>) n.nspowner)
+       OR EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_type t
+                   WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND t.typnamespace OPERATOR(pg_catalog.=) n.oid
+                     AND t.typowner OPERATOR(pg_catalog.<>) n.nspowner) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '42501',
+            MESSAGE = 'lake_router cannot be installed into schema "lake": it holds objects of other roles',
+            HINT = 'Drop them (or the schema), then create the extension again.';
+    END IF;
 END
 $$;
 
@@ -546,3 +558,39 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- The installing role's default privileges (ALTER DEFAULT PRIVILEGES) apply
+-- to what this script creates: nobody but the owner may create in
+-- lake_router (a planted overload would shadow a routing helper), and the
+-- routed interface and its helpers, which PL/Proxy runs as the caller, stay
+-- open to every role, as on a partition.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT a.grantee
+               FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+              WHERE n.nspname OPERATOR(pg_catalog.=) 'lake_router'
+                AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+                AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE CREATE ON SCHEMA lake_router FROM %s',
+            CASE WHEN r.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                 ELSE r.grantee::pg_catalog.regrole::pg_catalog.text END);
+    END LOOP;
+    FOR r IN
+        SELECT p.oid::pg_catalog.regprocedure AS f
+          FROM pg_catalog.pg_proc p, pg_catalog.pg_depend d
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND d.objid OPERATOR(pg_catalog.=) p.oid
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+           AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e
+                                                  WHERE e.extname OPERATOR(pg_catalog.=) 'lake_router')
+           AND d.deptype OPERATOR(pg_catalog.=) 'e'
+           AND p.prorettype OPERATOR(pg_catalog.<>) 'pg_catalog.event_trigger'::pg_catalog.regtype
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', r.f);
+    END LOOP;
+END
+$$;
+GRANT USAGE ON TYPE lake.receipt, lake.coordinate TO PUBLIC;

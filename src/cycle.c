@@ -78,7 +78,7 @@ typedef struct CycleShared
 	int64		sealed_cycle;
 	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake_data.lifecycle */
 	pg_atomic_uint64 space_misses;	/* casts that found the ring full, ever */
-	pg_atomic_uint64 misses_answered;	/* space_misses when the last seal cut */
+	pg_atomic_uint64 misses_answered;	/* space_misses when a seal last freed the ring */
 	ConditionVariable space_cv;
 	ConditionVariable ready_cv;
 	/* figures for lake.stats() */
@@ -1338,8 +1338,6 @@ cycle_cut(CycleCut *cut, int max_casts)
 	 * Only a sealer frees records, and we are the sealer: what lies between
 	 * head and the tail we saw stays put, and is walked without the lock.
 	 */
-	/* Misses before the cut are answered once it is sealed: the ring is freed. */
-	cut->space_misses = pg_atomic_read_u64(&cs->space_misses);
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	cut->start = cs->head;
 	tail = cs->tail;
@@ -1434,7 +1432,8 @@ cycle_apply_seal(const CycleCut *cut, int64 cycle,
 	cs->stats.casts_sealed += cut->ncasts;
 	cs->stats.last_seal_ms = took_ms;
 	LWLockRelease(&cs->lock);
-	pg_atomic_write_u64(&cs->misses_answered, cut->space_misses);
+	/* The casts that found it full are woken to room, or gone. */
+	pg_atomic_write_u64(&cs->misses_answered, pg_atomic_read_u64(&cs->space_misses));
 	cut_active = false;
 	ConditionVariableBroadcast(&cs->space_cv);
 }

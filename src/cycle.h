@@ -80,7 +80,6 @@ typedef struct CycleCut
 	int64		first_seq;
 	int64		last_seq;
 	int32		epoch;
-	uint64		space_misses;	/* full-ring misses this seal answers */
 } CycleCut;
 
 /* A cast as the caller gave it (cast.c parses it). */
@@ -171,7 +170,7 @@ extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycl
 extern int64 cycle_pending(void);
 /*
  * Whether a cast found the ring full since the last seal (by any sealer)
- * began: the worker then seals early.
+ * freed it: the worker then seals early.
  */
 extern bool cycle_space_wanted(void);
 struct Latch;

@@ -67,7 +67,29 @@ is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
 $router->safe_psql('postgres', 'ALTER SCHEMA lake OWNER TO CURRENT_USER; GRANT CREATE ON SCHEMA lake TO squatter');
 is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
 	'nor into one another role may create in');
-$router->safe_psql('postgres', 'DROP SCHEMA lake; DROP ROLE squatter');
+$router->safe_psql('postgres', 'REVOKE CREATE ON SCHEMA lake FROM squatter; '
+	  . 'CREATE FUNCTION lake.read(text, int) RETURNS bytea LANGUAGE sql AS $$ SELECT NULL::bytea $$; '
+	  . 'ALTER FUNCTION lake.read(text, int) OWNER TO squatter');
+is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
+	'nor into one holding another role\'s function');
+$router->safe_psql('postgres', 'DROP SCHEMA lake CASCADE');
+# The installing role's default privileges reach what the script creates:
+# nobody else may create in lake_router, and the interface stays PUBLIC's.
+$router->safe_psql('postgres', 'ALTER DEFAULT PRIVILEGES GRANT CREATE ON SCHEMAS TO squatter; '
+	  . 'ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC; '
+	  . 'ALTER DEFAULT PRIVILEGES REVOKE USAGE ON TYPES FROM PUBLIC; '
+	  . 'CREATE SCHEMA lake; REVOKE CREATE ON SCHEMA lake FROM squatter; CREATE EXTENSION lake_router');
+is( $router->safe_psql('postgres',
+		"SELECT has_schema_privilege('squatter', 'lake_router', 'CREATE'), "
+		  . "bool_and(has_function_privilege('squatter', p.oid, 'EXECUTE')), "
+		  . "has_type_privilege('squatter', 'lake.coordinate', 'USAGE') "
+		  . "FROM pg_proc p WHERE p.pronamespace IN ('lake'::regnamespace, 'lake_router'::regnamespace) "
+		  . "AND p.prorettype <> 'event_trigger'::regtype"),
+	'f|t|t', 'default privileges: no CREATE in lake_router for others, the interface open to all');
+$router->safe_psql('postgres', 'DROP EXTENSION lake_router; DROP SCHEMA lake; '
+	  . 'ALTER DEFAULT PRIVILEGES REVOKE CREATE ON SCHEMAS FROM squatter; '
+	  . 'ALTER DEFAULT PRIVILEGES GRANT EXECUTE ON FUNCTIONS TO PUBLIC; '
+	  . 'ALTER DEFAULT PRIVILEGES GRANT USAGE ON TYPES TO PUBLIC; DROP ROLE squatter');
 $router->safe_psql(
 	'postgres', qq{
 CREATE EXTENSION lake_router;
