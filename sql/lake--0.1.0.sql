@@ -583,6 +583,13 @@ CREATE FUNCTION lake.stats(
 DO $$
 DECLARE
     r record;
+    -- The extension's own functions.
+    members oid[] := ARRAY(
+        SELECT d.objid FROM pg_catalog.pg_depend d, pg_catalog.pg_extension e
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+           AND d.refobjid OPERATOR(pg_catalog.=) e.oid AND e.extname OPERATOR(pg_catalog.=) 'lake'
+           AND d.deptype OPERATOR(pg_catalog.=) 'e');
 BEGIN
     FOR r IN
         SELECT 'SCHEMA lake_data' AS obj, a.grantee
@@ -596,13 +603,8 @@ BEGIN
            AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
         UNION ALL
         SELECT 'FUNCTION ' OPERATOR(pg_catalog.||) p.oid::pg_catalog.regprocedure::pg_catalog.text, a.grantee
-          FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a, pg_catalog.pg_depend d
-         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-           AND d.objid OPERATOR(pg_catalog.=) p.oid
-           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
-           AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e
-                                                  WHERE e.extname OPERATOR(pg_catalog.=) 'lake')
-           AND d.deptype OPERATOR(pg_catalog.=) 'e'
+          FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) ANY (members)
            AND (p.pronamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
                 OR p.prorettype OPERATOR(pg_catalog.=) 'pg_catalog.trigger'::pg_catalog.regtype)
            AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
@@ -613,13 +615,8 @@ BEGIN
     END LOOP;
     FOR r IN
         SELECT p.oid::pg_catalog.regprocedure AS f
-          FROM pg_catalog.pg_proc p, pg_catalog.pg_depend d
-         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-           AND d.objid OPERATOR(pg_catalog.=) p.oid
-           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
-           AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e
-                                                  WHERE e.extname OPERATOR(pg_catalog.=) 'lake')
-           AND d.deptype OPERATOR(pg_catalog.=) 'e'
+          FROM pg_catalog.pg_proc p
+         WHERE p.oid OPERATOR(pg_catalog.=) ANY (members)
            AND p.pronamespace OPERATOR(pg_catalog.=) 'lake'::pg_catalog.regnamespace
            AND p.prorettype OPERATOR(pg_catalog.<>) 'pg_catalog.trigger'::pg_catalog.regtype
     LOOP
