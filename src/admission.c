@@ -162,13 +162,14 @@ void
 admission_publish_limits(void)
 {
 	uint64		old = pg_atomic_read_u64(&adm->limits);
+	bool		valid = lake_guc_byte_pair_valid();
 
 	pg_atomic_write_u32(&adm->max_concurrent, (uint32) lake_max_concurrent_appends);
-	if (lake_guc_byte_pair_valid())
+	if (valid)
 		pg_atomic_write_u64(&adm->limits, pack_limits());
 	if (pg_atomic_read_u32(&adm->sleepers) > 0)
 		ConditionVariableBroadcast(&adm->cv);
-	if (lake_guc_byte_pair_valid())
+	if (valid)
 		return;
 	ereport(WARNING,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

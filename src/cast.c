@@ -38,6 +38,7 @@ static void
 cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
 {
 	uint32		limit = cycle_max_payload();
+	int64		size;
 
 	req->owner = lake_arg_short_name(fcinfo, 0, "owner");
 	req->from = optional_phase(fcinfo, 1, "from_phase");
@@ -48,11 +49,12 @@ cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
 				 errmsg("from_phase and to_phase must be given together"),
 				 errhint("Give both for a move, or neither for a no-step cast.")));
 	/* Measured before it is detoasted: a huge value is refused unread. */
-	if (!PG_ARGISNULL(3) && lake_arg_bytea_size(fcinfo, 3, "payload") > (int64) limit)
+	size = PG_ARGISNULL(3) ? 0 : lake_arg_bytea_size(fcinfo, 3, "payload");
+	if (size > (int64) limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("cast payload of " INT64_FORMAT " bytes exceeds the limit of %u bytes",
-						lake_arg_bytea_size(fcinfo, 3, "payload"), limit),
+						size, limit),
 				 errdetail("A cast's payload may take at most a quarter of lake.cycle_buffer_size."),
 				 errhint("Store large payloads with lake.append and cast a reference to them.")));
 	req->payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_BYTEA_PP(3);
