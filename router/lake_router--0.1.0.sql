@@ -522,8 +522,8 @@ CREATE FUNCTION lake_router.partition_settings(nr int4,
 -- is not ISO (PL/Proxy passes values as text, and a timestamp written as
 -- 'SQL, DMY' is read back on the router as another date); when its
 -- encoding is not the router's (a name would hash differently); or when it
--- cannot be reached (then error says why, and the other partitions are
--- still reported).
+-- cannot be reached. error then says why; the other partitions are still
+-- reported.
 CREATE FUNCTION lake_router.check()
     RETURNS TABLE(partition int4, lake_partition int4, lake_partitions int4,
                   in_recovery boolean, serves_lake boolean, datestyle text,
@@ -541,9 +541,21 @@ BEGIN
               INTO lake_partition, lake_partitions, in_recovery, serves_lake,
                    datestyle, server_encoding
               FROM lake_router.partition_settings(nr) s;
-            ok := COALESCE(lake_partition = nr AND lake_partitions = n AND NOT in_recovery
-                           AND serves_lake AND datestyle LIKE 'ISO%'
-                           AND server_encoding = current_setting('server_encoding'), false);
+            error := CASE
+                WHEN lake_partition IS DISTINCT FROM nr OR lake_partitions IS DISTINCT FROM n THEN
+                    format('the server is partition %s of %s, not %s of %s',
+                           lake_partition, lake_partitions, nr, n)
+                WHEN in_recovery IS NOT false THEN 'the server is a standby'
+                WHEN serves_lake IS NOT true THEN
+                    'lake on that server serves another database (lake.database)'
+                WHEN datestyle NOT LIKE 'ISO%' THEN
+                    format('the connection answers in DateStyle %s; add options=-cdatestyle=ISO to p%s',
+                           datestyle, nr)
+                WHEN server_encoding IS DISTINCT FROM current_setting('server_encoding') THEN
+                    format('the server encoding is %s, the router''s %s',
+                           server_encoding, current_setting('server_encoding'))
+            END;
+            ok := error IS NULL;
         EXCEPTION WHEN OTHERS THEN
             lake_partition := NULL;
             lake_partitions := NULL;

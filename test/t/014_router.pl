@@ -102,8 +102,8 @@ for my $p (@part)
 	$p->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
 	  or die 'lake worker not serving';
 }
-is( $router->safe_psql('postgres', 'SELECT partition, lake_partition, lake_partitions, ok FROM lake_router.check()'),
-	join("\n", map { "$_|$_|$N|t" } 0 .. $N - 1),
+is( $router->safe_psql('postgres', 'SELECT partition, lake_partition, lake_partitions, ok, error IS NULL FROM lake_router.check()'),
+	join("\n", map { "$_|$_|$N|t|t" } 0 .. $N - 1),
 	'lake_router.check(): every partition is the one its place in server "lake" names');
 # PL/Proxy also takes partition_<N> for p<N>: the router counts both.
 is( $router->safe_psql('postgres', qq{
@@ -345,11 +345,24 @@ same(0, 'grant_tenant to an unknown role', "SELECT lake.grant_tenant('nobody', '
 		't|t', 'check(): its connection answers in ISO');
 	(my $bare = part_connstr($part[$p])) =~ s/ options=\S+//;
 	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$p '$bare')");
-	is($router->safe_psql('postgres', "SELECT datestyle, ok FROM lake_router.check() WHERE partition = $p"),
-		'SQL, DMY|f', 'check() flags a connection string without the DateStyle option');
+	is($router->safe_psql('postgres', "SELECT datestyle, ok, error FROM lake_router.check() WHERE partition = $p"),
+		"SQL, DMY|f|the connection answers in DateStyle SQL, DMY; add options=-cdatestyle=ISO to p$p",
+		'check() flags a connection string without the DateStyle option, and says why');
 	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$p '@{[ part_connstr($part[$p]) ]}')");
 	$part[$p]->safe_psql('postgres',
 		'ALTER DATABASE postgres RESET DateStyle; ALTER DATABASE postgres RESET TimeZone');
+}
+
+# check() flags two partitions swapped in server "lake", and says why.
+{
+	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p0 '@{[ part_connstr($part[1]) ]}', "
+		  . "SET p1 '@{[ part_connstr($part[0]) ]}')");
+	is( $router->safe_psql('postgres',
+			'SELECT partition, ok, error FROM lake_router.check() WHERE partition < 2 ORDER BY 1'),
+		"0|f|the server is partition 1 of $N, not 0 of $N\n1|f|the server is partition 0 of $N, not 1 of $N",
+		'check() flags swapped partitions, and says why');
+	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p0 '@{[ part_connstr($part[0]) ]}', "
+		  . "SET p1 '@{[ part_connstr($part[1]) ]}')");
 }
 
 # check() flags a pN naming a database without lake (lake refuses to be
@@ -831,6 +844,12 @@ $primary->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('part3_standby');
 $standby->init_from_backup($primary, 'b', has_streaming => 1);
 $standby->start;
+# check() says why a pN naming a standby is not ok.
+$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$PROMOTED '" . part_connstr($standby) . "')");
+is( $router->safe_psql('postgres',
+		"SELECT in_recovery, ok, error FROM lake_router.check() WHERE partition = $PROMOTED"),
+	't|f|the server is a standby', 'check() flags a standby, and says why');
+$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$PROMOTED '" . part_connstr($primary) . "')");
 my @p3_owners = grep { $owner_part{$_} == $PROMOTED } @load_owners;
 my $p3_owner  = $p3_owners[0];
 my $coord = $router->safe_psql('postgres',
