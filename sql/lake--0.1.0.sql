@@ -11,8 +11,8 @@ BEGIN
     IF served IS NOT NULL AND served OPERATOR(pg_catalog.<>) pg_catalog.current_database() THEN
         RAISE EXCEPTION USING
             ERRCODE = '55000',
-            MESSAGE = pg_catalog.format('lake can only be installed in database %I', served),
-            DETAIL = pg_catalog.format('The lake worker serves lake.database = %L; this is database %L.',
+            MESSAGE = pg_catalog.format('lake can only be installed in database "%s"', served),
+            DETAIL = pg_catalog.format('The lake worker serves lake.database = "%s"; this is database "%s".',
                                        served, pg_catalog.current_database()),
             HINT = 'Create the extension in that database, or set lake.database in postgresql.conf and restart.';
     END IF;

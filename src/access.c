@@ -120,7 +120,7 @@ access_all_tenants(void)
 }
 
 void
-access_require_admin(void)
+access_require_admin(FunctionCallInfo fcinfo)
 {
 	Oid			caller = GetUserId();
 	Oid			admin = get_role_oid("lake_admin", true);
@@ -130,7 +130,8 @@ access_require_admin(void)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied: this lake function is administrative"),
+			 errmsg("permission denied for function %s", get_func_name(fcinfo->flinfo->fn_oid)),
+			 errdetail("It is one of lake's administrative functions."),
 			 errhint("Run it as a superuser, the extension's owner, or a member of lake_admin.")));
 }
 
@@ -187,7 +188,7 @@ change_grant(FunctionCallInfo fcinfo, bool grant)
 				 errmsg("role must not be NULL")));
 	role = PG_GETARG_OID(0);
 	tenant = lake_arg_name(fcinfo, 1, "tenant");
-	access_require_admin();
+	access_require_admin(fcinfo);
 	/* regrole input checks names, not a cast OID; a revoke may clean up. */
 	if (grant && !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
 		ereport(ERROR,

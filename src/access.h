@@ -13,9 +13,10 @@
 #define LAKE_ACCESS_H
 
 #include "lake.h"
+#include "fmgr.h"
 
 /* Superuser, owner of the extension's objects, or member of lake_admin. */
-extern void access_require_admin(void);
+extern void access_require_admin(FunctionCallInfo fcinfo);
 
 /* Does the caller see every tenant (superuser or extension owner)? */
 extern bool access_all_tenants(void);

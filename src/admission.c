@@ -553,11 +553,13 @@ reserve(uint64 bytes, long budget_ms, bool retake)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("append admission limit reached"),
-				 errdetail("%u of %u slots in use and %u of %u bytes reserved; this call needs %s and " UINT64_FORMAT " bytes after waiting %d ms.",
-						   HIGH32(usage), pg_atomic_read_u32(&adm->max_concurrent),
-						   LOW32(usage), LOW32(pg_atomic_read_u64(&adm->limits)),
-						   need_slot ? "a slot" : "no new slot",
-						   bytes, (int) Max(budget_ms, 0)),
+				 errdetail_plural("%u of %u slots in use and %u of %u bytes reserved; this call needs %s and " UINT64_FORMAT " byte after waiting %d ms.",
+								  "%u of %u slots in use and %u of %u bytes reserved; this call needs %s and " UINT64_FORMAT " bytes after waiting %d ms.",
+								  bytes,
+								  HIGH32(usage), pg_atomic_read_u32(&adm->max_concurrent),
+								  LOW32(usage), LOW32(pg_atomic_read_u64(&adm->limits)),
+								  need_slot ? "a slot" : "no new slot",
+								  bytes, (int) Max(budget_ms, 0)),
 				 errhint("Retry later, or raise lake.max_concurrent_appends or lake.max_buffered_bytes.")));
 	}
 

@@ -35,7 +35,7 @@ lake_create_dataset(PG_FUNCTION_ARGS)
 
 	lake_require_preload();
 	name = lake_arg_name(fcinfo, 0, "dataset name");
-	access_require_admin();
+	access_require_admin(fcinfo);
 	lake_require_partition_name("dataset", name);
 	store_connect();
 	store_create_dataset(name);

@@ -419,7 +419,7 @@ lake_seal(PG_FUNCTION_ARGS)
 	int64		cycle;
 
 	lake_require_preload();
-	access_require_admin();
+	access_require_admin(fcinfo);
 	checkpoint_require_own_transaction("lake.seal()");
 	cycle_wait_ready();
 	cycle = seal_run();

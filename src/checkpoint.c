@@ -231,7 +231,7 @@ lake_checkpoint(PG_FUNCTION_ARGS)
 	int64		cycle;
 
 	lake_require_preload();
-	access_require_admin();
+	access_require_admin(fcinfo);
 	checkpoint_require_own_transaction("lake.checkpoint()");
 	do
 	{

@@ -774,7 +774,7 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_OWNER_QUARANTINED),
 				 errmsg("owner \"%s\" is quarantined", req->owner),
-				 errdetail("%s (applied prefix: position " INT64_FORMAT ").", reason, prefix),
+				 errdetail("Its recovery stopped at position " INT64_FORMAT ": %s.", prefix, reason),
 				 errhint("Fix the cause, then run lake.release_owner().")));
 	}
 	*from = *to = -1;

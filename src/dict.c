@@ -62,7 +62,7 @@ lake_train_dictionary(PG_FUNCTION_ARGS)
 
 	lake_require_preload();
 	dataset = lake_arg_name(fcinfo, 0, "dataset name");
-	access_require_admin();
+	access_require_admin(fcinfo);
 	/* Refused before sampling and training: the result could not be stored. */
 	PreventCommandIfReadOnly("lake.train_dictionary()");
 	PreventCommandDuringRecovery("lake.train_dictionary()");
@@ -98,7 +98,7 @@ lake_train_dictionary(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("could not train a dictionary for dataset \"%s\"", dataset),
-				 errdetail("zstd: %s (%d payloads, %d bytes).",
+				 errdetail("Zstandard reports \"%s\" for %d payloads of %d bytes in all.",
 						   ZDICT_getErrorName(dictlen), s.n, s.buf.len)));
 	id = store_dict_insert(dataset_id, dict, dictlen, s.n);
 	store_finish();

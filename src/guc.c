@@ -162,8 +162,8 @@ lake_guc_init(void)
 			   0);
 
 	DEFINE_INT("lake.admission_queue_wait",
-			   "How long an append waits for admission before it is refused.",
-			   NULL,
+			   "How long a call waits inside lake before it is refused.",
+			   "Bounds every wait: admission, a dataset's append lock, the cycle buffer, a seal in progress.",
 			   lake_admission_queue_wait_ms,
 			   100, 1, INT_MAX,
 			   PGC_SIGHUP,
@@ -210,7 +210,7 @@ lake_guc_init(void)
 			   0);
 
 	DEFINE_INT("lake.cycle_interval",
-			   "How often the worker seals the open cycle.",
+			   "How long a cycle stays open after its first cast before the worker seals it.",
 			   NULL,
 			   lake_cycle_interval_ms,
 			   10, 1, 3600 * 1000,

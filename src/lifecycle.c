@@ -339,7 +339,7 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("edges must not be NULL")));
 	edges = PG_GETARG_ARRAYTYPE_P(2);
-	access_require_admin();
+	access_require_admin(fcinfo);
 
 	if (!build(&lc, initial, edges, &f))
 		refuse(&f, NULL);

@@ -919,7 +919,7 @@ lake_recover(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	if (!PG_ARGISNULL(0))
 		only = lake_arg_short_name(fcinfo, 0, "owner");
-	access_require_admin();
+	access_require_admin(fcinfo);
 	checkpoint_require_own_transaction("lake.recover()");
 	cycle_require_no_cut("lake.recover()");
 	InitMaterializedSRF(fcinfo, 0);
@@ -974,7 +974,7 @@ lake_release_owner(PG_FUNCTION_ARGS)
 
 	lake_require_preload();
 	name = lake_arg_short_name(fcinfo, 0, "owner");
-	access_require_admin();
+	access_require_admin(fcinfo);
 	checkpoint_require_own_transaction("lake.release_owner()");
 	cycle_require_no_cut("lake.release_owner()");
 	cycle_wait_ready();
@@ -995,14 +995,15 @@ lake_release_owner(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_OWNER_QUARANTINED),
 				 errmsg("owner \"%s\" still cannot be recovered", name),
-				 errdetail("%s (applied prefix: position " INT64_FORMAT ").", r.why, r.owner->position),
+				 errdetail("Its recovery stopped at position " INT64_FORMAT ": %s.", r.owner->position, r.why),
 				 errhint("Fix the cause (the lifecycle, or the damaged data) and release it again.")));
 	store_owner_set_quarantine(r.owner->id, 0, NULL);
 	until_xact_end(&releasing, r.owner);
 	store_finish();
 	ereport(NOTICE,
-			(errmsg("owner \"%s\" released at position " INT64_FORMAT " (%d landings applied)",
-					name, r.owner->position, r.applied)));
+			(errmsg_plural("owner \"%s\" released at position " INT64_FORMAT " (%d landing applied)",
+						   "owner \"%s\" released at position " INT64_FORMAT " (%d landings applied)",
+						   r.applied, name, r.owner->position, r.applied)));
 	PG_RETURN_VOID();
 }
 
@@ -1018,7 +1019,7 @@ lake_rebuild_owner_index(PG_FUNCTION_ARGS)
 	int64		rows;
 
 	lake_require_preload();
-	access_require_admin();
+	access_require_admin(fcinfo);
 	checkpoint_require_own_transaction("lake.rebuild_owner_index()");
 	cycle_wait_ready();
 

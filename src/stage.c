@@ -57,7 +57,8 @@ lake_begin_append(PG_FUNCTION_ARGS)
 				 errmsg("role \"%s\" has reached lake.role_max_open_stages (%d)",
 						GetUserNameFromId(GetSessionUserId(), false),
 						lake_role_max_open_stages),
-				 errdetail("The role has " INT64_FORMAT " open stages.", open),
+				 errdetail_plural("The role has " INT64_FORMAT " open stage.",
+								  "The role has " INT64_FORMAT " open stages.", open, open),
 				 errhint("Commit or abort one of the role's stages, or ask a superuser to raise the role's lake.role_max_open_stages.")));
 	if (stage < 0)
 		ereport(ERROR,
@@ -176,7 +177,8 @@ require_chunk_room(int64 stage, const StageSummary *sum)
 				 errmsg("stage " INT64_FORMAT " has reached lake.role_max_stage_chunks (%d) of role \"%s\"",
 						stage, lake_role_max_stage_chunks,
 						GetUserNameFromId(GetSessionUserId(), false)),
-				 errdetail("The stage holds " INT64_FORMAT " chunks.", sum->nchunks),
+				 errdetail_plural("The stage holds " INT64_FORMAT " chunk.",
+								  "The stage holds " INT64_FORMAT " chunks.", sum->nchunks, sum->nchunks),
 				 errhint("Commit the stage, or send larger chunks.")));
 }
 

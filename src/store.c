@@ -681,7 +681,7 @@ store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("%s.%s has %d columns, not %d", LAKE_DATA_SCHEMA,
 						RelationGetRelationName(rel), RelationGetDescr(rel)->natts, room),
-				 errdetail("lake's tables are its own: this one was altered.")));
+				 errdetail("The tables of " LAKE_DATA_SCHEMA " are lake's own: this one was altered.")));
 	if (snapshot == InvalidSnapshot)
 		snapshot = GetTransactionSnapshot();
 	scan = systable_beginscan_ordered(rel, idx, snapshot, nkeys, keys);

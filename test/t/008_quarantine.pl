@@ -412,7 +412,7 @@ states_replay('after the release and a restart');
 	is($state, 'LK007', 'release_owner is refused while the cycle is still damaged');
 	like($msg, qr/owner "d2" still cannot be recovered/, 'saying the owner still cannot be recovered');
 	my (undef, undef, $err) = $node->psql('postgres', "SELECT lake.release_owner('d2')");
-	like($err, qr/DETAIL:  cycle $bad is damaged: corrupt compressed frame \(applied prefix: position 1\)\./,
+	like($err, qr/DETAIL:  Its recovery stopped at position 1: cycle $bad is damaged: corrupt compressed frame\./,
 		'with the reason of its replay, intact');
 	is($node->safe_psql('postgres', "SELECT reason FROM lake.owner_state('d2')"),
 		"cycle $bad is damaged: corrupt compressed frame", 'and the quarantine keeps its reason');
