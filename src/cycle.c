@@ -1044,6 +1044,18 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 				return seq;
 			}
 		}
+		/*
+		 * A cancel or termination that came while this call waited for the
+		 * lock (or looked up its operation) refuses it here, before it is
+		 * accepted: raised after acceptance, the error would reach the
+		 * client while its cast stays queued.
+		 */
+		if (QueryCancelPending || ProcDiePending)
+		{
+			LWLockRelease(&cs->lock);
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
 		validate(req, o, lc, &from, &to);	/* a refusal lets the lock go */
 		if (lake_role_max_pending_cast_bytes > 0)
 			capped = role_bytes_room(GetSessionUserId(), len);

@@ -57,8 +57,29 @@ for my $refusal (
 	$a->quit;
 	like($a->{stderr}, qr/ERROR:\s+$code:/, "$code: the held session got its refusal once let go");
 }
+
+# A cancel that reaches a cast while it waits for the cycle lock refuses it
+# before it is accepted (SPEC §1: an error leaves no enqueued cast). gdb
+# holds the cast just after it took the lock; the cancel is delivered when
+# gdb lets go.
+{
+	my $a = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $a->query_safe('SELECT pg_backend_pid()');
+	# A refused cast first: the session's caches of the owner's lifecycle
+	# and tenant are warm, so the next cast is accepted on its first pass.
+	$a->query("SELECT lake.cast('a', 'Commit', 'Planning')");
+	like($a->{stderr}, qr/ERROR:  owner "a" is in phase Planning, not Commit/, 'a first cast is refused (LK002)');
+	$a->{stderr} = '';
+	my $g = gdb_hold($pid, 'cycle_owners_live');
+	$a->query_until(qr/start/, "\\echo start\nSELECT lake.cast('a', 'Planning', 'CognitiveWork');\n");
+	ok(gdb_stopped($g), 'a cast is held with the cycle lock taken') or diag("gdb: $g->{out}");
+	$node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+	gdb_let_go($g);
+	$a->quit;
+	like($a->{stderr}, qr/ERROR:\s+canceling statement due to user request/, 'the cast is cancelled');
+}
 is($node->safe_psql('postgres', "SELECT position, pending FROM lake.owner_state('a')"),
-	'0|0', 'the refused casts queued nothing');
+	'0|0', 'the refused and the cancelled casts queued nothing');
 
 $node->stop;
 done_testing();
