@@ -352,17 +352,11 @@ recover_owners(Oid generation)
  * The extension's generation (the OID of lake_data.owner) in the database we
  * serve, or InvalidOid if the extension is not installed there.
  */
-static Oid
-installed_generation(void)
+static void
+installed_generation(void *arg)
 {
-	Oid			generation = InvalidOid;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (OidIsValid(get_extension_oid("lake", true)))
-		generation = cycle_current_generation();
-	CommitTransactionCommand();
-	return generation;
+	*(Oid *) arg = OidIsValid(get_extension_oid("lake", true)) ?
+		cycle_current_generation() : InvalidOid;
 }
 
 /*
@@ -494,6 +488,7 @@ lake_worker_main(Datum arg)
 	for (;;)
 	{
 		long		timeout = 1000L;
+		bool		looked_up;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -516,10 +511,12 @@ lake_worker_main(Datum arg)
 		 * fence checks it): sealing on back to back, the worker need not
 		 * look it up again in a transaction of its own before every cycle.
 		 */
-		if (!sealed_again)
-			generation = installed_generation();
+		looked_up = sealed_again ||
+			run_in_transaction("lake: looking up the extension", installed_generation, &generation);
 		sealed_again = false;
-		if (OidIsValid(generation))
+		if (!looked_up)
+			;					/* a lock timeout on the catalog: look again after a pause */
+		else if (OidIsValid(generation))
 		{
 			if (pg_atomic_read_u32(&ws->state) != WORKER_SERVING)
 				ereport(LOG,

@@ -175,6 +175,29 @@ sub new_worker
 	$pid = new_worker('SIGKILL', $pid);
 }
 
+# --- a lock on pg_extension is waited out, not a restart --------------------
+# The worker looks the extension up at each pass, with its 500 ms
+# lock_timeout. A timeout there is retried after a pause, as every other
+# one is, not an exit into a new lifetime (each a new epoch and a full
+# recovery of every owner).
+{
+	my $before = $node->safe_psql('postgres', 'SELECT worker_pid, worker_starts, epoch FROM lake.stats()');
+	my $off = -s $node->logfile;
+	my $locker = $node->background_psql('postgres');
+	$locker->query_safe('BEGIN; LOCK pg_catalog.pg_extension IN ACCESS EXCLUSIVE MODE');
+	ok( defined wait_until(
+			30,
+			sub {
+				my @hits = slurp_file($node->logfile, $off) =~ /lock timeout/g;
+				return @hits >= 2;
+			}),
+		'the worker gives up on a locked pg_extension twice');
+	$locker->query_safe('COMMIT');
+	$locker->quit;
+	is($node->safe_psql('postgres', 'SELECT worker_pid, worker_starts, epoch FROM lake.stats()'),
+		$before, 'the same worker lifetime serves on, under the same epoch');
+}
+
 # --- a recovery held up by the sealing lock is a wait, not a failure --------
 # An administrator's transaction holds the sealing lock (an open lifecycle
 # edit) while a new worker starts: its recovery gives up on the lock at
