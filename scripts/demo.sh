@@ -119,9 +119,14 @@ SELECT lake.cast_durable('T-42', 'Doing', 'Done', NULL, NULL, 'close-T-42') AS f
 \echo '-- agent-2 read back: its trajectory'
 SELECT position, cycle, epoch, seq, from_phase, to_phase, lap, convert_from(payload, 'UTF8') AS payload
 FROM lake.trajectory('agent-2');
+\echo '-- twelve fire-and-forget no-step casts to the three agents in one statement, then a seal'
+SELECT count(lake.cast('agent-' || (g % 3 + 1), NULL, NULL, convert_to('{"note": ' || g || '}', 'UTF8'))) AS casts
+FROM generate_series(1, 12) g;
+SELECT lake.seal() AS sealed_cycle;
 \echo '-- live states'
 SELECT o.name AS owner, s.* FROM lake_data.owner o, LATERAL lake.owner_state(o.name) s ORDER BY o.name;
-\echo '-- the cycles: casts from sessions that arrive together share one durable write'
+\echo '-- the cycles: each is one durable write of every cast pending when it was sealed'
+\echo '-- (the twelve casts above share one or two; the durable casts, each waited for, mostly one each)'
 SELECT cycle, epoch, casts, bytes, stored_bytes, lsn FROM lake.cycles() ORDER BY cycle DESC LIMIT 5;
 SELECT epoch, cycles_sealed, casts_sealed, round(mean_casts_per_cycle::numeric, 2) AS mean_casts_per_cycle FROM lake.stats();
 SQL
