@@ -185,13 +185,7 @@ sub new_worker
 	my $off = -s $node->logfile;
 	my $locker = $node->background_psql('postgres');
 	$locker->query_safe('BEGIN; LOCK pg_catalog.pg_extension IN ACCESS EXCLUSIVE MODE');
-	ok( defined wait_until(
-			30,
-			sub {
-				my @hits = slurp_file($node->logfile, $off) =~ /lock timeout/g;
-				return @hits >= 2;
-			}),
-		'the worker gives up on a locked pg_extension twice');
+	ok(lock_timeouts_logged($node, $off, 2), 'the worker gives up on a locked pg_extension twice');
 	$locker->query_safe('COMMIT');
 	$locker->quit;
 	is($node->safe_psql('postgres', 'SELECT worker_pid, worker_starts, epoch FROM lake.stats()'),

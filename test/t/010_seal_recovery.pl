@@ -58,13 +58,7 @@ my $old = worker_pid();
 my $old_epoch = epoch();
 my $log_off = -s $node->logfile;
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($old)");
-ok( defined wait_until(
-		60,
-		sub {
-			my @hits = slurp_file($node->logfile, $log_off) =~ /lock timeout/g;
-			return @hits >= 3;
-		}),
-	'the new worker gave up waiting for the sealing lock three times');
+ok(lock_timeouts_logged($node, $log_off, 3), 'the new worker gave up waiting for the sealing lock three times');
 is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.cycle"),
 	'0', 'nothing is sealed yet (the admin has not committed)');
 
@@ -187,13 +181,7 @@ $locker->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN ACCESS EXCLUSIVE MODE'
 $log_off = -s $node->logfile;
 $e = epoch();
 $node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
-ok( defined wait_until(
-		60,
-		sub {
-			my @hits = slurp_file($node->logfile, $log_off) =~ /lock timeout/g;
-			return @hits >= 2;
-		}),
-	'held drain: the worker\'s seal before recovery gave up twice');
+ok(lock_timeouts_logged($node, $log_off, 2), 'held drain: the worker\'s seal before recovery gave up twice');
 is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
 	'3', 'held drain: the three casts are still pending');
 $locker->query_safe('COMMIT');

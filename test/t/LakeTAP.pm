@@ -14,7 +14,7 @@ use IPC::Run;
 use Test::More ();
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(lake_node sql_error wait_until gdb_stopped held_session kanban_next kanban_replay read_log
+our @EXPORT = qw(lake_node sql_error wait_until lock_timeouts_logged gdb_stopped held_session kanban_next kanban_replay read_log
   live_states kanban_statements cast_sql client_sql gdb_hold gdb gdb_let_go
   background finished);
 
@@ -110,6 +110,19 @@ sub wait_until
 		usleep(10_000);
 	}
 	return undef;
+}
+
+# lock_timeouts_logged(node, offset, n) -> whether the server log, from byte
+# offset on, holds n lock timeouts within 60 s (the worker gave up n times)
+sub lock_timeouts_logged
+{
+	my ($node, $offset, $n) = @_;
+	return defined wait_until(
+		60,
+		sub {
+			my @hits = PostgreSQL::Test::Utils::slurp_file($node->logfile, $offset) =~ /lock timeout/g;
+			return @hits >= $n;
+		});
 }
 
 # kanban, as the recovery tests understand it.
