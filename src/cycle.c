@@ -945,6 +945,8 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 	uint32		hash = owner_hash(req->owner);
 	Oid			caller = GetUserId();
 	uint64		filling = 0;	/* of the owner table, when 'o' was found */
+	/* Read before any lock: holding one holds interrupts off. */
+	bool		interruptible = INTERRUPTS_CAN_BE_PROCESSED();
 
 	/* Grant changes committed elsewhere reach the tenant cache first. */
 	AcceptInvalidationMessages();
@@ -1048,9 +1050,10 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		 * A cancel or termination that came while this call waited for the
 		 * lock (or looked up its operation) refuses it here, before it is
 		 * accepted: raised after acceptance, the error would reach the
-		 * client while its cast stays queued.
+		 * client while its cast stays queued. (Called with interrupts held
+		 * off, nothing would take them: the cast goes on.)
 		 */
-		if (QueryCancelPending || ProcDiePending)
+		if (interruptible && (QueryCancelPending || ProcDiePending))
 		{
 			LWLockRelease(&cs->lock);
 			CHECK_FOR_INTERRUPTS();
