@@ -549,7 +549,7 @@ BEGIN
                 WHEN serves_lake IS NOT true THEN
                     'lake on that server serves another database (lake.database)'
                 WHEN datestyle NOT LIKE 'ISO%' THEN
-                    format('the connection answers in DateStyle %s; add options=-cdatestyle=ISO to p%s',
+                    format('the connection answers in DateStyle %s; add options=-cdatestyle=ISO to partition %s''s connection string',
                            datestyle, nr)
                 WHEN server_encoding IS DISTINCT FROM current_setting('server_encoding') THEN
                     format('the server encoding is %s, the router''s %s',

@@ -530,8 +530,8 @@ store_next_blob(void)
 	if (tli > (1 << 12) || n >= ((int64) 1 << 40))
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("no stage id is left for timeline %u", tli),
-				 errdetail("Stage ids hold 2^40 per timeline and 4096 timelines.")));
+				 errmsg("no stage or payload id is left for timeline %u", tli),
+				 errdetail("Stages and payloads stored in more than one chunk draw from 2^40 ids per timeline, for 4096 timelines.")));
 	return lake_partition_handle(((int64) (tli - 1) << 40) + n);
 }
 

@@ -346,7 +346,7 @@ same(0, 'grant_tenant to an unknown role', "SELECT lake.grant_tenant('nobody', '
 	(my $bare = part_connstr($part[$p])) =~ s/ options=\S+//;
 	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$p '$bare')");
 	is($router->safe_psql('postgres', "SELECT datestyle, ok, error FROM lake_router.check() WHERE partition = $p"),
-		"SQL, DMY|f|the connection answers in DateStyle SQL, DMY; add options=-cdatestyle=ISO to p$p",
+		"SQL, DMY|f|the connection answers in DateStyle SQL, DMY; add options=-cdatestyle=ISO to partition ${p}'s connection string",
 		'check() flags a connection string without the DateStyle option, and says why');
 	$router->safe_psql('postgres', "ALTER SERVER lake OPTIONS (SET p$p '@{[ part_connstr($part[$p]) ]}')");
 	$part[$p]->safe_psql('postgres',
