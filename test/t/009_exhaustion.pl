@@ -401,6 +401,16 @@ sub parse_creations
 	return (\@ok, \@refused, \@other);
 }
 
+# lake.admission_queue_wait = $setting, once new sessions show $ms.
+sub set_queue_wait
+{
+	my ($setting, $ms) = @_;
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET lake.admission_queue_wait = '$setting'; SELECT pg_reload_conf()");
+	$node->poll_query_until('postgres', 'SHOW lake.admission_queue_wait', $ms)
+	  or die "lake.admission_queue_wait did not become $setting";
+}
+
 sub create_sql
 {
 	my ($i, $from, $to) = @_;
@@ -415,6 +425,10 @@ sub create_sql
 	is(scalar @$ok, $room, "owner table (a): $CLIENTS clients created $room owners at once");
 	push @created, @$ok;
 
+	# The queued creations wait on the owner-creation lock, a wait bounded
+	# by lake.admission_queue_wait: long enough here for all of them to
+	# queue before the last owner's creation commits, on a loaded machine.
+	set_queue_wait('60s', 60000);
 	my $last = $node->background_psql('postgres');
 	$last->query_safe("BEGIN; SELECT lake.create_owner('o0_1')");
 	my $queued = start_clients([ map { create_sql($_, 99, 99) } 1 .. $CLIENTS ]);
@@ -431,6 +445,7 @@ sub create_sql
 	  or diag("created beyond lake.max_owners: @$ok");
 	is(scalar @$refused, $CLIENTS, "owner table (b): all $CLIENTS were refused with 53000");
 	push @created, @$ok;
+	set_queue_wait("${QWAIT_MS}ms", $QWAIT_MS);
 
 	($ok, $refused, $other) = parse_creations(run_clients([ map { create_sql($_, 100, 99 + $TRIES) } 1 .. $CLIENTS ]));
 	is_deeply($other, [], 'owner table (c): no error other than 53000 max_owners');
