@@ -115,6 +115,9 @@ CREATE TEMP TABLE op1 AS SELECT lake.cast('beta', 'CognitiveWork', 'Evaluation',
 SELECT (lake.cast('beta', 'CognitiveWork', 'Evaluation', 'e'::bytea, NULL, 'step-2')) = r AS same_receipt FROM op1;
 SELECT t.err($$SELECT lake.cast('beta', 'CognitiveWork', 'Evaluation', 'other'::bytea, NULL, 'step-2')$$);
 SELECT t.err($$SELECT lake.cast('beta', NULL, NULL, 'e'::bytea, NULL, 'step-2')$$);
+-- A new operation id is no replay: its move is checked against the
+-- projected phase like any cast's (LK002).
+SELECT t.err($$SELECT lake.cast('beta', 'CognitiveWork', 'Evaluation', 'e'::bytea, NULL, 'step-new')$$);
 SELECT lake.seal() > 0 AS sealed;
 -- After the seal the replay answers from the history, even though the
 -- owner has moved on (no LK002 for a replay).
