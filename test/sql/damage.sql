@@ -102,6 +102,23 @@ UPDATE lake_data.cycle SET epoch = :e, first_seq = :s2 WHERE cycle = :c2;
 UPDATE lake_data.cycle SET epoch = :e WHERE cycle = :c;
 SELECT t.d_await(:e, :s) AS receipt_repaired;
 DROP FUNCTION t.d_await(int, bigint);
+-- Recovery checks every landing against the owner it rebuilds: a sound
+-- record (here raw, with a valid checksum) whose landing carries a lap the
+-- owner's moves do not lead to quarantines the owner, never hands it that
+-- lap. d_owner's first landing rewritten with lap 7; a committed lifecycle
+-- edit has the worker recover every owner from the log (no snapshot holds
+-- d_owner), and owner_state waits for it.
+SELECT id AS o FROM lake_data.owner WHERE name = 'd_owner' \gset
+UPDATE lake_data.cycle SET data = f.x, bytes = length(f.x) - 5
+FROM (SELECT t.raw_chunk(t.d_head(1, :c, :e) || t.le(:o, 4) || t.le(1, 8) || t.le(:s, 8) || t.le(7, 8)
+             || '\x03'::bytea || t.le(8, 2) || convert_to('Planning', 'UTF8')
+             || t.le(13, 2) || convert_to('CognitiveWork', 'UTF8') || t.le(1, 4) || '\x01'::bytea) AS x) f
+WHERE cycle = :c;
+SELECT position, from_phase, to_phase, lap, payload FROM lake.trajectory('d_owner') WHERE position = 1;
+UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban';
+SELECT phase, lap, "position", quarantined, reason FROM lake.owner_state('d_owner');
+UPDATE lake_data.cycle c SET data = g.data, bytes = g.bytes FROM t.d_good g WHERE c.cycle = :c;
+SELECT lake.release_owner('d_owner');
 DROP FUNCTION t.d_head(int, bigint, int);
 DROP FUNCTION t.le(bigint, int);
 -- Put back, the cycle reads as before.
