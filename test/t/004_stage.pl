@@ -189,6 +189,9 @@ sub vm_hwm_kb
 	my $log_at = -s $node->logfile;
 	my $kept = $node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.chunk');
 	my $before = $node->safe_psql('postgres', 'SELECT stages_expired FROM lake.stats()');
+	# A stage that gets a chunk at every look stays: only idleness expires.
+	my $busy = $node->safe_psql('postgres', "SELECT lake.begin_append('ds', 't', 'busy')");
+	my $busy_chunks = 0;
 	$node->append_conf('postgresql.conf', "lake.stage_ttl = '1s'");
 	$node->reload;
 	# The expiry pass runs every quarter of the TTL (at least every second):
@@ -197,11 +200,15 @@ sub vm_hwm_kb
 	my $took = wait_until(
 		15,
 		sub {
+			$node->safe_psql('postgres', "SELECT lake.append_chunk($busy, " . $busy_chunks++ . ", '\\x01')");
 			$node->safe_psql('postgres', "SELECT count(*) FROM lake_data.stage WHERE id = $idle") eq '0';
 		});
 	ok(defined $took && $took < 5,
 		'the worker expires a stage idle longer than lake.stage_ttl, within seconds of the reload')
 	  or diag('took ' . ($took // 'over 15') . ' s');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.chunk WHERE blob = $busy"),
+		$busy_chunks, "a stage busy all along is kept, with its $busy_chunks chunks");
+	$node->safe_psql('postgres', "SELECT lake.abort_append($busy)");
 	is((sql_error($node, "SELECT lake.append_chunk($idle, 40, '\\x01'::bytea)"))[0],
 		'42704', 'a client coming back finds no stage');
 	ok($node->poll_query_until('postgres',
