@@ -96,6 +96,10 @@ SELECT t.err($$SELECT * FROM lake.trajectory('alpha', -1)$$);
 
 -- await_durable: the coordinate of a receipt, sealed now or before.
 CREATE TEMP TABLE rc AS SELECT lake.cast('beta', 'Planning', 'CognitiveWork', 'b1'::bytea) AS r;
+-- A timeout of 0 looks once and does not wait: NULL while the cast is
+-- pending, and no seal is hurried for it.
+SELECT lake.await_durable(r, 0) IS NULL AS not_yet FROM rc;
+SELECT pending FROM lake.owner_state('beta');
 CREATE TEMP TABLE coord AS SELECT lake.await_durable(r) AS c FROM rc;
 SELECT (c).position, (c).cycle = (SELECT cycle FROM lake.trajectory('beta') WHERE position = 1) AS in_trajectory,
        (c).lsn = (SELECT lsn FROM lake.cycles() WHERE cycle = (c).cycle) AS cycle_lsn
@@ -138,6 +142,11 @@ SELECT count(*) = (SELECT sum(casts) FROM lake.cycles()) AS every_landing_in_a_c
 SELECT count(*) AS cycles, min(cycle) AS first, bool_and(casts > 0) AS none_empty,
        bool_and(stored_bytes > 0) AS stored FROM lake.cycles();
 SELECT count(*) FROM lake.log((SELECT max(cycle) FROM lake.cycles()));
+-- after_cycle is exclusive: what follows cycle 1, not cycle 1 itself.
+SELECT min(cycle) AS first, count(*) = (SELECT count(*) - 1 FROM lake.cycles()) AS all_but_cycle_1
+FROM lake.cycles(1);
+SELECT min(cycle) AS first, count(*) = (SELECT count(*) FROM lake.log() WHERE cycle > 1) AS all_after_cycle_1
+FROM lake.log(1);
 SELECT t.err($$SELECT * FROM lake.log(-1)$$);
 SELECT t.err($$SELECT * FROM lake.log(NULL)$$);
 SELECT t.err($$SELECT * FROM lake.cycles(-1)$$);
