@@ -162,6 +162,13 @@ SELECT lake.read('dict_ds', :v402) = t.dj(402) AS newer_reads,
 UPDATE lake_data.dictionary SET data = (SELECT data FROM t.d_good) WHERE id = :dict1;
 SELECT count(*) FILTER (WHERE lake.read('dict_ds', n) = t.dj(n)) AS read_ok
 FROM generate_series(1, 400) n;
+-- The newer dictionary's bytes, with their valid checksum, under the older
+-- one's id: refused by the id the bytes carry, before zstd sees them.
+UPDATE lake_data.dictionary d SET data = n.data, checksum = n.checksum
+FROM lake_data.dictionary n WHERE d.id = :dict1 AND n.id = :dict2;
+SELECT regexp_replace(t.err($$SELECT lake.read('dict_ds', 350)$$), '\d{5,}', 'N', 'g') AS other_bytes;
+UPDATE lake_data.dictionary d SET data = g.data, checksum = g.checksum FROM t.d_good g WHERE d.id = :dict1;
+SELECT lake.read('dict_ds', 350) = t.dj(350) AS reads_again;
 
 -- Dropped and recreated in this session: the sequence starts over, so the
 -- first new dictionary has the first one's id but other bytes. Nothing the

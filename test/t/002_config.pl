@@ -90,6 +90,30 @@ ok( $node->poll_query_until(
 is(append_bytes(1.5 * $MB), '', 'a 1.5MB append is now admitted');
 is(append_bytes(3 * $MB), '54000', 'a 3MB append exceeds the new max_stream_bytes = 2MB');
 
+# A stage is measured against the limit in force at its commit: 1.4 MB
+# staged under 2MB is refused (54000, no version) once a reload lowers the
+# limit to 1MB.
+{
+	my $stage = $node->safe_psql('postgres', "SELECT lake.begin_append('ds', 't', 'cfg-staged')");
+	$node->safe_psql('postgres',
+		"SELECT count(lake.append_chunk($stage, i, decode(repeat('ab', 700000), 'hex'))) "
+		  . 'FROM generate_series(0, 1) i');
+	$node->append_conf('postgresql.conf',
+		"lake.max_stream_bytes = 1MB\nlake.max_buffered_bytes = 8MB");
+	$node->reload;
+	$node->poll_query_until('postgres', 'SELECT max_stream_bytes FROM lake.admission()', $MB)
+	  or die 'the 1MB limit did not take effect';
+	is((sql_error($node, "SELECT lake.commit_append($stage)"))[0],
+		'54000', 'a 1.4 MB stage is refused at commit once the limit is lowered to 1MB');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('ds') WHERE operation_id = 'cfg-staged'"),
+		'0', 'and makes no version');
+	$node->append_conf('postgresql.conf',
+		"lake.max_stream_bytes = 2MB\nlake.max_buffered_bytes = 8MB");
+	$node->reload;
+	$node->poll_query_until('postgres', 'SELECT max_stream_bytes FROM lake.admission()', 2 * $MB)
+	  or die 'the 2MB limit did not come back';
+}
+
 # --- a crash restart re-validates the configuration -------------------------
 # After a bad reload, the pair in force is the last valid one (2MB, 8MB).
 # A crash restart re-creates shared memory from the configuration, which
