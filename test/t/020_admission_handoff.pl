@@ -26,6 +26,19 @@ $node->safe_psql('postgres',
 
 sub usage { return $node->safe_psql('postgres', 'SELECT slots_in_use, bytes_reserved FROM lake.admission()'); }
 
+# Background session $s (backend $pid) appends $bytes bytes as operation
+# $name of dataset $name, printing "appended" once admitted; checks that
+# the append sleeps waiting for admission.
+sub append_waits
+{
+	my ($s, $pid, $name, $bytes, $what) = @_;
+	$s->query_until(qr/waiting/,
+		"\\echo waiting\nSELECT lake.append('$name', 't', '$name', decode(repeat('ab', $bytes), 'hex'));\n\\echo appended\n");
+	ok( $node->poll_query_until('postgres',
+			"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid"),
+		$what);
+}
+
 # Two holders, each with an append in an open transaction: 1000 + 400 of
 # the 1500 bytes.
 my %holder;
@@ -46,11 +59,7 @@ foreach my $w ([ 'w1', 1000 ], [ 'w2', 300 ])
 	my ($name, $bytes) = @$w;
 	my $s   = $node->background_psql('postgres', on_error_stop => 0);
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	$s->query_until(qr/waiting/,
-		"\\echo waiting\nSELECT lake.append('$name', 't', '$name', decode(repeat('cd', $bytes), 'hex'));\n\\echo appended\n");
-	ok( $node->poll_query_until('postgres',
-			"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid"),
-		"$name ($bytes bytes) sleeps waiting for admission");
+	append_waits($s, $pid, $name, $bytes, "$name ($bytes bytes) sleeps waiting for admission");
 	$waiter{$name} = [ $s, $pid ];
 }
 
@@ -138,16 +147,8 @@ $b->query_safe("SELECT lake.append('g3', 't', 'g3', decode(repeat('ab', 300), 'h
 is(usage(), '2|1300', 'both slots held: one grown to 1000 bytes in a savepoint, one of 300');
 my $a = $node->background_psql('postgres', on_error_stop => 0);
 my $apid = $a->query_safe('SELECT pg_backend_pid()');
-$a->query_until(qr/waiting/,
-	"\\echo waiting\nSELECT lake.append('g4', 't', 'g4', decode(repeat('ab', 10), 'hex'));\n\\echo appended\n");
-ok( $node->poll_query_until('postgres',
-		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $apid"),
-	'an append needing a slot waits');
-$b->query_until(qr/waiting/,
-	"\\echo waiting\nSELECT lake.append('g5', 't', 'g5', decode(repeat('ab', 600), 'hex'));\n\\echo appended\n");
-ok( $node->poll_query_until('postgres',
-		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $bpid"),
-	'behind it, a permit growing to 600 bytes waits: 1600 do not fit');
+append_waits($a, $apid, 'g4', 10, 'an append needing a slot waits');
+append_waits($b, $bpid, 'g5', 600, 'behind it, a permit growing to 600 bytes waits: 1600 do not fit');
 $t0 = Time::HiRes::time();
 $c->query_safe('ROLLBACK TO SAVEPOINT s');
 $out  = $b->query_until(qr/appended/, '');
