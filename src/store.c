@@ -749,7 +749,12 @@ store_commit_durably(void)
 	commit_durably = true;
 }
 
-void
+/*
+ * In the PG_CATCH of a bounded wait begun in 'mcxt': re-throws anything
+ * but the bound's own lock timeout or a deadlock found during the wait,
+ * which it clears (the caller then reports it its own way).
+ */
+static void
 store_catch_bound_timeout(MemoryContext mcxt, bool bounded)
 {
 	ErrorData  *edata;
@@ -766,6 +771,38 @@ store_catch_bound_timeout(MemoryContext mcxt, bool bounded)
 		PG_RE_THROW();
 	FreeErrorData(edata);
 	FlushErrorState();
+}
+
+/*
+ * store_run for a statement that may wait for another transaction's row
+ * (ON CONFLICT on its uncommitted insert, a DELETE of a row it deletes):
+ * the wait is bounded by 'wait_ms' like every wait in lake (SPEC §3),
+ * after which, or at a deadlock found meanwhile, the call fails with 53000
+ * 'busy' and its detail, nothing written.
+ */
+void
+store_run_bounded(SPIPlanPtr plan, Datum *values, int expected, long wait_ms,
+				  const char *busy, const char *detail)
+{
+	bool		bounded;
+	int			nest = store_bound_lock_waits(wait_ms, &bounded);
+	MemoryContext mcxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		store_run(plan, values, expected);
+	}
+	PG_CATCH();
+	{
+		store_catch_bound_timeout(mcxt, bounded);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg_internal("%s", busy),
+				 errdetail_internal("%s", detail),
+				 errhint("Retry later; nothing was written.")));
+	}
+	PG_END_TRY();
+	store_unbound_lock_waits(nest);
 }
 
 /*

@@ -114,6 +114,12 @@ extern bytea *store_encode_chunk_dict(const char *data, size_t len,
 extern void store_run(SPIPlanPtr plan, Datum *values, int expected);
 extern void store_run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot,
 							   int expected);
+/*
+ * store_run whose waits for other transactions' rows end after wait_ms in
+ * 53000 with errmsg 'busy' and errdetail 'detail' (see store.c).
+ */
+extern void store_run_bounded(SPIPlanPtr plan, Datum *values, int expected,
+							  long wait_ms, const char *busy, const char *detail);
 extern Datum store_col(uint64 row, int colno, bool *isnull);
 extern Datum store_colv(uint64 row, int colno);
 extern char *store_col_text(uint64 row, int colno);
@@ -145,12 +151,5 @@ extern void store_unbound_lock_waits(int nest);
  */
 extern void store_commit_durably(void);
 
-/*
- * In the PG_CATCH of a bounded wait: re-throws anything but the bound's own
- * lock timeout or a deadlock found during the wait, which it clears (the
- * caller then reports it its own way).
- * 'mcxt' is the context the wait began in.
- */
-extern void store_catch_bound_timeout(MemoryContext mcxt, bool bounded);
 
 #endif							/* LAKE_STORE_H */

@@ -8,6 +8,8 @@
 #include "lake.h"
 
 #include "catalog/pg_type.h"
+#include "guc.h"
+#include "miscadmin.h"
 #include "store_grant.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -59,16 +61,21 @@ store_set_tenant_grant(const char *tenant, Oid role, bool grant)
 	Oid			types[2] = {TEXTOID, OIDOID};
 	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
 
+	char	   *busy = psprintf("grant of tenant \"%s\" to role \"%s\" is busy",
+								tenant, GetUserNameFromId(role, false));
+	char	   *detail = psprintf("Another transaction granting or revoking it stayed open longer than lake.admission_queue_wait (%d ms).",
+								  lake_admission_queue_wait_ms);
+
 	if (grant)
-		store_run(store_plan(&plan_grant,
-					 "INSERT INTO lake_data.tenant_grant (tenant, role) VALUES ($1, $2) "
-					 "ON CONFLICT DO NOTHING",
-					 2, types),
-			values, SPI_OK_INSERT);
+		store_run_bounded(store_plan(&plan_grant,
+							  "INSERT INTO lake_data.tenant_grant (tenant, role) VALUES ($1, $2) "
+							  "ON CONFLICT DO NOTHING",
+							  2, types),
+						  values, SPI_OK_INSERT, lake_admission_queue_wait_ms, busy, detail);
 	else
-		store_run(store_plan(&plan_revoke,
-					 "DELETE FROM lake_data.tenant_grant g "
-					 "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
-					 2, types),
-			values, SPI_OK_DELETE);
+		store_run_bounded(store_plan(&plan_revoke,
+							  "DELETE FROM lake_data.tenant_grant g "
+							  "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
+							  2, types),
+						  values, SPI_OK_DELETE, lake_admission_queue_wait_ms, busy, detail);
 }

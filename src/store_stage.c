@@ -113,34 +113,17 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	 */
 	for (;;)
 	{
-		bool		bounded;
-		int			nest;
-		MemoryContext mcxt = CurrentMemoryContext;
-
 		CHECK_FOR_INTERRUPTS();
 		values[4] = Int64GetDatum(store_next_blob());
-		nest = store_bound_lock_waits(ms_left(deadline), &bounded);
-		PG_TRY();
-		{
-			store_run(store_plan(&plan_insert,
-						 "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id, opened_by) "
-						 "VALUES ($5, $1, $2, $3, $4) "
-						 "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
-						 5, types),
-				values, SPI_OK_INSERT_RETURNING);
-		}
-		PG_CATCH();
-		{
-			store_catch_bound_timeout(mcxt, bounded);
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-					 errmsg("operation \"%s\" of tenant \"%s\" is busy", operation_id, tenant),
-					 errdetail("Another transaction began, committed or aborted its stage and stayed open past this call's lake.admission_queue_wait (%d ms, shared with the call's other waits).",
-							   lake_admission_queue_wait_ms),
-					 errhint("Retry later; nothing was written.")));
-		}
-		PG_END_TRY();
-		store_unbound_lock_waits(nest);
+		store_run_bounded(store_plan(&plan_insert,
+						  "INSERT INTO lake_data.stage AS s (id, dataset_id, tenant, operation_id, opened_by) "
+						  "VALUES ($5, $1, $2, $3, $4) "
+						  "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
+						  5, types),
+						  values, SPI_OK_INSERT_RETURNING, ms_left(deadline),
+						  psprintf("operation \"%s\" of tenant \"%s\" is busy", operation_id, tenant),
+						  psprintf("Another transaction began, committed or aborted its stage and stayed open past this call's lake.admission_queue_wait (%d ms, shared with the call's other waits).",
+								   lake_admission_queue_wait_ms));
 		if (SPI_processed == 1)
 			return DatumGetInt64(store_colv(0, 1));
 		if ((id = find_stage(values, types, false, 0)) != 0)

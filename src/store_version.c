@@ -38,6 +38,7 @@
 #include "codec.h"
 #include "common/hashfn.h"
 #include "digest.h"
+#include "guc.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "store_dict.h"
@@ -66,11 +67,14 @@ store_create_dataset(const char *name)
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
-	store_run(store_plan(&plan,
-				 "INSERT INTO lake_data.dataset AS d (name) VALUES ($1) "
-				 "ON CONFLICT (name) DO NOTHING RETURNING d.id",
-				 1, types),
-		values, SPI_OK_INSERT_RETURNING);
+	store_run_bounded(store_plan(&plan,
+						  "INSERT INTO lake_data.dataset AS d (name) VALUES ($1) "
+						  "ON CONFLICT (name) DO NOTHING RETURNING d.id",
+						  1, types),
+					  values, SPI_OK_INSERT_RETURNING, lake_admission_queue_wait_ms,
+					  psprintf("creation of dataset \"%s\" is busy", name),
+					  psprintf("Another transaction creating it stayed open longer than lake.admission_queue_wait (%d ms).",
+							   lake_admission_queue_wait_ms));
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
