@@ -61,8 +61,11 @@ store_set_tenant_grant(const char *tenant, Oid role, bool grant)
 	Oid			types[2] = {TEXTOID, OIDOID};
 	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
 
-	char	   *busy = psprintf("grant of tenant \"%s\" to role \"%s\" is busy",
-								tenant, GetUserNameFromId(role, false));
+	/* A revoke may name a role dropped since its grant: no name then. */
+	char	   *rolename = GetUserNameFromId(role, true);
+	char	   *busy = rolename != NULL ?
+		psprintf("grant of tenant \"%s\" to role \"%s\" is busy", tenant, rolename) :
+		psprintf("grant of tenant \"%s\" to role %u is busy", tenant, role);
 	char	   *detail = psprintf("Another transaction granting or revoking it stayed open longer than lake.admission_queue_wait (%d ms).",
 								  lake_admission_queue_wait_ms);
 
