@@ -491,6 +491,14 @@ lake_worker_main(Datum arg)
 		bool		looked_up;
 
 		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * Report the table statistics of the transactions run so far (at
+		 * most once a second), as a backend does when it goes idle:
+		 * otherwise autovacuum never sees the rows the seals insert and
+		 * the snapshots delete until the worker exits.
+		 */
+		pgstat_report_stat(false);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

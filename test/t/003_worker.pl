@@ -123,6 +123,24 @@ ok( $node->poll_query_until('postgres',
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET lake.cycle_interval');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 
+# The worker reports its table statistics as it goes, as a backend does
+# between transactions: pg_stat_user_tables and autovacuum see the rows its
+# seals insert (and its snapshots delete) while it runs, not only once it
+# exits. It once kept them pending for its whole life.
+sub cycle_inserts
+{
+	return $node->safe_psql('postgres',
+		"SELECT n_tup_ins FROM pg_stat_user_tables WHERE relid = 'lake_data.cycle'::regclass");
+}
+my $serving_pid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+my $inserts = cycle_inserts();
+$node->safe_psql('postgres', "SELECT lake.cast_durable('interval', 'CognitiveWork', 'Evaluation')");
+ok( $node->poll_query_until('postgres',
+		"SELECT n_tup_ins > $inserts FROM pg_stat_user_tables WHERE relid = 'lake_data.cycle'::regclass"),
+	"a seal's row shows in pg_stat_user_tables while the worker runs");
+is($node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()'),
+	$serving_pid, '... and the worker that sealed it is the one still serving');
+
 # The new worker after $old is gone: serving, another pid, in
 # pg_stat_activity. Returns its pid.
 sub new_worker
