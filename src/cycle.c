@@ -862,8 +862,8 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
  * Room under the caller's lake.role_max_pending_cast_bytes for a record of
  * 'len' bytes (lock held): its entry, or NULL with the lock released and
  * 53000 raised. The table holds one entry per role with pending bytes; it
- * is as large as the backend count, and a role that finds it full is
- * refused like one over its cap.
+ * is as large as the backend count, and a role that finds it full (one
+ * session can cast as many roles) is refused until the next seal frees it.
  */
 static RoleBytes *
 role_bytes_room(Oid role, uint32 len)
@@ -891,12 +891,19 @@ role_bytes_room(Oid role, uint32 len)
 	if (e != NULL && e->bytes + len <= lake_role_max_pending_cast_bytes)
 		return e;
 	LWLockRelease(&cs->lock);
+	if (e == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("too many roles have casts not yet sealed"),
+				 errdetail("Role \"%s\" is capped by lake.role_max_pending_cast_bytes, whose bytes are counted for at most %d roles at once (one per server process slot).",
+						   GetUserNameFromId(role, false), MaxBackends),
+				 errhint("Retry once the next cycle is sealed.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 			 errmsg("role \"%s\" has reached lake.role_max_pending_cast_bytes (%d)",
 					GetUserNameFromId(role, false), lake_role_max_pending_cast_bytes),
 			 errdetail("Its casts not yet sealed take " INT64_FORMAT " bytes; this one needs %u.",
-					   e ? e->bytes : 0, len),
+					   e->bytes, len),
 			 errhint("Retry once the next cycle is sealed, or ask a superuser to raise the role's cap.")));
 	return NULL;				/* keep the compiler quiet */
 }

@@ -80,3 +80,47 @@ SET SESSION AUTHORIZATION lake_cap_b;
 SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS cast;
 RESET SESSION AUTHORIZATION;
 RESET lake.role_max_pending_cast_bytes;
+-- The bytes are counted per role in a table of one entry per server process
+-- slot, and one session can cast as many roles. Once that many roles have
+-- casts waiting for the next seal, the next role is refused because the
+-- table is full (53000), not told it has reached its cap; the seal frees it.
+SELECT lake.seal() > 0 AS sealed;
+CREATE FUNCTION pg_temp.cast_as_roles(n int) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. n LOOP
+        EXECUTE format('SET SESSION AUTHORIZATION lake_cap_many_%s', i);
+        BEGIN
+            PERFORM lake.cast('capped_owner', NULL, NULL, '\x01'::bytea);
+        EXCEPTION WHEN insufficient_resources THEN
+            RESET SESSION AUTHORIZATION;
+            RETURN format('refused after %s roles: %s', CASE WHEN i > n - 8 THEN 'nearly all' ELSE i::text END, SQLERRM);
+        END;
+        RESET SESSION AUTHORIZATION;
+    END LOOP;
+    RETURN 'every role cast';
+END $$;
+SELECT current_setting('max_connections')::int + current_setting('autovacuum_max_workers')::int + 1
+     + current_setting('max_worker_processes')::int + current_setting('max_wal_senders')::int AS slots \gset
+SET t.slots = :slots;
+DO $$
+BEGIN
+    FOR i IN 1 .. current_setting('t.slots')::int + 1 LOOP
+        EXECUTE format('CREATE ROLE lake_cap_many_%s', i);
+        EXECUTE format('GRANT USAGE ON SCHEMA lake TO lake_cap_many_%s', i);
+        PERFORM lake.grant_tenant(format('lake_cap_many_%s', i)::regrole, 'globex');
+    END LOOP;
+END $$;
+SET lake.role_max_pending_cast_bytes = '2kB';
+SELECT pg_temp.cast_as_roles(:slots + 1);
+SELECT lake.seal() > 0 AS sealed;
+SELECT pg_temp.cast_as_roles(1);
+RESET lake.role_max_pending_cast_bytes;
+SELECT lake.seal() > 0 AS sealed;
+DO $$
+BEGIN
+    FOR i IN 1 .. current_setting('t.slots')::int + 1 LOOP
+        PERFORM lake.revoke_tenant(format('lake_cap_many_%s', i)::regrole, 'globex');
+        EXECUTE format('DROP OWNED BY lake_cap_many_%s', i);
+        EXECUTE format('DROP ROLE lake_cap_many_%s', i);
+    END LOOP;
+END $$;
