@@ -32,6 +32,9 @@ SELECT count(*) AS versions FROM lake.versions('orders');
 
 -- A supplied digest must match the payload (22000) and be 32 bytes (22023).
 SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, sha256('\x04'::bytea))$$);
+-- All 32 bytes are compared: a digest wrong in its last bit only is 22000.
+SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea,
+                 set_byte(sha256('\x03'::bytea), 31, get_byte(sha256('\x03'::bytea), 31) # 1))$$);
 SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, ''::bytea)$$);
 SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, substr(sha256('\x03'::bytea), 1, 31))$$);
 SELECT t.err($$SELECT lake.append('orders', 'acme', 'op-3', '\x03'::bytea, sha256('\x03'::bytea) || '\x00'::bytea)$$);

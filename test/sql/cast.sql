@@ -293,3 +293,11 @@ SELECT cycles_sealed AS sealed_before FROM lake.stats() \gset
 SELECT count(lake.cast('ring_full', NULL, NULL, decode(repeat('ab', 3000000), 'hex'))) AS accepted
 FROM generate_series(1, 8);
 SELECT cycles_sealed > :sealed_before AS sealed_early FROM lake.stats();
+
+-- A move's two phases stay apart in its content identity: a -> bc and
+-- ab -> c under one operation id are different content (LK001).
+SELECT lake.define_lifecycle('splice', 'a', '{{a,bc},{bc,ab},{ab,c},{c,a}}');
+SELECT lake.create_owner('splice_o', 'splice');
+SELECT (lake.cast('splice_o', 'a', 'bc', NULL, NULL, 'joined')).seq > 0 AS cast;
+SELECT t.err($$SELECT lake.cast('splice_o', 'ab', 'c', NULL, NULL, 'joined')$$);
+SELECT lake.seal() > 0 AS sealed;

@@ -20,6 +20,8 @@ SELECT lake.append_chunk(:stage, 2, '\x03'::bytea);
 
 -- The digest is checked over the concatenation: 22000 / 22023, stage kept.
 SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :stage, sha256('\x00')));
+SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :stage,
+       set_byte(sha256('\x010102020304'::bytea), 31, get_byte(sha256('\x010102020304'::bytea), 31) # 1)));
 SELECT t.err(format('SELECT lake.commit_append(%s, %L::bytea)', :stage, '\x0011'));
 SELECT count(*) AS open_stages FROM lake_data.stage WHERE id = :stage;
 

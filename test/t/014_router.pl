@@ -72,6 +72,10 @@ $router->safe_psql('postgres', 'REVOKE CREATE ON SCHEMA lake FROM squatter; '
 	  . 'ALTER FUNCTION lake.read(text, int) OWNER TO squatter');
 is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
 	'nor into one holding another role\'s function');
+$router->safe_psql('postgres', 'DROP FUNCTION lake.read(text, int); '
+	  . 'CREATE TYPE lake.planted AS (a int); ALTER TYPE lake.planted OWNER TO squatter');
+is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
+	'nor into one holding another role\'s type');
 $router->safe_psql('postgres', 'DROP SCHEMA lake CASCADE');
 # The installing role's default privileges reach what the script creates:
 # nobody else may create in lake_router, and the interface stays PUBLIC's.

@@ -114,6 +114,15 @@ is($hog->query('SELECT 1'), '1', 'a session whose holds went with its savepoint 
 $hog->query('COMMIT');
 $hog->quit;
 
+# A commit ends the hold: a session that stays past the bound after its
+# transaction committed is not ended, and its append is kept.
+$hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+$hog->query_safe("BEGIN; SELECT lake.append('shared', 'acme', 'h3', '\\x03'); COMMIT; SELECT pg_sleep(3)");
+is($hog->query('SELECT 1'), '1', 'a session whose transaction committed is not ended past the bound');
+$hog->quit;
+is($node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('shared') WHERE operation_id = 'h3'"),
+	'1', 'and its append is kept');
+
 # --- a role without the bound ------------------------------------------------
 is($calm->query_safe('SELECT 1'), '1', 'the role without a bound is still in its transaction');
 $calm->query_safe('COMMIT');
