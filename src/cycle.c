@@ -860,10 +860,11 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 
 /*
  * Room under the caller's lake.role_max_pending_cast_bytes for a record of
- * 'len' bytes (lock held): its entry, or NULL with the lock released and
- * 53000 raised. The table holds one entry per role with pending bytes; it
- * is as large as the backend count, and a role that finds it full (one
- * session can cast as many roles) is refused until the next seal frees it.
+ * 'len' bytes (lock held): its entry; NULL when the table is full (lock
+ * still held: the caller waits for a seal to free it, as for ring space);
+ * 53000 with the lock released when the role is over its cap. The table
+ * holds one entry per role with pending bytes and is as large as the
+ * backend count, but one session can cast as many roles.
  */
 static RoleBytes *
 role_bytes_room(Oid role, uint32 len)
@@ -888,16 +889,9 @@ role_bytes_room(Oid role, uint32 len)
 		e->role = role;
 		e->bytes = 0;
 	}
-	if (e != NULL && e->bytes + len <= lake_role_max_pending_cast_bytes)
+	if (e == NULL || e->bytes + len <= lake_role_max_pending_cast_bytes)
 		return e;
 	LWLockRelease(&cs->lock);
-	if (e == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("too many roles have casts not yet sealed"),
-				 errdetail("Role \"%s\" is capped by lake.role_max_pending_cast_bytes, whose bytes are counted for at most %d roles at once (one per server process slot).",
-						   GetUserNameFromId(role, false), MaxBackends),
-				 errhint("Retry once the next cycle is sealed.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 			 errmsg("role \"%s\" has reached lake.role_max_pending_cast_bytes (%d)",
@@ -968,6 +962,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		int64		pending;
 		CastRecord *r;
 		RoleBytes  *capped = NULL;
+		bool		roles_full = false;
 
 		CHECK_FOR_INTERRUPTS();
 		/* An idempotent cast already sealed answers from the history. */
@@ -1068,12 +1063,15 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		}
 		validate(req, o, lc, &from, &to);	/* a refusal lets the lock go */
 		if (lake_role_max_pending_cast_bytes > 0)
-			capped = role_bytes_room(GetSessionUserId(), len);
+			roles_full = (capped = role_bytes_room(GetSessionUserId(), len)) == NULL;
 
-		if (!reserve(len, &at))
+		if (roles_full || !reserve(len, &at))
 		{
 			LWLockRelease(&cs->lock);
-			/* The worker seals early for it (a ring filled by large payloads). */
+			/*
+			 * The worker seals early for it (a ring filled by large
+			 * payloads, or the roles' table by many roles).
+			 */
 			pg_atomic_fetch_add_u64(&cs->space_misses, 1);
 			cycle_wake_worker();
 			if (!sleeping)
@@ -1088,6 +1086,14 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 			else if (GetCurrentTimestamp() >= deadline)
 			{
 				ConditionVariableCancelSleep();
+				if (roles_full)
+					ereport(ERROR,
+							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+							 errmsg("too many roles have casts not yet sealed"),
+							 errdetail("Role \"%s\" is capped by lake.role_max_pending_cast_bytes, whose bytes are counted for at most %d roles at once (one per server process slot); no seal freed one within %d ms.",
+									   GetUserNameFromId(GetSessionUserId(), false), MaxBackends,
+									   lake_admission_queue_wait_ms),
+							 errhint("Retry later.")));
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 						 errmsg("cycle buffer full"),
