@@ -66,7 +66,7 @@ store_set_tenant_grant(const char *tenant, Oid role, bool grant)
 	char	   *busy = rolename != NULL ?
 		psprintf("grant of tenant \"%s\" to role \"%s\" is busy", tenant, rolename) :
 		psprintf("grant of tenant \"%s\" to role %u is busy", tenant, role);
-	char	   *detail = psprintf("Another transaction granting or revoking it stayed open longer than lake.admission_queue_wait (%d ms).",
+	char	   *detail = psprintf("Another transaction granting or revoking it, or holding its table locked, stayed open longer than lake.admission_queue_wait (%d ms).",
 								  lake_admission_queue_wait_ms);
 
 	if (grant)

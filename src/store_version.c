@@ -73,7 +73,7 @@ store_create_dataset(const char *name)
 						  1, types),
 					  values, SPI_OK_INSERT_RETURNING, lake_admission_queue_wait_ms,
 					  psprintf("creation of dataset \"%s\" is busy", name),
-					  psprintf("Another transaction creating it stayed open longer than lake.admission_queue_wait (%d ms).",
+					  psprintf("Another transaction creating it, or holding its table locked, stayed open longer than lake.admission_queue_wait (%d ms).",
 							   lake_admission_queue_wait_ms));
 	if (SPI_processed == 0)
 		ereport(ERROR,
