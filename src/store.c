@@ -776,13 +776,13 @@ store_catch_bound_timeout(MemoryContext mcxt, bool bounded)
 /*
  * store_run for a statement that may wait for another transaction's row
  * (ON CONFLICT on its uncommitted insert, a DELETE of a row it deletes):
- * the wait is bounded by 'wait_ms' like every wait in lake (SPEC §3),
- * after which, or at a deadlock found meanwhile, the call fails with 53000
- * 'busy' and its detail, nothing written.
+ * the wait is bounded by 'wait_ms' like every wait in lake (SPEC §3);
+ * when that runs out, or at a deadlock found meanwhile, 'busy' raises the
+ * caller's 53000 (its message is made only then), nothing written.
  */
 void
 store_run_bounded(SPIPlanPtr plan, Datum *values, int expected, long wait_ms,
-				  const char *busy, const char *detail)
+				  void (*busy) (const void *arg), const void *arg)
 {
 	bool		bounded;
 	int			nest = store_bound_lock_waits(wait_ms, &bounded);
@@ -795,11 +795,8 @@ store_run_bounded(SPIPlanPtr plan, Datum *values, int expected, long wait_ms,
 	PG_CATCH();
 	{
 		store_catch_bound_timeout(mcxt, bounded);
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg_internal("%s", busy),
-				 errdetail_internal("%s", detail),
-				 errhint("Retry later; nothing was written.")));
+		busy(arg);
+		elog(ERROR, "lake: a bounded wait's report returned");
 	}
 	PG_END_TRY();
 	store_unbound_lock_waits(nest);

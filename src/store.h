@@ -116,10 +116,11 @@ extern void store_run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot
 							   int expected);
 /*
  * store_run whose waits for other transactions' rows end after wait_ms in
- * 53000 with errmsg 'busy' and errdetail 'detail' (see store.c).
+ * busy(arg), which raises the caller's 53000 (see store.c).
  */
 extern void store_run_bounded(SPIPlanPtr plan, Datum *values, int expected,
-							  long wait_ms, const char *busy, const char *detail);
+							  long wait_ms, void (*busy) (const void *arg),
+							  const void *arg);
 extern Datum store_col(uint64 row, int colno, bool *isnull);
 extern Datum store_colv(uint64 row, int colno);
 extern char *store_col_text(uint64 row, int colno);
@@ -150,6 +151,5 @@ extern void store_unbound_lock_waits(int nest);
  * on for the rest of the transaction: local or off would skip the wait).
  */
 extern void store_commit_durably(void);
-
 
 #endif							/* LAKE_STORE_H */

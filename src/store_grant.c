@@ -53,6 +53,33 @@ store_granted_tenants(Oid role)
 	return SPI_datumTransfer(tenants, false, -1);
 }
 
+/*
+ * A busy grant's refusal. It is raised where an error was just caught, so
+ * it reads no catalog: the role's name is looked up beforehand (NULL for a
+ * revoke naming a role dropped since its grant).
+ */
+typedef struct GrantKey
+{
+	const char *tenant;
+	Oid			role;
+	const char *rolename;
+} GrantKey;
+
+static void
+grant_busy(const void *arg)
+{
+	const GrantKey *key = arg;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 key->rolename != NULL ?
+			 errmsg("grant of tenant \"%s\" to role \"%s\" is busy", key->tenant, key->rolename) :
+			 errmsg("grant of tenant \"%s\" to role %u is busy", key->tenant, key->role),
+			 errdetail("Another transaction granting or revoking it, or holding its table locked, stayed open longer than lake.admission_queue_wait (%d ms).",
+					   lake_admission_queue_wait_ms),
+			 errhint("Retry later; nothing was written.")));
+}
+
 void
 store_set_tenant_grant(const char *tenant, Oid role, bool grant)
 {
@@ -60,25 +87,18 @@ store_set_tenant_grant(const char *tenant, Oid role, bool grant)
 	static SPIPlanPtr plan_revoke;
 	Oid			types[2] = {TEXTOID, OIDOID};
 	Datum		values[2] = {CStringGetTextDatum(tenant), ObjectIdGetDatum(role)};
-
-	/* A revoke may name a role dropped since its grant: no name then. */
-	char	   *rolename = GetUserNameFromId(role, true);
-	char	   *busy = rolename != NULL ?
-		psprintf("grant of tenant \"%s\" to role \"%s\" is busy", tenant, rolename) :
-		psprintf("grant of tenant \"%s\" to role %u is busy", tenant, role);
-	char	   *detail = psprintf("Another transaction granting or revoking it, or holding its table locked, stayed open longer than lake.admission_queue_wait (%d ms).",
-								  lake_admission_queue_wait_ms);
+	GrantKey	key = {tenant, role, GetUserNameFromId(role, true)};
 
 	if (grant)
 		store_run_bounded(store_plan(&plan_grant,
 							  "INSERT INTO lake_data.tenant_grant (tenant, role) VALUES ($1, $2) "
 							  "ON CONFLICT DO NOTHING",
 							  2, types),
-						  values, SPI_OK_INSERT, lake_admission_queue_wait_ms, busy, detail);
+						  values, SPI_OK_INSERT, lake_admission_queue_wait_ms, grant_busy, &key);
 	else
 		store_run_bounded(store_plan(&plan_revoke,
 							  "DELETE FROM lake_data.tenant_grant g "
 							  "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
 							  2, types),
-						  values, SPI_OK_DELETE, lake_admission_queue_wait_ms, busy, detail);
+						  values, SPI_OK_DELETE, lake_admission_queue_wait_ms, grant_busy, &key);
 }

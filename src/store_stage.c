@@ -67,6 +67,25 @@ ms_left(TimestampTz deadline)
 	return Max(0, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline));
 }
 
+typedef struct OperationKey
+{
+	const char *tenant;
+	const char *operation_id;
+} OperationKey;
+
+static void
+operation_busy(const void *arg)
+{
+	const OperationKey *key = arg;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("operation \"%s\" of tenant \"%s\" is busy", key->operation_id, key->tenant),
+			 errdetail("Another transaction began, committed or aborted its stage and stayed open past this call's lake.admission_queue_wait (%d ms, shared with the call's other waits).",
+					   lake_admission_queue_wait_ms),
+			 errhint("Retry later; nothing was written.")));
+}
+
 int64
 store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id,
 				  Oid role, int max_open, int64 *open)
@@ -74,6 +93,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 	static SPIPlanPtr plan_insert;
 	static SPIPlanPtr plan_count;
 	int64		id;
+	OperationKey key = {tenant, operation_id};
 	Oid			types[5] = {INT4OID, TEXTOID, TEXTOID, OIDOID, INT8OID};
 	Datum		values[5] = {Int32GetDatum(dataset_id), CStringGetTextDatum(tenant),
 	CStringGetTextDatum(operation_id), ObjectIdGetDatum(role), (Datum) 0};
@@ -121,9 +141,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 						  "ON CONFLICT (dataset_id, tenant, operation_id) DO NOTHING RETURNING s.id",
 						  5, types),
 						  values, SPI_OK_INSERT_RETURNING, ms_left(deadline),
-						  psprintf("operation \"%s\" of tenant \"%s\" is busy", operation_id, tenant),
-						  psprintf("Another transaction began, committed or aborted its stage and stayed open past this call's lake.admission_queue_wait (%d ms, shared with the call's other waits).",
-								   lake_admission_queue_wait_ms));
+						  operation_busy, &key);
 		if (SPI_processed == 1)
 			return DatumGetInt64(store_colv(0, 1));
 		if ((id = find_stage(values, types, false, 0)) != 0)

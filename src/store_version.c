@@ -60,6 +60,17 @@ PG_FUNCTION_INFO_V1(lake_chunk_bytes);
  * Datasets
  * ---------------------------------------------------------------------- */
 
+static void
+dataset_creation_busy(const void *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("creation of dataset \"%s\" is busy", (const char *) name),
+			 errdetail("Another transaction creating it, or holding its table locked, stayed open longer than lake.admission_queue_wait (%d ms).",
+					   lake_admission_queue_wait_ms),
+			 errhint("Retry later; nothing was written.")));
+}
+
 void
 store_create_dataset(const char *name)
 {
@@ -72,9 +83,7 @@ store_create_dataset(const char *name)
 						  "ON CONFLICT (name) DO NOTHING RETURNING d.id",
 						  1, types),
 					  values, SPI_OK_INSERT_RETURNING, lake_admission_queue_wait_ms,
-					  psprintf("creation of dataset \"%s\" is busy", name),
-					  psprintf("Another transaction creating it, or holding its table locked, stayed open longer than lake.admission_queue_wait (%d ms).",
-							   lake_admission_queue_wait_ms));
+					  dataset_creation_busy, name);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
