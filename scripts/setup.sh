@@ -17,8 +17,10 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "missing packages: ${missing[*]} (run as root to install)" >&2; exit 1; }
   echo "== installing: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Retries: a fresh CI machine reaches the archive over a network that
+  # sometimes drops a download.
+  apt-get -o Acquire::Retries=5 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=5 install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # The server refuses to run as root; the suites run as this OS user.
