@@ -357,7 +357,7 @@ lake_require_partition_name(const char *what, const char *name)
 													CStringGetTextDatum(name))) &
 		(lake_partitions - 1);
 	if (belongs != lake_partition)
-		wrong_partition(what, quote_identifier(name), belongs);
+		wrong_partition(what, psprintf("\"%s\"", name), belongs);
 }
 
 void

@@ -13,6 +13,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "guc.h"
 #include "lifecycle.h"
 #include "store.h"
@@ -155,7 +156,9 @@ check_phase_name(const char *name, Flaw *f)
 					pstrdup("phase names must not be empty"), NULL);
 	if (len >= NAMEDATALEN)
 		return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
-					psprintf("phase name \"%.20s...\" is too long", name),
+					/* Quoted up to a character boundary, as sent. */
+					psprintf("phase name \"%.*s...\" is too long",
+							 pg_mbcliplen(name, (int) len, 20), name),
 					psprintf("Phase names are at most %d bytes.", NAMEDATALEN - 1));
 	return true;
 }

@@ -125,6 +125,12 @@ PREPARE TRANSACTION 'lake_lifecycle_edit';
 SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'lake_lifecycle_edit';
 SELECT phase, "position", quarantined FROM lake.owner_state('lc_o1');
 
+-- An over-long phase name is quoted in its refusal up to a character
+-- boundary: the cut used to fall inside a multibyte character, so the
+-- message was not valid in the database's encoding (a client in another
+-- encoding got 22021 instead of 22023).
+SELECT lake.define_lifecycle('lc_long', 'a', ARRAY[['a', 'a' || repeat('é', 40)]]);
+
 -- A quarantine reason longer than its 160-byte slot is cut at a character
 -- boundary: with multibyte phase names the cut used to fall inside a
 -- character, and the stored reason was not valid UTF-8 (a dump of
