@@ -303,12 +303,16 @@ CREATE TABLE lake_data.owner (
 -- The partition the epochs were issued as (lake.partitions, lake.partition;
 -- NULL before the first): a server started as another one refuses to
 -- recover rather than issue receipts in another partition's class.
+-- The database encoding lake's records hold their names in (phases, cast
+-- operation ids): pg_restore converts the tables' text and not the
+-- records, so a restore into another encoding is refused.
 CREATE TABLE lake_data.writer (
     one           boolean PRIMARY KEY DEFAULT true CHECK (one),
     epoch         int NOT NULL,
     timeline      bigint,
     partitions    int,
-    partition_no  int
+    partition_no  int,
+    encoding      name NOT NULL DEFAULT pg_catalog.getdatabaseencoding()
 );
 -- A restore (pg_dump dumps this table) meets the row this script made: the
 -- dumped epoch is merged into it, the higher one kept, so the restored

@@ -37,6 +37,7 @@
 #include "landing.h"
 #include "lifecycle.h"
 #include "logread.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "recovery.h"
 #include "seal.h"
@@ -545,6 +546,24 @@ newest_cycle_epoch(void)
  * never issued again for another cast, and two standbys promoted in turn
  * from the same row (timelines 2 and 3) never take the same epoch.
  */
+/*
+ * Names inside lake's records are bytes in the encoding of the database
+ * that wrote them; a restore converts the tables' text, not the records.
+ */
+static void
+require_encoding(Datum written)
+{
+	const char *name = NameStr(*DatumGetName(written));
+
+	if (strcmp(name, GetDatabaseEncodingName()) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake's records were written in a database of encoding \"%s\", and this one's is \"%s\"",
+						name, GetDatabaseEncodingName()),
+				 errdetail("Phase names and cast operation ids inside the records keep the encoding they were written in."),
+				 errhint("Restore into a database created with ENCODING '%s'.", name)));
+}
+
 static int32
 advance_epoch(void)
 {
@@ -555,6 +574,7 @@ advance_epoch(void)
 	AttrNumber	tli_att = get_attnum(RelationGetRelid(rel), "timeline");
 	AttrNumber	parts_att = get_attnum(RelationGetRelid(rel), "partitions");
 	AttrNumber	part_att = get_attnum(RelationGetRelid(rel), "partition_no");
+	AttrNumber	enc_att = get_attnum(RelationGetRelid(rel), "encoding");
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
 	SysScanDesc scan;
@@ -566,7 +586,8 @@ advance_epoch(void)
 	int64		next;
 
 	if (epoch_att == InvalidAttrNumber || tli_att == InvalidAttrNumber ||
-		parts_att == InvalidAttrNumber || part_att == InvalidAttrNumber)
+		parts_att == InvalidAttrNumber || part_att == InvalidAttrNumber ||
+		enc_att == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("lake_data.writer lacks one of its columns"),
@@ -578,6 +599,7 @@ advance_epoch(void)
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, desc, values, nulls);
+	require_encoding(values[enc_att - 1]);	/* NOT NULL */
 	store_require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
 							nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));
 	row_epoch = DatumGetInt32(values[epoch_att - 1]);
@@ -659,6 +681,8 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 	bool		isnull;
 	bool		parts_null;
 	bool		part_null;
+	Datum		enc;
+	bool		enc_null;
 	uint64		merged;
 	TupleDesc	desc = td->tg_relation->rd_att;
 
@@ -674,6 +698,9 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 	values[2] = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "partition_no"), desc, &part_null);
 	if (parts_null || part_null)
 		values[1] = values[2] = Int32GetDatum(0);
+	enc = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "encoding"), desc, &enc_null);
+	if (!enc_null)
+		require_encoding(enc);	/* NULL: NOT NULL refuses it */
 	/* A history restored over live casts would share their receipts. */
 	if (cycle_has_history())
 		ereport(ERROR,

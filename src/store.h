@@ -61,8 +61,8 @@ extern void store_require_trigger_on(struct TriggerData *td, const char *table);
  */
 extern Oid	store_sealing_lock_object(void);
 
-/* lake_data.writer's columns: one, epoch, timeline, partitions, partition_no. */
-#define WRITER_NATTS 5
+/* lake_data.writer's columns: one, epoch, timeline, partitions, partition_no, encoding. */
+#define WRITER_NATTS 6
 #define WA_EPOCH 2
 #define WA_PARTITIONS 4
 #define WA_PARTITION_NO 5
