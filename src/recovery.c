@@ -620,7 +620,7 @@ advance_epoch(void)
 	nulls[tli_att - 1] = nulls[parts_att - 1] = nulls[part_att - 1] = false;
 	store_update(rel, &tup->t_self, values, nulls);
 	index_close(idx, AccessShareLock);
-	table_close(rel, RowExclusiveLock);
+	table_close(rel, NoLock);
 	return (int32) next;
 }
 

@@ -74,6 +74,12 @@ extern void store_require_partition(int32 partitions, int32 partition);
 extern bool store_sealing_lock_held(void);
 /* A new blob (and stage) id, in this partition's residue class. */
 extern int64 store_next_blob(void);
+/*
+ * A relation written through store_open is closed with NoLock: its lock
+ * lasts to the end of the transaction, as the executor's does, so that
+ * REINDEX or CREATE INDEX CONCURRENTLY wait for the rows it wrote (let go
+ * early, a rebuilt index missed them).
+ */
 extern Relation store_open(const char *name, LOCKMODE mode);
 extern void store_insert(Relation rel, Datum *values, bool *nulls);
 extern void store_update(Relation rel, ItemPointer otid, Datum *values, bool *nulls);

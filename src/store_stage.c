@@ -367,7 +367,7 @@ store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len)
 	Relation	rel = store_open("chunk", RowExclusiveLock);
 
 	store_insert_chunk(rel, blob, chunk_no, data, len);
-	table_close(rel, RowExclusiveLock);
+	table_close(rel, NoLock);
 }
 
 void

@@ -520,8 +520,8 @@ insert_version_row(Relation rel, Datum *values, bool *nulls, int32 hash)
 		!list_member_oid(indexes, RelationGetRelid(pkey)) ||
 		!list_member_oid(indexes, RelationGetRelid(opkey)))
 	{
-		index_close(opkey, RowExclusiveLock);
-		index_close(pkey, RowExclusiveLock);
+		index_close(opkey, NoLock);
+		index_close(pkey, NoLock);
 		store_insert(rel, values, nulls);
 		return;
 	}
@@ -534,8 +534,8 @@ insert_version_row(Relation rel, Datum *values, bool *nulls, int32 hash)
 	index_insert(pkey, key, key_nulls, &tup->t_self, rel, UNIQUE_CHECK_YES, false, info);
 	key[1] = Int32GetDatum(hash);
 	index_insert(opkey, key, key_nulls, &tup->t_self, rel, UNIQUE_CHECK_NO, false, info);
-	index_close(opkey, RowExclusiveLock);
-	index_close(pkey, RowExclusiveLock);
+	index_close(opkey, NoLock);
+	index_close(pkey, NoLock);
 	list_free(indexes);
 	CommandCounterIncrement();
 }
@@ -580,7 +580,7 @@ insert_version_blob(int64 blob, int32 dataset_id, int32 nchunks, int64 version,
 	bool		nulls[VERSION_BLOB_NATTS] = {false, false, false, false, false};
 
 	store_insert(rel, values, nulls);
-	table_close(rel, RowExclusiveLock);
+	table_close(rel, NoLock);
 }
 
 void
@@ -604,14 +604,14 @@ store_write_version(int32 dataset_id, int64 version, const char *tenant,
 			store_insert_chunk(chunks, blob, i, payload + off,
 							   Min(len - off, LAKE_CHUNK_BYTES));
 		}
-		table_close(chunks, RowExclusiveLock);
+		table_close(chunks, NoLock);
 		insert_version_blob(blob, dataset_id, nchunks, version, len);
 	}
 	/* Chunk 0 last: the encode buffer then holds it for the version row. */
 	rel = store_open("version", RowExclusiveLock);
 	insert_version(rel, dataset_id, version, tenant, operation_id, digest,
 				   store_dict_encode_chunk(dataset_id, payload, Min(len, LAKE_CHUNK_BYTES)));
-	table_close(rel, RowExclusiveLock);
+	table_close(rel, NoLock);
 }
 
 /* A version row with its chunks elsewhere (a committed stage's). */
@@ -623,7 +623,7 @@ store_add_version(int32 dataset_id, int64 version, const char *tenant,
 	Relation	rel = store_open("version", RowExclusiveLock);
 
 	insert_version(rel, dataset_id, version, tenant, operation_id, digest, NULL);
-	table_close(rel, RowExclusiveLock);
+	table_close(rel, NoLock);
 	insert_version_blob(blob, dataset_id, nchunks, version, bytes);
 }
 
@@ -699,7 +699,7 @@ store_note_stage_replay(int64 stage, int32 dataset_id, int64 version,
 	bool		nulls[STAGE_REPLAY_NATTS] = {false};
 
 	store_insert(rel, values, nulls);
-	table_close(rel, RowExclusiveLock);
+	table_close(rel, NoLock);
 }
 
 bool
