@@ -301,3 +301,15 @@ SELECT lake.create_owner('splice_o', 'splice');
 SELECT (lake.cast('splice_o', 'a', 'bc', NULL, NULL, 'joined')).seq > 0 AS cast;
 SELECT t.err($$SELECT lake.cast('splice_o', 'ab', 'c', NULL, NULL, 'joined')$$);
 SELECT lake.seal() > 0 AS sealed;
+
+-- A cycle of more idempotent casts than a seal inserts in one batch (1,000
+-- operation rows): every operation's row is written, across the batches,
+-- so each replay answers with its original position and adds none.
+SELECT lake.create_owner('many_ops');
+SELECT count(lake.cast('many_ops', NULL, NULL, NULL, NULL, 'op' || i)) AS accepted
+FROM generate_series(1, 2500) i;
+SELECT lake.seal() > 0 AS sealed;
+SELECT casts FROM lake.cycles() ORDER BY cycle DESC LIMIT 1;
+SELECT i, (lake.cast_durable('many_ops', NULL, NULL, NULL, NULL, 'op' || i)).position
+FROM unnest(ARRAY[1, 1000, 1001, 2000, 2001, 2500]) i;
+SELECT "position", pending FROM lake.owner_state('many_ops');
