@@ -2,7 +2,8 @@
  * codec.c — encode and decode stored chunks (format in codec.h).
  *
  * Pure C on top of zstd and PostgreSQL's CRC-32C: no palloc, no ereport,
- * no global state (zstd contexts are the caller's to keep), so the decoder can run under a fuzzer exactly as the
+ * no global state but the caller's step hook (zstd contexts are the
+ * caller's to keep), so the decoder can run under a fuzzer exactly as the
  * server runs it.
  */
 #include "c.h"
@@ -10,6 +11,7 @@
 /* ZSTD_f_zstd1_magicless: set through the stable setParameter calls. */
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "codec.h"
 #include "port/pg_crc32c.h"
@@ -123,6 +125,41 @@ worth_compressing(ZSTD_CCtx *cctx, const uint8_t *in, size_t len)
 	return packed < sampled - sampled / 16;
 }
 
+void		(*lake_codec_step) (void) = NULL;
+
+/*
+ * Input beyond this is compressed in steps of it, lake_codec_step called
+ * between them: a client's staged chunk may be up to lake.max_stream_bytes,
+ * which takes zstd's slowest level a minute.
+ */
+#define LAKE_CODEC_STEP (256 * 1024)
+
+/* Compress what is left of 'in' into 'out' step by step; as ZSTD_compress2. */
+static size_t
+compress_in_steps(ZSTD_CCtx *cctx, ZSTD_outBuffer *out, ZSTD_inBuffer *in, size_t len)
+{
+	while (in->size < len)
+	{
+		ZSTD_EndDirective mode;
+		size_t		r;
+
+		in->size = len - in->size > LAKE_CODEC_STEP ? in->size + LAKE_CODEC_STEP : len;
+		mode = in->size == len ? ZSTD_e_end : ZSTD_e_continue;
+		do
+		{
+			r = ZSTD_compressStream2(cctx, out, in, mode);
+			if (ZSTD_isError(r))
+				return r;
+			/* Full, yet more to write: the frame would not be smaller. */
+			if (out->pos == out->size && (r != 0 || in->pos < in->size))
+				return (size_t) -ZSTD_error_dstSize_tooSmall;
+		} while (mode == ZSTD_e_end ? r != 0 : in->pos < in->size);
+		if (mode != ZSTD_e_end && lake_codec_step != NULL)
+			lake_codec_step();
+	}
+	return out->pos;
+}
+
 /*
  * One zstd frame without its magic number (the tag says what follows):
  * four bytes fewer in every stored chunk. The rest of the header is what
@@ -140,8 +177,17 @@ compress_frame(ZSTD_CCtx *cctx, int level, const ZSTD_CDict *cdict,
 	if (!ZSTD_isError(r))
 		r = cdict != NULL ? ZSTD_CCtx_refCDict(cctx, cdict) :
 			ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+	if (ZSTD_isError(r) || len <= LAKE_CODEC_STEP)
+		return ZSTD_isError(r) ? r : ZSTD_compress2(cctx, out, cap, in, len);
+	/* The content size goes in the frame header, as ZSTD_compress2 puts it. */
+	r = ZSTD_CCtx_setPledgedSrcSize(cctx, len);
 	if (!ZSTD_isError(r))
-		r = ZSTD_compress2(cctx, out, cap, in, len);
+	{
+		ZSTD_outBuffer ob = {out, cap, 0};
+		ZSTD_inBuffer ib = {in, 0, 0};
+
+		r = compress_in_steps(cctx, &ob, &ib, len);
+	}
 	return r;
 }
 

@@ -78,6 +78,13 @@ typedef enum LakeCodecStatus
 extern uint32_t lake_chunk_place(int64_t blob, int32_t chunk_no);
 #define LAKE_PLACE_NONE 0xFFFFFFFFu
 
+/*
+ * Called, when set, between the steps in which a large chunk is
+ * compressed (codec.c): the place for the caller's interrupt check, which
+ * may leave by an error (the next encode starts its context afresh).
+ */
+extern void (*lake_codec_step) (void);
+
 /* Worst-case encoded size of 'len' input bytes. */
 extern size_t lake_chunk_bound(size_t len);
 

@@ -839,11 +839,19 @@ store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 	return true;
 }
 
+/* Between the steps of a large chunk's compression (codec.h). */
+static void
+compression_step(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
 static ZSTD_CCtx *
 compression_context(void)
 {
 	if (cctx == NULL)
 	{
+		lake_codec_step = compression_step;
 		cctx = ZSTD_createCCtx();
 		if (cctx == NULL)
 			ereport(ERROR,
@@ -938,6 +946,12 @@ store_encode_chunk_dict(const char *data, size_t len,
 		lake_chunk_encode(compression_context(), lake_compression_level,
 						  (const uint8_t *) data, len, bare, place, (uint8_t *) VARDATA(out));
 	SET_VARSIZE(out, VARHDRSZ + n);
+	if (out != buffer)
+	{
+		/* Nor zstd's workspace for it: at a high level, a hundred megabytes. */
+		ZSTD_freeCCtx(cctx);
+		cctx = NULL;
+	}
 	return out;
 }
 

@@ -13,6 +13,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes ();
 use LakeTAP;
 
 my $node = lake_node(
@@ -230,5 +231,26 @@ sub vm_hwm_kb
 	lineage_ok('after expiry');
 }
 
+# A large staged chunk is compressed in steps that take interrupts: at
+# zstd's slowest level (lake.compression_level is any role's to set) a
+# 16 MB chunk used to hold its call, with its permit and its stage's lock,
+# past statement_timeout for half a minute. The payload is made first, so
+# only the call is timed.
+$node->safe_psql('postgres', q{
+CREATE TABLE slow_chunk AS
+SELECT convert_to(string_agg(md5(i::text), ''), 'UTF8') AS b FROM generate_series(1, 500000) i;
+});
+my $slow = $node->safe_psql('postgres', "SELECT lake.begin_append('ds', 't', 'slow-chunk')");
+my $t0 = Time::HiRes::time();
+my ($slow_state) = sql_error($node,
+	"SET lake.compression_level = 19; SET statement_timeout = '1s';
+	 SELECT lake.append_chunk($slow, 0, b) FROM slow_chunk");
+my $slow_secs = Time::HiRes::time() - $t0;
+is($slow_state, '57014', 'statement_timeout ends a chunk being compressed at level 19');
+cmp_ok($slow_secs, '<', 10, "within seconds ($slow_secs s), not when the compression ends");
+is($node->safe_psql('postgres', 'SELECT slots_in_use, bytes_reserved FROM lake.admission()'),
+	'0|0', 'and its permit is released');
+
 $node->stop;
+
 done_testing();
