@@ -860,8 +860,8 @@ open_owner(const char *name, OwnerReplay *r)
 /*
  * The owners releases make live, once their transaction commits: until
  * then they stay quarantined, so no cast is accepted against a release that
- * an abort would take back (the durable quarantine would stand). Their
- * replayed states may stay: they are made of durable landings.
+ * an abort would take back (the durable quarantine would stand); their
+ * replayed states are put back (release_undo).
  *
  * A snapshot taken while an owner was quarantined holds its prefix, and
  * recovery replays only the cycles after the newest snapshot: the landings
@@ -871,6 +871,44 @@ open_owner(const char *name, OwnerReplay *r)
  * lifecycle edits out meanwhile).
  */
 static List *releasing = NIL;	/* of OwnerState *, in TopTransactionContext */
+
+/*
+ * A quarantined owner's state as its release found it (no casts pending:
+ * they are refused). A release that does not commit puts it back: the
+ * landings its replay applied stay past the durable quarantine's prefix,
+ * and a state left advanced, with the old reason, would go into the next
+ * snapshot, so recovery would find the owner at a prefix that depends on
+ * when a snapshot was taken.
+ */
+typedef struct ReleaseUndo
+{
+	OwnerState *owner;
+	int16		phase;
+	int64		lap;
+	int64		position;
+	int64		position_cycle;
+} ReleaseUndo;
+
+static List *release_undo = NIL;	/* of ReleaseUndo *, in TopTransactionContext */
+
+static void
+put_back(List *undo)
+{
+	ListCell   *lc;
+
+	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
+	foreach(lc, undo)
+	{
+		ReleaseUndo *u = (ReleaseUndo *) lfirst(lc);
+		OwnerState *o = u->owner;
+
+		o->phase = o->projected_phase = u->phase;
+		o->lap = o->projected_lap = u->lap;
+		o->position = u->position;
+		o->position_cycle = u->position_cycle;
+	}
+	LWLockRelease(cycle_lock());
+}
 
 /*
  * The owners lake.recover() quarantined: in shared memory at once (no cast
@@ -917,12 +955,15 @@ release_xact_callback(XactEvent event, void *arg)
 		return;
 	/* Before the locks go: the sealing lock keeps a recovery off the entries. */
 	unquarantine(event == XACT_EVENT_COMMIT ? releasing : quarantining);
-	releasing = quarantining = NIL; /* their memory goes with the transaction */
+	if (event == XACT_EVENT_ABORT)
+		put_back(release_undo);
+	/* Their memory goes with the transaction. */
+	releasing = quarantining = release_undo = NIL;
 }
 
-/* Remember 'o' in 'list' until the transaction ends. */
+/* Remember 'item' in 'list' until the transaction ends. */
 static void
-until_xact_end(List **list, OwnerState *o)
+until_xact_end(List **list, void *item)
 {
 	static bool registered = false;
 	MemoryContext old;
@@ -931,8 +972,24 @@ until_xact_end(List **list, OwnerState *o)
 		RegisterXactCallback(release_xact_callback, NULL);
 	registered = true;
 	old = MemoryContextSwitchTo(TopTransactionContext);
-	*list = lappend(*list, o);
+	*list = lappend(*list, item);
 	MemoryContextSwitchTo(old);
+}
+
+/* Keep o's state to put back should this transaction not commit. */
+static void
+keep_for_abort(OwnerState *o)
+{
+	ReleaseUndo *u = MemoryContextAlloc(TopTransactionContext, sizeof(ReleaseUndo));
+
+	LWLockAcquire(cycle_lock(), LW_SHARED);
+	u->owner = o;
+	u->phase = o->phase;
+	u->lap = o->lap;
+	u->position = o->position;
+	u->position_cycle = o->position_cycle;
+	LWLockRelease(cycle_lock());
+	until_xact_end(&release_undo, u);
 }
 
 Datum
@@ -1016,6 +1073,7 @@ lake_release_owner(PG_FUNCTION_ARGS)
 				(errmsg("owner \"%s\" is not quarantined", name)));
 		PG_RETURN_VOID();
 	}
+	keep_for_abort(r.owner);	/* before: the replay may fail */
 	if (r.lc != NULL)
 		replay_owner(&r);
 	if (r.why != NULL)

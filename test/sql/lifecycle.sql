@@ -172,3 +172,25 @@ UPDATE lake_data.lifecycle SET initial_phase = 'A' WHERE name = 'lc_snap';
 RESET session_replication_role;
 SELECT lake.checkpoint() > 0 AS checkpoint_taken;
 SELECT phase, "position", quarantined FROM lake.owner_state('lc_snap_o');
+
+-- A release that fails partway puts the owner back where its durable
+-- quarantine stands. Its replay applied landing 2 before landing 3 did not
+-- fit, and left the owner there (C, position 2) under the old reason; the
+-- next snapshot then took that state, so a recovery found it at a prefix
+-- that depended on when a snapshot was taken.
+SELECT lake.define_lifecycle('lc_rel', 'A', '{{A,B},{B,C},{C,A}}');
+SELECT lake.create_owner('lc_rel_o', 'lc_rel');
+SELECT (lake.cast_durable('lc_rel_o', 'A', 'B')).position;
+SELECT (lake.cast_durable('lc_rel_o', 'B', 'C')).position;
+SELECT (lake.cast_durable('lc_rel_o', 'C', 'A')).position;
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{C,A}}' WHERE name = 'lc_rel';
+SELECT phase, "position", quarantined FROM lake.owner_state('lc_rel_o');
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C}}' WHERE name = 'lc_rel';
+SELECT lake.release_owner('lc_rel_o');
+SELECT phase, lap, "position", quarantined, reason FROM lake.owner_state('lc_rel_o');
+SELECT lake.checkpoint() > 0 AS checkpoint_taken;
+SELECT quarantine_position FROM lake_data.owner WHERE name = 'lc_rel_o';
+-- Fixed, it is released whole.
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C},{C,A}}' WHERE name = 'lc_rel';
+SELECT lake.release_owner('lc_rel_o');
+SELECT phase, lap, "position", quarantined FROM lake.owner_state('lc_rel_o');
