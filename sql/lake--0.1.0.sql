@@ -195,6 +195,10 @@ CREATE TABLE lake_data.stage (
     created_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
     touched_at    timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     opened_by     oid NOT NULL,         -- role that began it (lake.role_max_open_stages)
+    -- The chunks uploaded so far and their bytes, kept as they come: the
+    -- bounds of each append_chunk, without counting the chunk rows.
+    chunks        int NOT NULL DEFAULT 0,
+    bytes         bigint NOT NULL DEFAULT 0,
     UNIQUE (dataset_id, tenant, operation_id)
 );
 CREATE INDEX stage_touched_at ON lake_data.stage (touched_at);

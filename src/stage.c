@@ -169,16 +169,16 @@ lock_open_stage(int64 stage, StageRow *row)
  * not see) stops too. The stage's row lock makes the count exact.
  */
 static void
-require_chunk_room(int64 stage, const StageSummary *sum)
+require_chunk_room(int64 stage, int64 nchunks)
 {
-	if (sum->nchunks >= lake_role_max_stage_chunks)
+	if (nchunks >= lake_role_max_stage_chunks)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("stage " INT64_FORMAT " has reached lake.role_max_stage_chunks (%d) of role \"%s\"",
 						stage, lake_role_max_stage_chunks,
 						GetUserNameFromId(GetSessionUserId(), false)),
 				 errdetail_plural("The stage holds " INT64_FORMAT " chunk.",
-								  "The stage holds " INT64_FORMAT " chunks.", sum->nchunks, sum->nchunks),
+								  "The stage holds " INT64_FORMAT " chunks.", nchunks, nchunks),
 				 errhint("Commit the stage, or send larger chunks.")));
 }
 
@@ -191,7 +191,8 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	int64		len;
 	StoredChunk stored;
 	StageRow	row;
-	StageSummary sum;
+	int64		chunks;
+	int64		bytes;
 	uint32		max_stream;
 
 	lake_require_preload();
@@ -220,18 +221,18 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 		store_finish();
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}
-	/* The chunk is not there yet (the row lock keeps it so): count the rest. */
-	store_stage_summary(stage, &sum);
+	/* The chunk is not there yet (the stage's lock keeps it so). */
+	store_stage_counted(stage, &chunks, &bytes);
 	if (lake_role_max_stage_chunks > 0)
-		require_chunk_room(stage, &sum);
+		require_chunk_room(stage, chunks);
 	max_stream = admission_max_stream_bytes();
-	if (sum.bytes + len > max_stream)
+	if (bytes + len > max_stream)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stage " INT64_FORMAT " would exceed lake.max_stream_bytes (%u)",
 						stage, max_stream),
 				 errdetail("With chunk %d the stage would hold " INT64_FORMAT " bytes.",
-						   chunk_no, sum.bytes + len)));
+						   chunk_no, bytes + len)));
 	store_put_chunk(stage, chunk_no, VARDATA_ANY(data), len);
 	store_finish();
 	PG_RETURN_VOID();

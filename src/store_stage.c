@@ -248,8 +248,11 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
  * retry (40001), not that the stage does not exist. The stage's tenant
  * (the version's, once committed), or NULL.
  */
-/* lake_data.stage's columns: id, dataset_id, tenant, operation_id, created_at, touched_at, opened_by. */
-#define STAGE_NATTS 7
+/*
+ * lake_data.stage's columns: id, dataset_id, tenant, operation_id,
+ * created_at, touched_at, opened_by, chunks, bytes.
+ */
+#define STAGE_NATTS 9
 #define STAGE_ID 1
 #define STAGE_TENANT 3
 
@@ -361,13 +364,42 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 	return same ? CHUNK_SAME : CHUNK_DIFFERENT;
 }
 
+/* A new chunk of an open stage, counted in the stage's row. */
 void
 store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len)
 {
+	static SPIPlanPtr plan;
+	Oid			types[2] = {INT8OID, INT8OID};
+	Datum		values[2] = {Int64GetDatum(blob), Int64GetDatum((int64) len)};
 	Relation	rel = store_open("chunk", RowExclusiveLock);
 
 	store_insert_chunk(rel, blob, chunk_no, data, len);
 	table_close(rel, NoLock);
+	store_run(store_plan(&plan,
+				 "UPDATE lake_data.stage s SET chunks = s.chunks OPERATOR(pg_catalog.+) 1, "
+				 "bytes = s.bytes OPERATOR(pg_catalog.+) $2 "
+				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
+				 2, types),
+		values, SPI_OK_UPDATE);
+}
+
+/* What an open stage holds, as its row counts it (store_put_chunk). */
+void
+store_stage_counted(int64 stage, int64 *chunks, int64 *bytes)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(stage)};
+
+	store_run(store_plan(&plan,
+				 "SELECT s.chunks::pg_catalog.int8, s.bytes FROM lake_data.stage s "
+				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "lake: stage " INT64_FORMAT " has no row", stage);
+	*chunks = DatumGetInt64(store_colv(0, 1));
+	*bytes = DatumGetInt64(store_colv(0, 2));
 }
 
 void

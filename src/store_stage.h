@@ -56,6 +56,7 @@ typedef enum StoredChunk
 extern StoredChunk store_chunk_compare(int64 blob, int32 chunk_no,
 									   const char *data, size_t len);
 extern void store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len);
+extern void store_stage_counted(int64 stage, int64 *chunks, int64 *bytes);
 extern void store_stage_summary(int64 blob, StageSummary *sum);
 extern int64 store_first_missing_chunk(int64 blob);
 extern void store_drop_stage(int64 stage, bool with_chunks);

@@ -263,3 +263,16 @@ BEGIN
     PERFORM lake.abort_append(s);
 END $$;
 SELECT lake.abort_append(:lu);
+
+-- A stage keeps the count and bytes of its chunks as they come, so a call
+-- no longer counts every chunk row it already holds (an upload of n chunks
+-- cost O(n^2)). A re-sent chunk counts once; a refused one not at all:
+-- 2 MB + 1 MB reach lake.max_stream_bytes (3 MB here) exactly.
+SELECT lake.begin_append('uploads', 'acme', 'counted') AS cnt \gset
+SELECT lake.append_chunk(:cnt, 0, decode(repeat('ab', 2097152), 'hex'));
+SELECT lake.append_chunk(:cnt, 0, decode(repeat('ab', 2097152), 'hex'));
+SELECT t.err(format('SELECT lake.append_chunk(%s, 1, decode(repeat(%L, 2097152), %L))', :cnt, 'cd', 'hex'));
+SELECT lake.append_chunk(:cnt, 1, decode(repeat('ab', 1048576), 'hex'));
+SELECT t.err(format('SELECT lake.append_chunk(%s, 2, %L::bytea)', :cnt, '\x01'));
+SELECT chunks, bytes FROM lake_data.stage WHERE id = :cnt;
+SELECT lake.commit_append(:cnt) > 0 AS committed;
