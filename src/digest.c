@@ -32,11 +32,22 @@ lake_digest_begin(void)
 	return ctx;
 }
 
+#define DIGEST_PIECE ((size_t) 8 * 1024 * 1024)
+
+/* In pieces, as lake_sha256: a staged chunk may be a gigabyte. */
 void
 lake_digest_update(LakeDigest *ctx, const void *data, size_t len)
 {
-	if (pg_cryptohash_update(ctx, data, len) < 0)
-		digest_failed(ctx);
+	while (len > 0)
+	{
+		size_t		piece = Min(len, DIGEST_PIECE);
+
+		CHECK_FOR_INTERRUPTS();
+		if (pg_cryptohash_update(ctx, data, piece) < 0)
+			digest_failed(ctx);
+		data = (const char *) data + piece;
+		len -= piece;
+	}
 }
 
 void
@@ -46,8 +57,6 @@ lake_digest_end(LakeDigest *ctx, uint8 *out)
 		digest_failed(ctx);
 	pg_cryptohash_free(ctx);
 }
-
-#define DIGEST_PIECE ((size_t) 8 * 1024 * 1024)
 
 static void
 digest_error(void)
