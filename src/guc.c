@@ -388,6 +388,6 @@ lake_require_served_database(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("lake serves database \"%s\", not this one", lake_database),
-				 errdetail("A copy of that database (CREATE DATABASE ... TEMPLATE) holds lake's tables but is not served."),
+				 errdetail("lake's tables are here, but its worker serves only the database lake.database names: this one is a copy of it (CREATE DATABASE ... TEMPLATE), or was renamed."),
 				 errhint("Use lake in database \"%s\".", lake_database)));
 }
