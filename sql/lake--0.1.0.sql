@@ -329,6 +329,14 @@ CREATE TRIGGER writer_merge BEFORE INSERT ON lake_data.writer
 REVOKE ALL ON FUNCTION lake.writer_merge() FROM PUBLIC;
 INSERT INTO lake_data.writer (epoch) VALUES (0);
 
+-- The check of the tables that hold records (cycles, snapshots): names in
+-- them keep the encoding they were written in, so rows restored from a
+-- database of another encoding are refused (55000) rather than misread.
+CREATE FUNCTION lake_data.encoding_check(smallint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'lake_encoding_check'
+    LANGUAGE C STRICT STABLE;
+REVOKE ALL ON FUNCTION lake_data.encoding_check(smallint) FROM PUBLIC;
+
 -- Sealed cycles: every landing of a cycle in one zstd-compressed record.
 CREATE TABLE lake_data.cycle (
     cycle         bigint PRIMARY KEY,
@@ -346,7 +354,12 @@ CREATE TABLE lake_data.cycle (
     indexed_through  bigint NOT NULL,
     tail_owners   int NOT NULL,
     owners        bytea NOT NULL,
-    data          bytea NOT NULL
+    data          bytea NOT NULL,
+    -- The database encoding its names (phases, operation ids) are in: a
+    -- restore converts the tables' text, not the records, so one into a
+    -- database of another encoding is refused here (as in the snapshots).
+    encoding      smallint NOT NULL DEFAULT pg_catalog.pg_char_to_encoding(pg_catalog.getdatabaseencoding())
+        CONSTRAINT cycle_in_database_encoding CHECK (lake_data.encoding_check(encoding))
 );
 ALTER TABLE lake_data.cycle ALTER COLUMN data SET STORAGE EXTERNAL;
 CREATE INDEX cycle_receipt ON lake_data.cycle (epoch, last_seq);
@@ -381,7 +394,9 @@ CREATE TABLE lake_data.snapshot (
     owners        int NOT NULL,
     bytes         bigint NOT NULL,
     stored_bytes  bigint NOT NULL,
-    data          bytea NOT NULL
+    data          bytea NOT NULL,
+    encoding      smallint NOT NULL DEFAULT pg_catalog.pg_char_to_encoding(pg_catalog.getdatabaseencoding())
+        CONSTRAINT snapshot_in_database_encoding CHECK (lake_data.encoding_check(encoding))
 );
 ALTER TABLE lake_data.snapshot ALTER COLUMN data SET STORAGE EXTERNAL;
 

@@ -60,6 +60,7 @@ PG_FUNCTION_INFO_V1(lake_recover);
 PG_FUNCTION_INFO_V1(lake_release_owner);
 PG_FUNCTION_INFO_V1(lake_rebuild_owner_index);
 PG_FUNCTION_INFO_V1(lake_writer_merge);
+PG_FUNCTION_INFO_V1(lake_encoding_check);
 PG_FUNCTION_INFO_V1(lake_lifecycle_changed);
 
 /* Why landing l cannot apply to o, or NULL; *to gets the phase it moves to. */
@@ -414,9 +415,9 @@ load_image(const LakeOwnerImage *im, void *arg)
 static int64
 load_snapshot(Replay *rp)
 {
-	/* lake_data.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data) */
-	Datum		row[6];
-	bool		nulls[6];
+	/* lake_data.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data, encoding) */
+	Datum		row[7];
+	bool		nulls[7];
 	int64		cycle;
 	int64		bytes;
 	size_t		got;
@@ -551,10 +552,8 @@ newest_cycle_epoch(void)
  * that wrote them; a restore converts the tables' text, not the records.
  */
 static void
-require_encoding(Datum written)
+require_encoding(const char *name)
 {
-	const char *name = NameStr(*DatumGetName(written));
-
 	if (strcmp(name, GetDatabaseEncodingName()) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -562,6 +561,20 @@ require_encoding(Datum written)
 						name, GetDatabaseEncodingName()),
 				 errdetail("Phase names and cast operation ids inside the records keep the encoding they were written in."),
 				 errhint("Restore into a database created with ENCODING '%s'.", name)));
+}
+
+/*
+ * The check constraint of the tables that hold records (lake_data.cycle,
+ * lake_data.snapshot): a restore's rows carry the encoding they were
+ * written in. The seal writes its rows past constraints, with this one's.
+ */
+Datum
+lake_encoding_check(PG_FUNCTION_ARGS)
+{
+	int			enc = PG_GETARG_INT16(0);
+
+	require_encoding(PG_VALID_ENCODING(enc) ? pg_encoding_to_char(enc) : psprintf("%d", enc));
+	PG_RETURN_BOOL(true);
 }
 
 static int32
@@ -599,7 +612,7 @@ advance_epoch(void)
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, desc, values, nulls);
-	require_encoding(values[enc_att - 1]);	/* NOT NULL */
+	require_encoding(NameStr(*DatumGetName(values[enc_att - 1])));	/* NOT NULL */
 	store_require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
 							nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));
 	row_epoch = DatumGetInt32(values[epoch_att - 1]);
@@ -700,7 +713,7 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 		values[1] = values[2] = Int32GetDatum(0);
 	enc = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "encoding"), desc, &enc_null);
 	if (!enc_null)
-		require_encoding(enc);	/* NULL: NOT NULL refuses it */
+		require_encoding(NameStr(*DatumGetName(enc)));	/* NULL: NOT NULL refuses it */
 	/* A history restored over live casts would share their receipts. */
 	if (cycle_has_history())
 		ereport(ERROR,
@@ -894,12 +907,11 @@ static List *release_undo = NIL;	/* of ReleaseUndo *, in TopTransactionContext *
 static void
 put_back(List *undo)
 {
-	ListCell   *lc;
-
 	LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
-	foreach(lc, undo)
+	/* Newest first: an owner released twice ends as the first found it. */
+	for (int i = list_length(undo) - 1; i >= 0; i--)
 	{
-		ReleaseUndo *u = (ReleaseUndo *) lfirst(lc);
+		ReleaseUndo *u = (ReleaseUndo *) list_nth(undo, i);
 		OwnerState *o = u->owner;
 
 		o->phase = o->projected_phase = u->phase;

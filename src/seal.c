@@ -40,6 +40,7 @@
 #include "guc.h"
 #include "landing.h"
 #include "logread.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "owner_index.h"
 #include "postmaster/bgworker.h"
@@ -602,7 +603,7 @@ seal_run(void)
 	listed = palloc(sizeof(LakeCycleOwner) * cut.ncasts);
 	positions = palloc(sizeof(int64) * cut.ncasts);
 	op_rows = palloc(sizeof(Datum) * 5 * cut.ncasts);
-	nulls = palloc0(sizeof(bool) * Max(13, 5 * cut.ncasts));	/* no column is NULL */
+	nulls = palloc0(sizeof(bool) * Max(14, 5 * cut.ncasts));	/* no column is NULL */
 
 	for (uint64 off = cut.start; off < cut.end;)
 	{
@@ -690,14 +691,14 @@ seal_run(void)
 		index.tail_owners += nowners;
 	{
 		size_t		listlen = lake_cycle_owners_put(list, listed, (uint32) nowners);
-		Datum		row[13] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
+		Datum		row[14] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
 			Int64GetDatum(cut.first_seq), Int64GetDatum(cut.last_seq),
 			Int32GetDatum(cut.ncasts), Int64GetDatum((int64) pos),
 			Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
 			TimestampTzGetDatum(GetCurrentTimestamp()), LSNGetDatum(lsn),
 			Int64GetDatum(index.indexed_through), Int32GetDatum(index.tail_owners),
 			PointerGetDatum(store_encode_raw((const char *) list, listlen)),
-		PointerGetDatum(stored)};
+		PointerGetDatum(stored), Int16GetDatum((int16) GetDatabaseEncoding())};
 
 		insert_rows(SEAL_CYCLE, 1, row, nulls);
 	}

@@ -846,9 +846,19 @@ compression_step(void)
 	CHECK_FOR_INTERRUPTS();
 }
 
+/* A chunk larger than lake's own is being compressed (see below). */
+static bool large_in_progress = false;
+
 static ZSTD_CCtx *
 compression_context(void)
 {
+	if (large_in_progress && cctx != NULL)
+	{
+		/* One was interrupted: its workspace goes, as after one that ends. */
+		ZSTD_freeCCtx(cctx);
+		cctx = NULL;
+	}
+	large_in_progress = false;
 	if (cctx == NULL)
 	{
 		lake_codec_step = compression_step;
@@ -919,6 +929,7 @@ store_encode_chunk_dict(const char *data, size_t len,
 	size_t		need = VARHDRSZ + lake_chunk_bound(len);
 	bytea	   *out;
 	size_t		n;
+	ZSTD_CCtx  *ctx;
 
 	if (need > MaxAllocSize)
 		ereport(ERROR,
@@ -940,17 +951,20 @@ store_encode_chunk_dict(const char *data, size_t len,
 		}
 		out = buffer;
 	}
+	ctx = compression_context();
+	/* Nor zstd's workspace for a large one: at a high level, a hundred megabytes. */
+	large_in_progress = out != buffer;
 	n = cdict != NULL ?
-		lake_chunk_encode_dict(compression_context(), cdict,
+		lake_chunk_encode_dict(ctx, cdict,
 							   (const uint8_t *) data, len, bare, place, (uint8_t *) VARDATA(out)) :
-		lake_chunk_encode(compression_context(), lake_compression_level,
+		lake_chunk_encode(ctx, lake_compression_level,
 						  (const uint8_t *) data, len, bare, place, (uint8_t *) VARDATA(out));
 	SET_VARSIZE(out, VARHDRSZ + n);
-	if (out != buffer)
+	if (large_in_progress)
 	{
-		/* Nor zstd's workspace for it: at a high level, a hundred megabytes. */
 		ZSTD_freeCCtx(cctx);
 		cctx = NULL;
+		large_in_progress = false;
 	}
 	return out;
 }

@@ -194,3 +194,17 @@ SELECT quarantine_position FROM lake_data.owner WHERE name = 'lc_rel_o';
 UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C},{C,A}}' WHERE name = 'lc_rel';
 SELECT lake.release_owner('lc_rel_o');
 SELECT phase, lap, "position", quarantined FROM lake.owner_state('lc_rel_o');
+-- Released twice in a statement that then fails: put back as the first
+-- release found it, not as the second did (after the first's replay).
+SELECT lake.define_lifecycle('lc_rx', 'A', '{{A,B},{B,C},{C,A}}');
+SELECT lake.define_lifecycle('lc_ry', 'A', '{{A,B},{B,C},{C,A}}');
+SELECT lake.create_owner('lc_rx_o', 'lc_rx'), lake.create_owner('lc_ry_o', 'lc_ry');
+SELECT count(lake.cast_durable(o, f, t)) AS casts
+FROM unnest(ARRAY['lc_rx_o', 'lc_ry_o']) o, LATERAL (VALUES (1, 'A', 'B'), (2, 'B', 'C'), (3, 'C', 'A')) m(n, f, t);
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{C,A}}' WHERE name IN ('lc_rx', 'lc_ry');
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C},{C,A}}' WHERE name = 'lc_rx';
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C}}' WHERE name = 'lc_ry';
+SELECT lake.release_owner(o) FROM unnest(ARRAY['lc_rx_o', 'lc_rx_o', 'lc_ry_o']) o;
+SELECT phase, "position", quarantined FROM lake.owner_state('lc_rx_o');
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C},{C,A}}' WHERE name = 'lc_ry';
+SELECT lake.release_owner(o) FROM unnest(ARRAY['lc_rx_o', 'lc_ry_o']) o;

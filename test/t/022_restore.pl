@@ -194,5 +194,17 @@ $dst4->command_fails_like(
 	'a restore into a database of another encoding is refused');
 is($dst4->safe_psql('other_enc', "SELECT count(*) FROM pg_extension WHERE extname = 'lake'"),
 	'0', 'and, in one transaction, leaves nothing of lake there');
+# A plain restore loads the writer row last, after the records: they are
+# refused on their own, so none is there to be read in the wrong encoding.
+$dst4->safe_psql('postgres', 'DROP DATABASE other_enc WITH (FORCE)');
+$dst4->safe_psql('postgres',
+	"CREATE DATABASE other_enc ENCODING '$other' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
+$dst4->command_fails_like(
+	[ 'pg_restore', '-d', $dst4->connstr('other_enc'), $dump ],
+	qr/lake's records were written in a database of encoding "\Q$src_enc\E", and this one's is "$other"/,
+	'a plain restore into another encoding refuses the cycle records');
+is( $dst4->safe_psql('other_enc',
+		'SELECT (SELECT count(*) FROM lake_data.cycle) + (SELECT count(*) FROM lake_data.snapshot)'),
+	'0', 'and none of them, nor a snapshot, is there');
 
 done_testing();
