@@ -22,6 +22,7 @@
 #include "lake.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "admission.h"
 #include "guc.h"
 #include "head.h"
@@ -82,6 +83,15 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 	/* The version answers for its bytes as a read does (SPEC §5). */
 	reserve_for_check(op, wait_ms);
 	store_check_lineage(dataset, op, payload, len);
+	/*
+	 * Acknowledged as durable as this caller's own commit would be: its
+	 * writer may have committed without waiting for the flush, and a
+	 * crash before it would take the version back (and give its number to
+	 * another operation).
+	 */
+	if (synchronous_commit > SYNCHRONOUS_COMMIT_OFF && !XLogRecPtrIsInvalid(op->commit_lsn) &&
+		!RecoveryInProgress())
+		XLogFlush(op->commit_lsn);
 	return op->version;
 }
 

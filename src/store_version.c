@@ -33,6 +33,8 @@
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
+#include "access/xlog.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
@@ -402,9 +404,25 @@ text_is(Datum d, const char *s, size_t len)
  * first of the dataset's rows whose hash is the operation's and whose
  * tenant and operation id are its own.
  */
+/*
+ * Where WAL must be flushed for the tuple's inserting commit to be
+ * durable: an asynchronous commit is visible before its flush (a
+ * committed hint bit is set only after it).
+ */
+static XLogRecPtr
+commit_lsn_of(HeapTupleHeader t)
+{
+	TransactionId xmin = HeapTupleHeaderGetRawXmin(t);
+
+	if (HeapTupleHeaderXminCommitted(t) || !TransactionIdIsNormal(xmin) ||
+		TransactionIdIsCurrentTransactionId(xmin))
+		return InvalidXLogRecPtr;
+	return TransactionIdGetCommitLSN(xmin);
+}
+
 static bool
 fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
-				Snapshot snapshot, Datum *values, bool *nulls)
+				Snapshot snapshot, Datum *values, bool *nulls, XLogRecPtr *commit_lsn)
 {
 	Relation	rel = store_open("version", AccessShareLock);
 	Relation	idx = store_open("version_operation", AccessShareLock);
@@ -429,8 +447,12 @@ fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 		found = text_is(slot->tts_values[VA_TENANT - 1], tenant, tenant_len) &&
 			text_is(slot->tts_values[VA_OPERATION - 1], operation_id, operation_len);
 		if (found)
-			heap_deform_tuple(ExecCopySlotHeapTuple(slot), RelationGetDescr(rel),
-							  values, nulls);
+		{
+			HeapTuple	tup = ExecCopySlotHeapTuple(slot);
+
+			*commit_lsn = commit_lsn_of(tup->t_data);
+			heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+		}
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -448,8 +470,9 @@ find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 	bool		nulls[VERSION_NATTS];
 
 	out->dataset_id = dataset_id;
+	out->commit_lsn = InvalidXLogRecPtr;
 	out->found = fetch_operation(dataset_id, tenant, operation_id, snapshot,
-								 values, nulls);
+								 values, nulls, &out->commit_lsn);
 	if (out->found)
 	{
 		out->version = DatumGetInt64(values[VA_VERSION - 1]);
@@ -674,6 +697,8 @@ store_version_of_blob(int64 blob, Snapshot snapshot, OperationLookup *op,
 	if (of_blob && !nulls[VA_DATA - 1])
 		return false;
 	op->found = true;
+	/* A rare path (a retried commit_append): all WAL written so far. */
+	op->commit_lsn = GetXLogInsertRecPtr();
 	head_from_row(values, nulls, &op->head);
 	memcpy(op->digest, op->head.digest, LAKE_DIGEST_LEN);
 	*tenant = op->head.tenant;

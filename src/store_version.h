@@ -4,6 +4,7 @@
 #ifndef LAKE_STORE_VERSION_H
 #define LAKE_STORE_VERSION_H
 
+#include "access/xlogdefs.h"
 #include "store.h"
 
 /* A version's header row, as store_version_head finds it. */
@@ -29,6 +30,12 @@ typedef struct OperationLookup
 	int64		version;
 	uint8		digest[LAKE_DIGEST_LEN];
 	VersionHead head;			/* when found: the version's header */
+	/*
+	 * When found: where WAL must be flushed before the version is
+	 * acknowledged as durable (its writer may have committed with
+	 * synchronous_commit = off), or InvalidXLogRecPtr.
+	 */
+	XLogRecPtr	commit_lsn;
 	int64		max_version;	/* store_recheck_operation only */
 	/* operation.c's: the dataset's head when looked up (-1: not known), */
 	int64		seen_head;
