@@ -7,6 +7,7 @@
  */
 #include "lake.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "guc.h"
 #include "miscadmin.h"
@@ -96,9 +97,33 @@ store_set_tenant_grant(const char *tenant, Oid role, bool grant)
 							  2, types),
 						  values, SPI_OK_INSERT, lake_admission_queue_wait_ms, grant_busy, &key);
 	else
+	{
 		store_run_bounded(store_plan(&plan_revoke,
 							  "DELETE FROM lake_data.tenant_grant g "
 							  "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
 							  2, types),
 						  values, SPI_OK_DELETE, lake_admission_queue_wait_ms, grant_busy, &key);
+		/*
+		 * Nothing to delete under a REPEATABLE READ snapshot may be a grant
+		 * committed after it: retry (as a grant in the mirror case is told),
+		 * never a revocation reported done while the grant stands.
+		 */
+		if (SPI_processed == 0 && IsolationUsesXactSnapshot())
+		{
+			static SPIPlanPtr plan_latest;
+
+			store_run_snapshot(store_plan(&plan_latest,
+										  "SELECT 1 FROM lake_data.tenant_grant g "
+										  "WHERE g.tenant OPERATOR(pg_catalog.=) $1 AND g.role OPERATOR(pg_catalog.=) $2",
+										  2, types),
+							   values, GetLatestSnapshot(), SPI_OK_SELECT);
+			if (SPI_processed > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update"),
+						 errdetail("Tenant \"%s\" was granted to the role after this transaction's snapshot.",
+								   tenant),
+						 errhint("Retry the revocation in a new transaction.")));
+		}
+	}
 }
