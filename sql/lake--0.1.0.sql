@@ -299,6 +299,15 @@ CREATE TABLE lake_data.owner (
     quarantine_reason    text
 );
 
+-- The check of the tables that hold names inside records (the writer row
+-- for them, cycles, snapshots): the encoding they were written in, which a
+-- restore converts in the tables' text and not in the records, so rows
+-- from a database of another encoding are refused (55000), not misread.
+CREATE FUNCTION lake_data.encoding_check(smallint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'lake_encoding_check'
+    LANGUAGE C STRICT STABLE;
+REVOKE ALL ON FUNCTION lake_data.encoding_check(smallint) FROM PUBLIC;
+
 -- The writer epoch: grows durably each time a worker starts sealing, so a
 -- receipt (epoch, seq) never repeats and a stale sealer can be fenced. The
 -- timeline it was taken on (set when the row is made; NULL after a restore
@@ -308,15 +317,15 @@ CREATE TABLE lake_data.owner (
 -- NULL before the first): a server started as another one refuses to
 -- recover rather than issue receipts in another partition's class.
 -- The database encoding lake's records hold their names in (phases, cast
--- operation ids): pg_restore converts the tables' text and not the
--- records, so a restore into another encoding is refused.
+-- operation ids): a restore into another encoding is refused.
 CREATE TABLE lake_data.writer (
     one           boolean PRIMARY KEY DEFAULT true CHECK (one),
     epoch         int NOT NULL,
     timeline      bigint,
     partitions    int,
     partition_no  int,
-    encoding      name NOT NULL DEFAULT pg_catalog.getdatabaseencoding()
+    encoding      smallint NOT NULL DEFAULT pg_catalog.pg_char_to_encoding(pg_catalog.getdatabaseencoding())
+        CONSTRAINT writer_in_database_encoding CHECK (lake_data.encoding_check(encoding))
 );
 -- A restore (pg_dump dumps this table) meets the row this script made: the
 -- dumped epoch is merged into it, the higher one kept, so the restored
@@ -328,14 +337,6 @@ CREATE TRIGGER writer_merge BEFORE INSERT ON lake_data.writer
     FOR EACH ROW EXECUTE FUNCTION lake.writer_merge();
 REVOKE ALL ON FUNCTION lake.writer_merge() FROM PUBLIC;
 INSERT INTO lake_data.writer (epoch) VALUES (0);
-
--- The check of the tables that hold records (cycles, snapshots): names in
--- them keep the encoding they were written in, so rows restored from a
--- database of another encoding are refused (55000) rather than misread.
-CREATE FUNCTION lake_data.encoding_check(smallint) RETURNS boolean
-    AS 'MODULE_PATHNAME', 'lake_encoding_check'
-    LANGUAGE C STRICT STABLE;
-REVOKE ALL ON FUNCTION lake_data.encoding_check(smallint) FROM PUBLIC;
 
 -- Sealed cycles: every landing of a cycle in one zstd-compressed record.
 CREATE TABLE lake_data.cycle (
@@ -355,9 +356,7 @@ CREATE TABLE lake_data.cycle (
     tail_owners   int NOT NULL,
     owners        bytea NOT NULL,
     data          bytea NOT NULL,
-    -- The database encoding its names (phases, operation ids) are in: a
-    -- restore converts the tables' text, not the records, so one into a
-    -- database of another encoding is refused here (as in the snapshots).
+    -- The database encoding its names (phases, operation ids) are in.
     encoding      smallint NOT NULL DEFAULT pg_catalog.pg_char_to_encoding(pg_catalog.getdatabaseencoding())
         CONSTRAINT cycle_in_database_encoding CHECK (lake_data.encoding_check(encoding))
 );

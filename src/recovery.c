@@ -529,6 +529,38 @@ newest_cycle_epoch(void)
 }
 
 /*
+ * Names inside lake's records are bytes in the encoding of the database
+ * that wrote them; a restore converts the tables' text, not the records.
+ */
+static void
+require_encoding(int enc)
+{
+	const char *name;
+
+	if (enc == GetDatabaseEncoding())
+		return;
+	name = PG_VALID_ENCODING(enc) ? pg_encoding_to_char(enc) : psprintf("%d", enc);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("lake's records were written in a database of encoding \"%s\", and this one's is \"%s\"",
+					name, GetDatabaseEncodingName()),
+			 errdetail("Phase names and cast operation ids inside the records keep the encoding they were written in."),
+			 errhint("Restore into a database created with ENCODING '%s'.", name)));
+}
+
+/*
+ * The check constraint of the tables whose rows carry the encoding they
+ * were written in (lake_data.writer, cycle, snapshot). The seal writes its
+ * rows past constraints, with this database's.
+ */
+Datum
+lake_encoding_check(PG_FUNCTION_ARGS)
+{
+	require_encoding(PG_GETARG_INT16(0));
+	PG_RETURN_BOOL(true);
+}
+
+/*
  * Advance the durable writer epoch to the next one in this partition's
  * residue class (SPEC §7), straight on its one row: recovery is its only
  * writer but for a restore's merge (lake.writer_merge), which a failed
@@ -547,36 +579,6 @@ newest_cycle_epoch(void)
  * never issued again for another cast, and two standbys promoted in turn
  * from the same row (timelines 2 and 3) never take the same epoch.
  */
-/*
- * Names inside lake's records are bytes in the encoding of the database
- * that wrote them; a restore converts the tables' text, not the records.
- */
-static void
-require_encoding(const char *name)
-{
-	if (strcmp(name, GetDatabaseEncodingName()) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("lake's records were written in a database of encoding \"%s\", and this one's is \"%s\"",
-						name, GetDatabaseEncodingName()),
-				 errdetail("Phase names and cast operation ids inside the records keep the encoding they were written in."),
-				 errhint("Restore into a database created with ENCODING '%s'.", name)));
-}
-
-/*
- * The check constraint of the tables that hold records (lake_data.cycle,
- * lake_data.snapshot): a restore's rows carry the encoding they were
- * written in. The seal writes its rows past constraints, with this one's.
- */
-Datum
-lake_encoding_check(PG_FUNCTION_ARGS)
-{
-	int			enc = PG_GETARG_INT16(0);
-
-	require_encoding(PG_VALID_ENCODING(enc) ? pg_encoding_to_char(enc) : psprintf("%d", enc));
-	PG_RETURN_BOOL(true);
-}
-
 static int32
 advance_epoch(void)
 {
@@ -587,7 +589,6 @@ advance_epoch(void)
 	AttrNumber	tli_att = get_attnum(RelationGetRelid(rel), "timeline");
 	AttrNumber	parts_att = get_attnum(RelationGetRelid(rel), "partitions");
 	AttrNumber	part_att = get_attnum(RelationGetRelid(rel), "partition_no");
-	AttrNumber	enc_att = get_attnum(RelationGetRelid(rel), "encoding");
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
 	SysScanDesc scan;
@@ -599,8 +600,7 @@ advance_epoch(void)
 	int64		next;
 
 	if (epoch_att == InvalidAttrNumber || tli_att == InvalidAttrNumber ||
-		parts_att == InvalidAttrNumber || part_att == InvalidAttrNumber ||
-		enc_att == InvalidAttrNumber)
+		parts_att == InvalidAttrNumber || part_att == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("lake_data.writer lacks one of its columns"),
@@ -612,7 +612,6 @@ advance_epoch(void)
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, desc, values, nulls);
-	require_encoding(NameStr(*DatumGetName(values[enc_att - 1])));	/* NOT NULL */
 	store_require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
 							nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));
 	row_epoch = DatumGetInt32(values[epoch_att - 1]);
@@ -712,8 +711,9 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 	if (parts_null || part_null)
 		values[1] = values[2] = Int32GetDatum(0);
 	enc = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "encoding"), desc, &enc_null);
+	/* The row goes no further than this trigger: its constraint is not checked. */
 	if (!enc_null)
-		require_encoding(NameStr(*DatumGetName(enc)));	/* NULL: NOT NULL refuses it */
+		require_encoding(DatumGetInt16(enc));
 	/* A history restored over live casts would share their receipts. */
 	if (cycle_has_history())
 		ereport(ERROR,

@@ -846,19 +846,28 @@ compression_step(void)
 	CHECK_FOR_INTERRUPTS();
 }
 
-/* A chunk larger than lake's own is being compressed (see below). */
+/*
+ * A chunk larger than lake's own is being compressed: its context goes
+ * once it is done, or at the next use if it was interrupted. At a high
+ * level zstd's workspace for it is a hundred megabytes.
+ */
 static bool large_in_progress = false;
 
-static ZSTD_CCtx *
-compression_context(void)
+static void
+drop_large_context(void)
 {
 	if (large_in_progress && cctx != NULL)
 	{
-		/* One was interrupted: its workspace goes, as after one that ends. */
 		ZSTD_freeCCtx(cctx);
 		cctx = NULL;
 	}
 	large_in_progress = false;
+}
+
+static ZSTD_CCtx *
+compression_context(void)
+{
+	drop_large_context();
 	if (cctx == NULL)
 	{
 		lake_codec_step = compression_step;
@@ -952,7 +961,6 @@ store_encode_chunk_dict(const char *data, size_t len,
 		out = buffer;
 	}
 	ctx = compression_context();
-	/* Nor zstd's workspace for a large one: at a high level, a hundred megabytes. */
 	large_in_progress = out != buffer;
 	n = cdict != NULL ?
 		lake_chunk_encode_dict(ctx, cdict,
@@ -960,12 +968,7 @@ store_encode_chunk_dict(const char *data, size_t len,
 		lake_chunk_encode(ctx, lake_compression_level,
 						  (const uint8_t *) data, len, bare, place, (uint8_t *) VARDATA(out));
 	SET_VARSIZE(out, VARHDRSZ + n);
-	if (large_in_progress)
-	{
-		ZSTD_freeCCtx(cctx);
-		cctx = NULL;
-		large_in_progress = false;
-	}
+	drop_large_context();
 	return out;
 }
 

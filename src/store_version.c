@@ -400,11 +400,6 @@ text_is(Datum d, const char *s, size_t len)
 }
 
 /*
- * The operation's version row under 'snapshot', into values/nulls: the
- * first of the dataset's rows whose hash is the operation's and whose
- * tenant and operation id are its own.
- */
-/*
  * Where WAL must be flushed for the tuple's inserting commit to be
  * durable: an asynchronous commit is visible before its flush (a
  * committed hint bit is set only after it).
@@ -420,6 +415,11 @@ commit_lsn_of(HeapTupleHeader t)
 	return TransactionIdGetCommitLSN(xmin);
 }
 
+/*
+ * The operation's version row under 'snapshot', into values/nulls (and
+ * its commit_lsn_of): the first of the dataset's rows whose hash is the
+ * operation's and whose tenant and operation id are its own.
+ */
 static bool
 fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 				Snapshot snapshot, Datum *values, bool *nulls, XLogRecPtr *commit_lsn)
