@@ -202,6 +202,9 @@ SELECT lake.create_owner('lc_rx_o', 'lc_rx'), lake.create_owner('lc_ry_o', 'lc_r
 SELECT count(lake.cast_durable(o, f, t)) AS casts
 FROM unnest(ARRAY['lc_rx_o', 'lc_ry_o']) o, LATERAL (VALUES (1, 'A', 'B'), (2, 'B', 'C'), (3, 'C', 'A')) m(n, f, t);
 UPDATE lake_data.lifecycle SET edges = '{{A,B},{C,A}}' WHERE name IN ('lc_rx', 'lc_ry');
+-- Each edit is recovered under by the worker after its commit; the next
+-- lake call waits for that, a further edit does not: read before editing.
+SELECT owner, phase, "position", quarantined FROM unnest(ARRAY['lc_rx_o', 'lc_ry_o']) owner, lake.owner_state(owner);
 UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C},{C,A}}' WHERE name = 'lc_rx';
 UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C}}' WHERE name = 'lc_ry';
 SELECT lake.release_owner(o) FROM unnest(ARRAY['lc_rx_o', 'lc_rx_o', 'lc_ry_o']) o;
