@@ -789,7 +789,7 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 			LWLockRelease(&cs->lock);
 			ereport(ERROR,
 					(errcode(ERRCODE_LAKE_ILLEGAL_MOVE),
-					 errmsg("move %s -> %s is not in the lifecycle of owner \"%s\"",
+					 errmsg("move \"%s\" -> \"%s\" is not in the lifecycle of owner \"%s\"",
 							req->from, req->to, req->owner)));
 		}
 		if (*from != projected)
@@ -797,7 +797,7 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 			LWLockRelease(&cs->lock);
 			ereport(ERROR,
 					(errcode(ERRCODE_LAKE_STALE_PHASE),
-					 errmsg("owner \"%s\" is in phase %s, not %s",
+					 errmsg("owner \"%s\" is in phase \"%s\", not \"%s\"",
 							req->owner, lc->phases[projected], req->from),
 					 errdetail("Casts are checked against the phase after every cast already accepted.")));
 		}

@@ -223,7 +223,7 @@ build(Lifecycle *lc, const char *initial, ArrayType *edges, Flaw *f)
 
 		if (*slot)
 			return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
-						psprintf("duplicate edge %s -> %s", names[from[e]], names[to[e]]), NULL);
+						psprintf("duplicate edge \"%s\" -> \"%s\"", names[from[e]], names[to[e]]), NULL);
 		*slot = true;
 	}
 	return true;

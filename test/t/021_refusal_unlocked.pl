@@ -68,7 +68,7 @@ for my $refusal (
 	# A refused cast first: the session's caches of the owner's lifecycle
 	# and tenant are warm, so the next cast is accepted on its first pass.
 	$a->query("SELECT lake.cast('a', 'Commit', 'Planning')");
-	like($a->{stderr}, qr/ERROR:  owner "a" is in phase Planning, not Commit/, 'a first cast is refused (LK002)');
+	like($a->{stderr}, qr/ERROR:  owner "a" is in phase "Planning", not "Commit"/, 'a first cast is refused (LK002)');
 	$a->{stderr} = '';
 	my $g = gdb_hold($pid, 'cycle_owners_live');
 	$a->query_until(qr/start/, "\\echo start\nSELECT lake.cast('a', 'Planning', 'CognitiveWork');\n");
