@@ -150,14 +150,23 @@ reset_depth_xact(XactEvent event, void *arg)
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
 		commit_durably = false;
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		depth = 0;
 		path_nest = 0;
-		forget_all();			/* it may have created what it cached */
 	}
+
+	/*
+	 * It may have created what it cached. A prepared transaction's outcome
+	 * is decided later, maybe by another session: this one forgets as
+	 * after an abort.
+	 */
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		forget_all();
 }
 
 static void

@@ -52,6 +52,22 @@ SELECT lake.append('head', 'acme', 'n', '\x0e'::bytea) AS v11_rolled_back;
 PREPARE TRANSACTION 'head_prepared';
 ROLLBACK PREPARED 'head_prepared';
 SELECT lake.append('head', 'acme', 'o', '\x0f'::bytea) AS v11;
+-- A dataset created in a transaction that is prepared, then rolled back,
+-- is gone for the session that prepared it too: its cached id must not
+-- take appends (a version under an id no dataset row has, and a second
+-- version of the operation once the name is created again).
+BEGIN;
+SELECT lake.create_dataset('head_prep');
+SELECT lake.append('head_prep', 'acme', 'p1', '\x01'::bytea) AS prep_v1_rolled_back;
+PREPARE TRANSACTION 'head_prep_ds';
+ROLLBACK PREPARED 'head_prep_ds';
+\set VERBOSITY sqlstate
+SELECT lake.append('head_prep', 'acme', 'p1', '\x01'::bytea) AS no_dataset;
+\set VERBOSITY default
+SELECT lake.create_dataset('head_prep');
+SELECT lake.append('head_prep', 'acme', 'p1', '\x01'::bytea) AS prep_v1;
+SELECT count(*) AS orphan_versions FROM lake_data.version v
+WHERE NOT EXISTS (SELECT FROM lake_data.dataset d WHERE d.id = v.dataset_id);
 -- Under lake.role_max_hold a transaction holding a dataset's append lock
 -- is not prepared (0A000): the prepared transaction would keep the lock
 -- past the bound. It rolls back, and the next append takes its number.
