@@ -203,6 +203,16 @@ checkpoint_require_own_transaction(const char *what)
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 				 errmsg("%s cannot run inside a transaction block", what),
 				 errdetail("What it writes is made durable by its own commit.")));
+
+	/*
+	 * The first statement of a pipeline is outside any block, but a BEGIN
+	 * later in the pipeline would make its transaction one, to be left
+	 * open or prepared with the sealing lock and what the call keeps for
+	 * its commit (a seal's publication, a release's undo). PostgreSQL's
+	 * rule for VACUUM and the like: refuse it anywhere else in a pipeline,
+	 * and commit right after it.
+	 */
+	PreventInTransactionBlock(true, what);
 	/* Its writes bypass the executor's check (a standby is told 55000 later). */
 	if (!RecoveryInProgress())
 		PreventCommandIfReadOnly(what);
@@ -218,6 +228,8 @@ static int64 committing = -1;
 static void
 checkpoint_xact_callback(XactEvent event, void *arg)
 {
+	/* Never prepared: checkpoint_require_own_transaction. */
+	Assert(committing < 0 || event != XACT_EVENT_PREPARE);
 	if (committing >= 0 && event == XACT_EVENT_COMMIT)
 		cycle_set_last_snapshot(committing);
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)

@@ -69,6 +69,8 @@ publish(const SealCommit *sc)
 static void
 publish_xact_callback(XactEvent event, void *arg)
 {
+	/* A backend's seal is never prepared: checkpoint_require_own_transaction. */
+	Assert(seal_commit == NULL || event != XACT_EVENT_PREPARE);
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT)
 		return;
 	if (event == XACT_EVENT_COMMIT && seal_commit != NULL)

@@ -950,6 +950,9 @@ unquarantine(List *list)
 static void
 release_xact_callback(XactEvent event, void *arg)
 {
+	/* Never prepared: checkpoint_require_own_transaction. */
+	Assert(event != XACT_EVENT_PREPARE ||
+		   (releasing == NIL && quarantining == NIL && release_undo == NIL));
 	if (event == XACT_EVENT_PRE_COMMIT && releasing != NIL)
 	{
 		int64		covered;

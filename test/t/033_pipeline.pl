@@ -1,0 +1,90 @@
+# The functions that must run in a transaction of their own (lake.seal,
+# checkpoint, recover, release_owner, rebuild_owner_index) under the
+# extended protocol's pipelining. The first statement of a pipeline runs
+# outside a transaction block, and a BEGIN later in the same pipeline turns
+# that very transaction into one, which can then stay open or be prepared:
+# a prepared seal held the sealing lock (nothing sealed until it was
+# resolved), and its publication was left to the session's next commit, so
+# a ROLLBACK PREPARED left a hole in the log. PostgreSQL's own rule for
+# such commands applies: commit right after the statement, and refuse one
+# that is not first in its pipeline.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $node = lake_node('pipeline',
+	conf => "max_prepared_transactions = 2\nlake.cycle_interval = '1h'");
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION lake;
+SELECT lake.create_owner('p1');
+SELECT lake.cast('p1', 'Planning', 'CognitiveWork');
+});
+
+my $dir = PostgreSQL::Test::Utils::tempdir();
+
+# pgbench_pipeline(name, statements...) -> (exit status, stderr): one
+# client runs the statements once, in one pipeline.
+sub pgbench_pipeline
+{
+	my ($name, @statements) = @_;
+	my $script = "$dir/$name.sql";
+	PostgreSQL::Test::Utils::append_to_file($script,
+		join("\n", '\startpipeline', (map { "$_;" } @statements), '\endpipeline') . "\n");
+	my ($stdout, $stderr);
+	my $ok = IPC::Run::run(
+		[ 'pgbench', '-n', '-M', 'extended', '-t', '1', '-f', $script, '-d', $node->connstr('postgres') ],
+		'>', \$stdout, '2>', \$stderr);
+	return ($ok ? 0 : $? >> 8, $stderr);
+}
+
+# A seal first in its pipeline commits at once: the transaction the
+# pipeline's BEGIN opens, prepared, holds nothing of lake's.
+my ($status, $stderr) = pgbench_pipeline('seal_then_prepare',
+	'SELECT lake.seal()', 'BEGIN', "PREPARE TRANSACTION 'after_seal'");
+is($status, 0, 'a pipeline with lake.seal() first, then BEGIN and PREPARE, runs') or diag($stderr);
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'after_seal'"),
+	'1', 'its transaction after the seal is prepared');
+is($node->safe_psql('postgres', q{SELECT phase || '|' || "position" || '|' || pending FROM lake.owner_state('p1')}),
+	'CognitiveWork|1|0', 'the seal was committed and published at once');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM pg_locks l JOIN pg_prepared_xacts p ON l.virtualtransaction = '-1/' || p.transaction
+WHERE p.gid = 'after_seal' AND l.locktype NOT IN ('transactionid', 'virtualxid')}),
+	'0', 'the prepared transaction holds no lock of lake');
+is($node->safe_psql('postgres',
+		q{SET statement_timeout = '20s'; SELECT (lake.cast_durable('p1', 'CognitiveWork', 'Evaluation')).position}),
+	'2', 'another seal goes ahead while it stays prepared');
+$node->safe_psql('postgres', "COMMIT PREPARED 'after_seal'");
+is($node->safe_psql('postgres',
+		q{SELECT (lake.cast_durable('p1', 'Evaluation', 'Commit')).position}),
+	'3', 'and after it is committed');
+
+# Anywhere but first in a pipeline, each is refused (25001) and does nothing.
+foreach my $call (
+	'lake.seal()', 'lake.checkpoint()', 'lake.recover()',
+	"lake.release_owner('p1')", 'lake.rebuild_owner_index()')
+{
+	(my $function = $call) =~ s/\(.*\)/()/;
+	(my $name = $function) =~ s/\W+/_/g;
+	$node->safe_psql('postgres', q{SELECT lake.cast('p1', NULL, NULL)});
+	($status, $stderr) = pgbench_pipeline("second_$name", 'SELECT 1', "SELECT $call");
+	isnt($status, 0, "$call second in a pipeline fails");
+	like($stderr, qr/\Q$function\E cannot be executed within a pipeline/, "$call: refused as in a pipeline");
+	is($node->safe_psql('postgres', q{SELECT pending FROM lake.owner_state('p1')}),
+		'1', "$call: the pending cast stays pending");
+	$node->safe_psql('postgres', 'SELECT lake.seal()');
+}
+
+# lake.seal() takes the pipeline's first place only when nothing ran before
+# it in the transaction: after BEGIN it is refused as in any block.
+($status, $stderr) = pgbench_pipeline('begin_then_seal', 'BEGIN', 'SELECT lake.seal()', 'COMMIT');
+isnt($status, 0, 'lake.seal() after BEGIN in a pipeline fails');
+like($stderr, qr/lake\.seal\(\) cannot run inside a transaction block/, 'refused inside a transaction block');
+
+$node->stop;
+done_testing();
