@@ -19,6 +19,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 
 char	   *lake_database = NULL;
 int			lake_max_concurrent_appends = 8;
@@ -139,6 +140,26 @@ bool
 lake_guc_byte_pair_valid(void)
 {
 	return lake_max_buffered_bytes >= lake_max_stream_bytes;
+}
+
+/*
+ * A name under lake's prefix that no parameter has is a misspelling.
+ * PostgreSQL would drop it with a WARNING and lake would run with a default
+ * nobody chose: at server start it stops the start, as a bad value does.
+ */
+static void
+refuse_unknown_names(void)
+{
+	struct config_generic **vars = get_guc_variables();
+	int			n = GetNumConfigOptions();
+
+	for (int i = 0; i < n; i++)
+		if ((vars[i]->flags & GUC_CUSTOM_PLACEHOLDER) != 0 &&
+			strncmp(vars[i]->name, "lake.", 5) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("unrecognized configuration parameter \"%s\"", vars[i]->name),
+					 errhint("lake's parameters are listed in pg_settings and in its README; fix or remove the setting.")));
 }
 
 void
@@ -306,6 +327,8 @@ lake_guc_init(void)
 			   PGC_POSTMASTER,
 			   0);
 
+	if (process_shared_preload_libraries_in_progress)
+		refuse_unknown_names();
 	MarkGUCPrefixReserved("lake");
 
 	if (!lake_guc_byte_pair_valid())

@@ -198,6 +198,23 @@ foreach my $case (@bad)
 	}
 	$node->append_conf('postgresql.conf', "$name = $good");
 }
+
+# A misspelled name under lake's prefix stops the start as a bad value
+# does: PostgreSQL would drop it with a WARNING, and lake would run with a
+# default nobody chose.
+my $conf = $node->data_dir . '/postgresql.conf';
+my $conf_before = slurp_file($conf);
+$node->append_conf('postgresql.conf', 'lake.max_concurent_appends = 2');
+$off = log_end($node);
+my $typo_started = $node->start(fail_ok => 1);
+ok(!$typo_started, 'server refuses to start with a misspelled lake.max_concurent_appends');
+like(slurp_file($node->logfile, $off),
+	qr/unrecognized configuration parameter "lake\.max_concurent_appends"/,
+	'the log names the misspelled parameter');
+$node->stop if $typo_started;
+open(my $fh, '>', $conf) or die "could not write $conf: $!";
+print $fh $conf_before;
+close($fh);
 ok($node->start(fail_ok => 1), 'server starts again once every value is valid');
 
 # --- a reload with a fraction keeps the value in force ---------------------
