@@ -71,8 +71,23 @@ lake_append(PG_FUNCTION_ARGS)
 	store_connect();
 	access_require_tenant(tenant);
 	held = admission_held();
-	wait_ms = admission_reserve((uint64) len);
-	operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
+	if ((uint64) len > admission_max_stream_bytes())
+	{
+		/*
+		 * Over the stream limit only a replay of a version stored under a
+		 * higher one can answer: a client that lost its answer must not be
+		 * told to split it. Its permit covers what the limit allows; the
+		 * check reads the stored version a chunk at a time. Anything else
+		 * is refused (54000) by the reservation.
+		 */
+		operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
+		wait_ms = admission_reserve(op.found ? admission_max_stream_bytes() : (uint64) len);
+	}
+	else
+	{
+		wait_ms = admission_reserve((uint64) len);
+		operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
+	}
 
 	/* All waits share the call's budget. */
 	wait_ms = operation_lock_queued(&op, dataset, held, (uint64) len, wait_ms);

@@ -98,6 +98,8 @@ is(append_bytes(3 * $MB), '54000', 'a 3MB append exceeds the new max_stream_byte
 	$node->safe_psql('postgres',
 		"SELECT count(lake.append_chunk($stage, i, decode(repeat('ab', 700000), 'hex'))) "
 		  . 'FROM generate_series(0, 1) i');
+	my $big = "decode(repeat('cd', 1500000), 'hex')";
+	my $big_version = $node->safe_psql('postgres', "SELECT lake.append('ds', 't', 'cfg-replay', $big)");
 	$node->append_conf('postgresql.conf',
 		"lake.max_stream_bytes = 1MB\nlake.max_buffered_bytes = 8MB");
 	$node->reload;
@@ -107,6 +109,16 @@ is(append_bytes(3 * $MB), '54000', 'a 3MB append exceeds the new max_stream_byte
 		'54000', 'a 1.4 MB stage is refused at commit once the limit is lowered to 1MB');
 	is($node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('ds') WHERE operation_id = 'cfg-staged'"),
 		'0', 'and makes no version');
+	# A retry of an append stored under the higher limit still gets its
+	# version (a client that lost the answer must not be told to split it).
+	is($node->safe_psql('postgres', "SELECT lake.append('ds', 't', 'cfg-replay', $big)"),
+		$big_version, 'a 1.5 MB append stored under 2MB is replayed under the 1MB limit');
+	is((sql_error($node, "SELECT lake.append('ds', 't', 'cfg-replay', decode(repeat('ce', 1500000), 'hex'))"))[0],
+		'LK001', 'other content under its operation id is a conflict, not 54000');
+	is((sql_error($node, "SELECT lake.append('ds', 't', 'cfg-replay-new', $big)"))[0],
+		'54000', 'a new operation of that size is refused');
+	is($node->safe_psql('postgres', 'SELECT slots_in_use, bytes_reserved FROM lake.admission()'),
+		'0|0', 'and no permit is left');
 	$node->append_conf('postgresql.conf',
 		"lake.max_stream_bytes = 2MB\nlake.max_buffered_bytes = 8MB");
 	$node->reload;
