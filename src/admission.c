@@ -68,7 +68,7 @@ static AdmissionShared *adm = NULL;
 /* This backend's permit. */
 static bool held = false;
 static uint32 held_bytes = 0;
-static Oid	held_role = InvalidOid;	/* counted against its role's cap */
+static Oid	held_role = InvalidOid;	/* published in role_of[] */
 static SubTransactionId held_subxact = InvalidSubTransactionId;	/* took it */
 static bool exit_hook_set = false;
 
@@ -446,11 +446,14 @@ wait_and_take(bool need_slot, uint32 bytes, TimestampTz start, long budget_ms)
 }
 
 /*
- * A new permit of a capped role: counted now, before any wait, and refused
- * at once when the role holds its cap (waiting would only let one tenant
- * queue ahead of others). Released with the permit. The role is the
- * session's login role, whose ALTER ROLE ... SET put the cap in force:
- * SET ROLE opens no second budget. So for every per-role cap.
+ * A new permit, published under its role for the role's capped sessions to
+ * count: a session without the cap (one that logged in before ALTER ROLE
+ * ... SET put it in force) holds permits of the role all the same. Under a
+ * cap it is counted now, before any wait, and refused at once when the role
+ * holds its cap (waiting would only let one tenant queue ahead of others).
+ * Released with the permit. The role is the session's login role, whose
+ * ALTER ROLE ... SET put the cap in force: SET ROLE opens no second budget.
+ * So for every per-role cap.
  */
 static void
 take_role_permit(void)
@@ -458,7 +461,9 @@ take_role_permit(void)
 	Oid			role = GetSessionUserId();
 	int			in_use;
 
-	if (!role_take(role, lake_role_max_appends, &in_use))
+	if (lake_role_max_appends == 0)
+		pg_atomic_write_u32(&adm->role_of[MyBackendId], role);
+	else if (!role_take(role, lake_role_max_appends, &in_use))
 	{
 		pg_atomic_fetch_add_u64(&adm->rejected, 1);
 		ereport(ERROR,
@@ -540,7 +545,7 @@ reserve(uint64 bytes, long budget_ms, bool retake)
 		exit_hook_set = true;
 	}
 
-	if (need_slot && lake_role_max_appends > 0)
+	if (need_slot)
 		take_role_permit();
 
 	if (!try_take(need_slot, grow) &&

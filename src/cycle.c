@@ -42,7 +42,11 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-/* Pending cast bytes of a role under lake.role_max_pending_cast_bytes. */
+/*
+ * Pending cast bytes of a role, for lake.role_max_pending_cast_bytes:
+ * counted for every role, since a session without the cap (one that logged
+ * in before it was set) casts for the role all the same.
+ */
 typedef struct RoleBytes
 {
 	Oid			role;
@@ -859,15 +863,12 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 }
 
 /*
- * Room under the caller's lake.role_max_pending_cast_bytes for a record of
- * 'len' bytes (lock held): its entry; NULL when the table is full (lock
- * still held: the caller waits for a seal to free it, as for ring space);
- * 53000 with the lock released when the role is over its cap. The table
- * holds one entry per role with pending bytes and is as large as the
- * backend count, but one session can cast as many roles.
+ * The entry of 'role' (lock held); NULL when the table is full. It holds
+ * one entry per role with pending bytes and is as large as the backend
+ * count, but one session can cast as many roles.
  */
 static RoleBytes *
-role_bytes_room(Oid role, uint32 len)
+role_bytes_entry(Oid role)
 {
 	RoleBytes  *e = NULL;
 
@@ -889,6 +890,20 @@ role_bytes_room(Oid role, uint32 len)
 		e->role = role;
 		e->bytes = 0;
 	}
+	return e;
+}
+
+/*
+ * Room under the caller's lake.role_max_pending_cast_bytes for a record of
+ * 'len' bytes (lock held): its entry; NULL when the table is full (lock
+ * still held: the caller waits for a seal to free it, as for ring space);
+ * 53000 with the lock released when the role is over its cap.
+ */
+static RoleBytes *
+role_bytes_room(Oid role, uint32 len)
+{
+	RoleBytes  *e = role_bytes_entry(role);
+
 	if (e == NULL || e->bytes + len <= lake_role_max_pending_cast_bytes)
 		return e;
 	LWLockRelease(&cs->lock);
@@ -961,7 +976,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		int64		lap;
 		int64		pending;
 		CastRecord *r;
-		RoleBytes  *capped = NULL;
+		RoleBytes  *counted;
 		bool		roles_full = false;
 
 		CHECK_FOR_INTERRUPTS();
@@ -1063,7 +1078,9 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		}
 		validate(req, o, lc, &from, &to);	/* a refusal lets the lock go */
 		if (lake_role_max_pending_cast_bytes > 0)
-			roles_full = (capped = role_bytes_room(GetSessionUserId(), len)) == NULL;
+			roles_full = (counted = role_bytes_room(GetSessionUserId(), len)) == NULL;
+		else
+			counted = role_bytes_entry(GetSessionUserId());	/* none when full */
 
 		if (roles_full || !reserve(len, &at))
 		{
@@ -1112,9 +1129,9 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		if (req->from)
 			o->projected_phase = to;
 		r = write_record(at, len, req, o, seq, lap, o->projected_phase);
-		r->role = capped ? capped->role : InvalidOid;
-		if (capped)
-			capped->bytes += len;
+		r->role = counted ? counted->role : InvalidOid;
+		if (counted)
+			counted->bytes += len;
 		o->projected_lap = lap;
 		o->pending++;
 		pending = ++cs->pending;

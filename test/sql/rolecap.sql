@@ -80,6 +80,18 @@ SET SESSION AUTHORIZATION lake_cap_b;
 SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS cast;
 RESET SESSION AUTHORIZATION;
 RESET lake.role_max_pending_cast_bytes;
+-- A session of the role without the cap (one that logged in before the
+-- cap was set) is counted too: a capped session of the role sees its casts.
+SELECT lake.seal() > 0 AS sealed;
+SET SESSION AUTHORIZATION lake_cap_b;
+SELECT (lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))).seq > 0 AS uncapped_cast
+FROM generate_series(1, 2);
+RESET SESSION AUTHORIZATION;
+SET lake.role_max_pending_cast_bytes = '2kB';
+SET SESSION AUTHORIZATION lake_cap_b;
+SELECT t.err($$SELECT lake.cast('capped_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))$$);
+RESET SESSION AUTHORIZATION;
+RESET lake.role_max_pending_cast_bytes;
 -- The bytes are counted per role in a table of one entry per server process
 -- slot, and one session can cast as many roles. Once that many roles have
 -- casts waiting for the next seal, the next role's cast is not told it has
