@@ -364,7 +364,11 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 	return same ? CHUNK_SAME : CHUNK_DIFFERENT;
 }
 
-/* A new chunk of an open stage, counted in the stage's row. */
+/*
+ * A new chunk of an open stage, counted in the stage's row, which is
+ * marked active again: the chunk may have taken long to compress, and the
+ * stage's idle time (lake.stage_ttl) runs from the end of its last call.
+ */
 void
 store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len)
 {
@@ -377,7 +381,8 @@ store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len)
 	table_close(rel, NoLock);
 	store_run(store_plan(&plan,
 				 "UPDATE lake_data.stage s SET chunks = s.chunks OPERATOR(pg_catalog.+) 1, "
-				 "bytes = s.bytes OPERATOR(pg_catalog.+) $2 "
+				 "bytes = s.bytes OPERATOR(pg_catalog.+) $2, "
+				 "touched_at = pg_catalog.clock_timestamp() "
 				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
 				 2, types),
 		values, SPI_OK_UPDATE);

@@ -276,3 +276,18 @@ SELECT lake.append_chunk(:cnt, 1, decode(repeat('ab', 1048576), 'hex'));
 SELECT t.err(format('SELECT lake.append_chunk(%s, 2, %L::bytea)', :cnt, '\x01'));
 SELECT chunks, bytes FROM lake_data.stage WHERE id = :cnt;
 SELECT lake.commit_append(:cnt) > 0 AS committed;
+
+-- A stage is marked active when its new chunk is stored, not only when the
+-- call begins: lake.stage_ttl counts idle time from the end of the last
+-- call, however long the chunk took to compress (zstd's slowest level on
+-- 256 kB: about half a second here).
+SELECT lake.begin_append('uploads', 'acme', 'stamped') AS stamped \gset
+CREATE TEMP TABLE slow_chunk AS
+SELECT convert_to(string_agg(md5(i::text), ''), 'UTF8') AS b FROM generate_series(1, 8192) i;
+SELECT clock_timestamp() AS call_began \gset
+SET lake.compression_level = 19;
+SELECT lake.append_chunk(:stamped, 0, b) FROM slow_chunk;
+RESET lake.compression_level;
+SELECT touched_at - :'call_began'::timestamptz > (clock_timestamp() - touched_at) * 4 AS stamped_at_its_end
+FROM lake_data.stage WHERE id = :stamped;
+SELECT lake.abort_append(:stamped);
