@@ -856,9 +856,13 @@ write_record(uint64 at, uint32 len, const CastRequest *req, OwnerState *o,
 	r->phase = phase;
 	memcpy(r->digest, req->digest, LAKE_DIGEST_LEN);
 	r->ready = false;
-	memcpy(p, req->from, r->from_len);
-	memcpy(p += r->from_len, req->to, r->to_len);
-	memcpy(p + r->to_len, req->operation_id, r->operation_len);
+	/* Absent names are NULL, which memcpy must not be given even for 0 bytes. */
+	if (req->from)
+		memcpy(p, req->from, r->from_len);
+	if (req->to)
+		memcpy(p + r->from_len, req->to, r->to_len);
+	if (req->operation_id)
+		memcpy(p + r->from_len + r->to_len, req->operation_id, r->operation_len);
 	return r;
 }
 

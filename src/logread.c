@@ -103,6 +103,8 @@ visit_record(Datum data, LakeCycleId id, int64 bytes, LakeLandingVisitor visit,
 	return why;
 }
 
+static void cycle_damaged_error(int64 cycle, const char *why) pg_attribute_noreturn();
+
 static void
 cycle_damaged_error(int64 cycle, const char *why)
 {
