@@ -22,9 +22,9 @@ typedef struct OwnerRow
 /*
  * Lock the registry against other creators (to commit) and count its
  * owners with the latest snapshot: every creation committed while this one
- * waited is counted.
+ * waited is counted. Below 'limit' the figure may be an upper bound only.
  */
-extern int64 store_owner_lock_and_count(void);
+extern int64 store_owner_lock_and_count(int64 limit);
 /* Register an owner; false if the name is taken. */
 extern bool store_owner_insert(const char *name, int32 lifecycle, const char *tenant);
 /*
