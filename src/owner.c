@@ -19,6 +19,7 @@
 #include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "guc.h"
 #include "lifecycle.h"
@@ -35,21 +36,62 @@ PG_FUNCTION_INFO_V1(lake_create_owner);
 
 static HTAB *owners = NULL;
 
+/*
+ * Owner names are chosen by tenants, and PostgreSQL's string hash has a
+ * fixed seed and can be inverted: names forged into one bucket made every
+ * cast to them, with the cycle lock held, and every recovery walk one long
+ * chain (quadratic). The table hashes with a seed drawn when shared memory
+ * is made, which no client can learn.
+ */
+static uint64 *owner_seed = NULL;
+
+static uint32
+owner_name_hash(const void *key, Size keysize)
+{
+	const char *name = key;
+
+	return (uint32) hash_bytes_extended((const unsigned char *) name,
+										(int) strnlen(name, keysize - 1), *owner_seed);
+}
+
+static int
+owner_name_compare(const void *key1, const void *key2, Size keysize)
+{
+	return strncmp(key1, key2, keysize - 1);
+}
+
+static void *
+owner_name_copy(void *dest, const void *src, Size keysize)
+{
+	strlcpy(dest, src, keysize);
+	return dest;
+}
+
 void
 owner_shmem_request(void)
 {
-	RequestAddinShmemSpace(hash_estimate_size(lake_max_owners, sizeof(OwnerState)));
+	RequestAddinShmemSpace(add_size(sizeof(uint64),
+									hash_estimate_size(lake_max_owners, sizeof(OwnerState))));
 }
 
 void
 owner_shmem_startup(void)
 {
 	HASHCTL		info;
+	bool		found;
 
+	owner_seed = ShmemInitStruct("lake owner hash seed", sizeof(uint64), &found);
+	if (!found && !pg_strong_random(owner_seed, sizeof(uint64)))
+		ereport(FATAL,
+				(errmsg("lake: could not generate a random seed for the owner table")));
 	info.keysize = NAMEDATALEN;
 	info.entrysize = sizeof(OwnerState);
-	owners = ShmemInitHash("lake owners", lake_max_owners, lake_max_owners,
-						   &info, HASH_ELEM | HASH_STRINGS | HASH_FIXED_SIZE);
+	info.hash = owner_name_hash;
+	info.match = owner_name_compare;
+	info.keycopy = owner_name_copy;
+	owners = ShmemInitHash("lake owners", lake_max_owners, lake_max_owners, &info,
+						   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_KEYCOPY |
+						   HASH_FIXED_SIZE);
 }
 
 /* The hash of an owner name, computed before taking the cycle lock. */
@@ -167,7 +209,7 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	 * snapshot, not the statement's (or, in REPEATABLE READ, the
 	 * transaction's): otherwise queued creators all pass the limit.
 	 */
-	registered = store_owner_lock_and_count();
+	registered = store_owner_lock_and_count(lake_max_owners);
 	/* An existing owner is 42710 even when the registry is full. */
 	if (!store_owner_insert(name, DatumGetInt32(values[1]), tenant))
 		ereport(ERROR,
