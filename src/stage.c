@@ -218,6 +218,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 					 errmsg("chunk %d of stage " INT64_FORMAT " was already sent with different content",
 							chunk_no, stage),
 					 errhint("Re-send the same bytes, or abort the stage and begin again.")));
+		(void) store_touch_stage(stage);	/* but is activity */
 		store_finish();
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}

@@ -22,7 +22,6 @@
 #include "utils/timestamp.h"
 
 static bool lock_stage_object(int64 stage, long wait_ms);
-static bool touch_stage(int64 stage);
 static void stage_busy(int64 stage) pg_attribute_noreturn();
 static void chunk_damaged(int32 chunk_no, int64 blob, LakeCodecStatus cst) pg_attribute_noreturn();
 
@@ -58,7 +57,7 @@ find_stage(Datum *values, Oid *types, bool wait, long wait_ms)
 			return id;
 		stage_busy(id);
 	}
-	return touch_stage(id) ? id : 0;	/* 0: gone meanwhile */
+	return store_touch_stage(id) ? id : 0;	/* 0: gone meanwhile */
 }
 
 static long
@@ -192,8 +191,8 @@ lock_stage_object(int64 stage, long wait_ms)
 }
 
 /* Mark a stage whose object lock is held active; false if it is gone. */
-static bool
-touch_stage(int64 stage)
+bool
+store_touch_stage(int64 stage)
 {
 	static SPIPlanPtr plan;
 	Oid			types[1] = {INT8OID};
@@ -218,15 +217,28 @@ stage_busy(int64 stage)
 			 errhint("Retry later; nothing was written.")));
 }
 
+/*
+ * The stage's object lock for this call, and its row locked (so that the
+ * expiry pass skips it) but not rewritten: the call's end marks it active
+ * once (store_put_chunk, store_touch_stage). Every row version a
+ * transaction leaves behind is one more for its later calls to pass over.
+ */
 bool
 store_lock_stage(int64 stage, long *wait_ms)
 {
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(stage)};
 	TimestampTz start = GetCurrentTimestamp();
 
 	if (!lock_stage_object(stage, *wait_ms))
 		stage_busy(stage);
 	*wait_ms = Max(0, *wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
-	return touch_stage(stage);
+	store_run(store_plan(&plan,
+				 "SELECT FROM lake_data.stage s WHERE s.id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+				 1, types),
+		values, SPI_OK_SELECT);
+	return SPI_processed == 1;
 }
 
 /* The version a retired stage was committed as, if any. */

@@ -40,6 +40,8 @@ extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
 							   int max_open, int64 *open);
 extern bool store_stage_row(int64 stage, StageRow *row);
 extern bool store_lock_stage(int64 stage, long *wait_ms);
+/* Mark a stage whose lock is held active (lake.stage_ttl); false if it is gone. */
+extern bool store_touch_stage(int64 stage);
 extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
 /*
  * The tenant of a stage begun or committed after this REPEATABLE READ
