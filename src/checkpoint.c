@@ -210,7 +210,8 @@ checkpoint_require_own_transaction(const char *what)
 	 * open or prepared with the sealing lock and what the call keeps for
 	 * its commit (a seal's publication, a release's undo). PostgreSQL's
 	 * rule for VACUUM and the like: refuse it anywhere else in a pipeline,
-	 * and commit right after it.
+	 * and commit right after it. (A row-limited Execute still suspends the
+	 * portal before that commit: publish.c refuses to PREPARE then.)
 	 */
 	PreventInTransactionBlock(true, what);
 	/* Its writes bypass the executor's check (a standby is told 55000 later). */

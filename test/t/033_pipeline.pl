@@ -14,6 +14,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IO::Socket::UNIX;
 use LakeTAP;
 
 my $node = lake_node('pipeline',
@@ -78,6 +79,58 @@ foreach my $call (
 	is($node->safe_psql('postgres', q{SELECT pending FROM lake.owner_state('p1')}),
 		'1', "$call: the pending cast stays pending");
 	$node->safe_psql('postgres', 'SELECT lake.seal()');
+}
+
+# A row-limited Execute suspends the portal of lake.seal() before the
+# commit PreventInTransactionBlock asks for, and a BEGIN before the Sync
+# makes its transaction a block (libpq cannot send such an Execute: this
+# speaks the protocol itself). The block may stay open as long as the
+# client likes, as a lifecycle edit's may; it cannot be prepared.
+{
+	my $sock = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => $node->host . '/.s.PGSQL.' . $node->port)
+	  or die "cannot connect: $!";
+	my $send = sub { my ($type, $body) = @_; print $sock $type . pack('N', 4 + length $body) . $body; };
+	# Messages up to ReadyForQuery: the SQLSTATEs of errors, and the status.
+	my $until_ready = sub {
+		my @errors;
+		for (;;)
+		{
+			read($sock, my $head, 5) == 5 or die 'connection lost';
+			my ($type, $len) = unpack('a N', $head);
+			my $body = '';
+			read($sock, $body, $len - 4) if $len > 4;
+			push @errors, $1 if $type eq 'E' && $body =~ /C([0-9A-Z]{5})\0/;
+			return (\@errors, $body) if $type eq 'Z';
+		}
+	};
+	my $startup = pack('N', 196608) . "user\0" . $node->safe_psql('postgres', 'SELECT current_user') . "\0database\0postgres\0\0";
+	print $sock pack('N', 4 + length $startup) . $startup;
+	$until_ready->();
+	my $extended = sub {
+		my ($sql, $max_rows) = @_;
+		$send->('P', "\0$sql\0" . pack('n', 0));
+		$send->('B', "\0\0" . pack('n n n', 0, 0, 0));
+		$send->('E', "\0" . pack('N', $max_rows));
+	};
+	$node->safe_psql('postgres', q{SELECT lake.cast('p1', NULL, NULL)});
+	$extended->('SELECT lake.seal() FROM generate_series(1, 2)', 1);
+	$extended->('BEGIN', 0);
+	$send->('S', '');
+	my ($errors, $status) = $until_ready->();
+	is_deeply($errors, [], 'a row-limited Execute of lake.seal(), then BEGIN, runs');
+	is($status, 'T', 'and leaves a transaction block open');
+	$send->('Q', "PREPARE TRANSACTION 'suspended_seal'\0");
+	($errors, $status) = $until_ready->();
+	is_deeply($errors, ['0A000'], 'PREPARE TRANSACTION of it is refused (0A000)');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'suspended_seal'"),
+		'0', 'nothing is prepared');
+	is($node->safe_psql('postgres', q{SELECT pending FROM lake.owner_state('p1')}),
+		'1', 'the refused seal gave its cast back');
+	$send->('X', '');
+	close($sock);
+	is($node->safe_psql('postgres',
+			q{SET statement_timeout = '20s'; SELECT (lake.cast_durable('p1', NULL, NULL)).position > 0}),
+		't', 'and seals go on');
 }
 
 # lake.seal() takes the pipeline's first place only when nothing ran before
