@@ -111,10 +111,19 @@ refresh_held(void)
 	grant_relid = get_relname_relid("tenant_grant", get_namespace_oid(LAKE_DATA_SCHEMA, false));
 }
 
+/*
+ * Role changes (rolsuper, memberships, the extension's owner) committed
+ * elsewhere count from the caller's next call, inside an open transaction
+ * too, as grants do: the caches they are read through take in what is
+ * pending first, which a transaction holding every lock it needs would
+ * otherwise not do.
+ */
 bool
 access_all_tenants(void)
 {
 	Oid			caller = store_caller();
+
+	AcceptInvalidationMessages();
 
 	return superuser_arg(caller) || caller == store_owner();
 }
@@ -123,7 +132,10 @@ void
 access_require_admin(FunctionCallInfo fcinfo)
 {
 	Oid			caller = GetUserId();
-	Oid			admin = get_role_oid("lake_admin", true);
+	Oid			admin;
+
+	AcceptInvalidationMessages();	/* as in access_all_tenants */
+	admin = get_role_oid("lake_admin", true);
 
 	if (superuser_arg(caller) || caller == store_owner() ||
 		(OidIsValid(admin) && has_privs_of_role(caller, admin)))
