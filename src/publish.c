@@ -12,7 +12,6 @@
 #include "access/xact.h"
 #include "cycle.h"
 #include "publish.h"
-#include "store.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "waiter.h"
@@ -70,18 +69,7 @@ publish(const SealCommit *sc)
 static void
 publish_xact_callback(XactEvent event, void *arg)
 {
-	/*
-	 * What a transaction holding the sealing lock did is published at its
-	 * commit, and prepared it would stop every seal until resolved. The
-	 * calls that take the lock commit at once (PreventInTransactionBlock),
-	 * but a row-limited Execute suspends their portal and leaves their
-	 * transaction open for a BEGIN and a PREPARE. So do lifecycle edits.
-	 */
-	if (event == XACT_EVENT_PRE_PREPARE && store_sealing_lock_held())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot PREPARE a transaction that holds lake's sealing lock"),
-				 errdetail("It ran lake.seal(), checkpoint(), recover(), release_owner(), rebuild_owner_index() or edited a lifecycle; what that did takes effect at its commit.")));
+	/* A seal's transaction is never prepared: seal.c refuses it. */
 	Assert(seal_commit == NULL || event != XACT_EVENT_PREPARE);
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT)
 		return;

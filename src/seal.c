@@ -56,6 +56,32 @@
 #include "utils/timestamp.h"
 
 /*
+ * This transaction took the sealing lock. What it did under the lock (a
+ * seal, a checkpoint, a release, a lifecycle edit) takes effect at its
+ * commit, and prepared it would stop every seal until resolved. The calls
+ * that take the lock commit at once (PreventInTransactionBlock), but a
+ * row-limited Execute suspends their portal and leaves the transaction
+ * open for a BEGIN and a PREPARE. Only a transaction that took the lock
+ * looks for it: elsewhere lake may not even be installed.
+ */
+static bool sealing_locked = false;
+
+static void
+seal_xact_callback(XactEvent event, void *arg)
+{
+	if (!sealing_locked)
+		return;
+	if (event == XACT_EVENT_PRE_PREPARE && store_sealing_lock_held())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot PREPARE a transaction that holds lake's sealing lock"),
+				 errdetail("It ran lake.seal(), checkpoint(), recover() or release_owner(), or edited a lifecycle; what that did takes effect at its commit.")));
+	if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PARALLEL_PRE_COMMIT &&
+		event != XACT_EVENT_PRE_PREPARE)
+		sealing_locked = false;
+}
+
+/*
  * lake's worker waits under its own lock_timeout and retries at its next
  * pass; anyone else (a session's lake.seal, checkpoint, recover,
  * release_owner or lifecycle edit, another extension's worker running
@@ -65,6 +91,12 @@
 void
 seal_lock(void)
 {
+	static bool registered = false;
+
+	if (!registered)
+		RegisterXactCallback(seal_xact_callback, NULL);
+	registered = true;
+	sealing_locked = true;		/* before the wait: an error after it is harmless */
 	if (MyBgworkerEntry != NULL && strcmp(MyBgworkerEntry->bgw_type, LAKE_WORKER_TYPE) == 0)
 		LockDatabaseObject(store_sealing_lock_object(), 0, 0, ExclusiveLock);
 	else if (!store_lock_object(store_sealing_lock_object(), 0, 0,

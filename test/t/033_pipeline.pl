@@ -133,6 +133,19 @@ foreach my $call (
 		't', 'and seals go on');
 }
 
+# Only a transaction that took the sealing lock is looked at: PREPARE goes
+# on as ever in a database where lake is not installed.
+$node->safe_psql('postgres', 'CREATE DATABASE plain');
+$node->safe_psql('plain', q{
+CREATE TABLE t (i int);
+BEGIN;
+INSERT INTO t VALUES (1);
+PREPARE TRANSACTION 'plain_prepared';
+COMMIT PREPARED 'plain_prepared';
+});
+is($node->safe_psql('plain', 'SELECT count(*) FROM t'), '1',
+	'a transaction is prepared and committed where lake is not installed');
+
 # lake.seal() takes the pipeline's first place only when nothing ran before
 # it in the transaction: after BEGIN it is refused as in any block.
 ($status, $stderr) = pgbench_pipeline('begin_then_seal', 'BEGIN', 'SELECT lake.seal()', 'COMMIT');
