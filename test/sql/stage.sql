@@ -284,10 +284,14 @@ SELECT lake.commit_append(:cnt) > 0 AS committed;
 SELECT lake.begin_append('uploads', 'acme', 'stamped') AS stamped \gset
 CREATE TEMP TABLE slow_chunk AS
 SELECT convert_to(string_agg(md5(i::text), ''), 'UTF8') AS b FROM generate_series(1, 8192) i;
-SELECT clock_timestamp() AS call_began \gset
 SET lake.compression_level = 19;
-SELECT lake.append_chunk(:stamped, 0, b) FROM slow_chunk;
+-- The call's ends are read in its own statement: no commit flush or round
+-- trip between them and the stamp.
+CREATE TEMP TABLE stamp_call AS
+SELECT clock_timestamp() AS began, lake.append_chunk(:stamped, 0, b) IS NOT NULL AS called,
+       clock_timestamp() AS ended
+FROM slow_chunk;
 RESET lake.compression_level;
-SELECT touched_at - :'call_began'::timestamptz > (clock_timestamp() - touched_at) * 4 AS stamped_at_its_end
-FROM lake_data.stage WHERE id = :stamped;
+SELECT called, touched_at - began > (ended - touched_at) * 4 AS stamped_at_its_end
+FROM lake_data.stage, stamp_call WHERE id = :stamped;
 SELECT lake.abort_append(:stamped);
