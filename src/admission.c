@@ -469,7 +469,7 @@ take_role_permit(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("role \"%s\" has reached lake.role_max_appends (%d)",
-						GetUserNameFromId(role, false), lake_role_max_appends),
+						lake_role_name(role), lake_role_max_appends),
 				 errdetail("%d appends of this role hold admission permits.", in_use),
 				 errhint("Retry when one of them ends, or ask a superuser to raise the role's lake.role_max_appends.")));
 	}

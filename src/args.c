@@ -8,6 +8,7 @@
 
 #include "access/detoast.h"
 #include "args.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 
 /*
@@ -143,4 +144,17 @@ lake_check_digest(const uint8 *supplied, const uint8 *computed)
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("supplied digest does not match the payload"),
 				 errdetail("The SHA-256 of the payload differs from the digest given.")));
+}
+
+/*
+ * A role's name for a message: its OID once the role is gone (a session
+ * outlives the DROP ROLE of its login role), not an error that would hide
+ * the message's own SQLSTATE.
+ */
+char *
+lake_role_name(Oid role)
+{
+	char	   *name = GetUserNameFromId(role, true);
+
+	return name != NULL ? name : psprintf("%u", role);
 }

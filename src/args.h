@@ -22,5 +22,6 @@ extern int32 lake_arg_int32(FunctionCallInfo fcinfo, int argno, const char *what
 extern int64 lake_arg_int64(FunctionCallInfo fcinfo, int argno, const char *what);
 extern const uint8 *lake_arg_digest(FunctionCallInfo fcinfo, int argno);
 extern void lake_check_digest(const uint8 *supplied, const uint8 *computed);
+extern char *lake_role_name(Oid role);
 
 #endif							/* LAKE_ARGS_H */

@@ -25,6 +25,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access.h"
+#include "args.h"
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "cycle.h"
@@ -914,7 +915,7 @@ role_bytes_room(Oid role, uint32 len)
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 			 errmsg("role \"%s\" has reached lake.role_max_pending_cast_bytes (%d)",
-					GetUserNameFromId(role, false), lake_role_max_pending_cast_bytes),
+					lake_role_name(role), lake_role_max_pending_cast_bytes),
 			 errdetail("Its casts not yet sealed take " INT64_FORMAT " bytes; this one needs %u.",
 					   e->bytes, len),
 			 errhint("Retry once the next cycle is sealed, or ask a superuser to raise the role's cap.")));
@@ -1112,7 +1113,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 							 errmsg("too many roles have casts not yet sealed"),
 							 errdetail("Role \"%s\" is capped by lake.role_max_pending_cast_bytes, whose bytes are counted for at most %d roles at once (one per server process slot); no seal freed one within %d ms.",
-									   GetUserNameFromId(GetSessionUserId(), false), MaxBackends,
+									   lake_role_name(GetSessionUserId()), MaxBackends,
 									   lake_admission_queue_wait_ms),
 							 errhint("Retry later.")));
 				ereport(ERROR,

@@ -55,7 +55,7 @@ lake_begin_append(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("role \"%s\" has reached lake.role_max_open_stages (%d)",
-						GetUserNameFromId(GetSessionUserId(), false),
+						lake_role_name(GetSessionUserId()),
 						lake_role_max_open_stages),
 				 errdetail_plural("The role has " INT64_FORMAT " open stage.",
 								  "The role has " INT64_FORMAT " open stages.", open, open),
@@ -64,7 +64,7 @@ lake_begin_append(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("role \"%s\" is busy opening another stage",
-						GetUserNameFromId(GetSessionUserId(), false)),
+						lake_role_name(GetSessionUserId())),
 				 errdetail("Another session of the role was opening a stage for longer than lake.admission_queue_wait (%d ms); lake.role_max_open_stages counts them one at a time.",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry; keep transactions that begin stages short.")));
@@ -176,7 +176,7 @@ require_chunk_room(int64 stage, int64 nchunks)
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("stage " INT64_FORMAT " has reached lake.role_max_stage_chunks (%d) of role \"%s\"",
 						stage, lake_role_max_stage_chunks,
-						GetUserNameFromId(GetSessionUserId(), false)),
+						lake_role_name(GetSessionUserId())),
 				 errdetail_plural("The stage holds " INT64_FORMAT " chunk.",
 								  "The stage holds " INT64_FORMAT " chunks.", nchunks, nchunks),
 				 errhint("Commit the stage, or send larger chunks.")));
