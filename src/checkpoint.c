@@ -211,7 +211,7 @@ checkpoint_require_own_transaction(const char *what)
 	 * its commit (a seal's publication, a release's undo). PostgreSQL's
 	 * rule for VACUUM and the like: refuse it anywhere else in a pipeline,
 	 * and commit right after it. (A row-limited Execute still suspends the
-	 * portal before that commit: publish.c refuses to PREPARE then.)
+	 * portal before that commit: seal.c refuses to PREPARE then.)
 	 */
 	PreventInTransactionBlock(true, what);
 	/* Its writes bypass the executor's check (a standby is told 55000 later). */
@@ -229,7 +229,7 @@ static int64 committing = -1;
 static void
 checkpoint_xact_callback(XactEvent event, void *arg)
 {
-	/* Never prepared: checkpoint_require_own_transaction. */
+	/* Never prepared: it holds the sealing lock, and seal.c refuses. */
 	Assert(committing < 0 || event != XACT_EVENT_PREPARE);
 	if (committing >= 0 && event == XACT_EVENT_COMMIT)
 		cycle_set_last_snapshot(committing);

@@ -950,7 +950,7 @@ unquarantine(List *list)
 static void
 release_xact_callback(XactEvent event, void *arg)
 {
-	/* Never prepared: checkpoint_require_own_transaction. */
+	/* Never prepared: it holds the sealing lock, and seal.c refuses. */
 	Assert(event != XACT_EVENT_PREPARE ||
 		   (releasing == NIL && quarantining == NIL && release_undo == NIL));
 	if (event == XACT_EVENT_PRE_COMMIT && releasing != NIL)

@@ -65,13 +65,15 @@
  * looks for it: elsewhere lake may not even be installed.
  */
 static bool sealing_locked = false;
+static Oid	sealing_object = InvalidOid;	/* the lock's, as taken (a DROP
+											 * EXTENSION may follow) */
 
 static void
 seal_xact_callback(XactEvent event, void *arg)
 {
 	if (!sealing_locked)
 		return;
-	if (event == XACT_EVENT_PRE_PREPARE && store_sealing_lock_held())
+	if (event == XACT_EVENT_PRE_PREPARE && store_object_lock_held(sealing_object))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot PREPARE a transaction that holds lake's sealing lock"),
@@ -96,10 +98,11 @@ seal_lock(void)
 	if (!registered)
 		RegisterXactCallback(seal_xact_callback, NULL);
 	registered = true;
+	sealing_object = store_sealing_lock_object();
 	sealing_locked = true;		/* before the wait: an error after it is harmless */
 	if (MyBgworkerEntry != NULL && strcmp(MyBgworkerEntry->bgw_type, LAKE_WORKER_TYPE) == 0)
-		LockDatabaseObject(store_sealing_lock_object(), 0, 0, ExclusiveLock);
-	else if (!store_lock_object(store_sealing_lock_object(), 0, 0,
+		LockDatabaseObject(sealing_object, 0, 0, ExclusiveLock);
+	else if (!store_lock_object(sealing_object, 0, 0,
 								lake_admission_queue_wait_ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),

@@ -490,12 +490,18 @@ store_sealing_lock_object(void)
 }
 
 bool
-store_sealing_lock_held(void)
+store_object_lock_held(Oid object)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, store_sealing_lock_object(), 0, 0);
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, object, 0, 0);
 	return LockHeldByMe(&tag, ExclusiveLock);
+}
+
+bool
+store_sealing_lock_held(void)
+{
+	return store_object_lock_held(store_sealing_lock_object());
 }
 
 /*

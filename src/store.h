@@ -72,6 +72,8 @@ extern Oid	store_sealing_lock_object(void);
  */
 extern void store_require_partition(int32 partitions, int32 partition);
 extern bool store_sealing_lock_held(void);
+/* This transaction holds the object lock (ExclusiveLock) on 'object'. */
+extern bool store_object_lock_held(Oid object);
 /* A new blob (and stage) id, in this partition's residue class. */
 extern int64 store_next_blob(void);
 /*

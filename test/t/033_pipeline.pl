@@ -133,6 +133,18 @@ foreach my $call (
 		't', 'and seals go on');
 }
 
+# A transaction that took the lock and then dropped the extension is
+# refused the same way: the lock is known without the dropped catalog.
+my ($drop_state) = sql_error($node, q{
+BEGIN;
+UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban';
+DROP EXTENSION lake CASCADE;
+PREPARE TRANSACTION 'dropped';
+});
+is($drop_state, '0A000', 'PREPARE after a lifecycle edit and DROP EXTENSION is refused (0A000)');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_extension WHERE extname = 'lake'"),
+	'1', 'and the extension is still there');
+
 # Only a transaction that took the sealing lock is looked at: PREPARE goes
 # on as ever in a database where lake is not installed.
 $node->safe_psql('postgres', 'CREATE DATABASE plain');
