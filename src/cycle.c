@@ -375,10 +375,10 @@ cycle_wait_ready(void)
 	if (!cycle_wait_ready_until(deadline))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("lake owners are not available yet: the worker is recovering them"),
-				 errdetail("The recovery took longer than lake.admission_queue_wait (%d ms).",
+				 errmsg("lake owners are not available yet: the worker has not recovered them"),
+				 errdetail("They were not recovered within lake.admission_queue_wait (%d ms).",
 						   lake_admission_queue_wait_ms),
-				 errhint("Try again; lake.stats() shows worker_state \"recovering\" until it is done.")));
+				 errhint("Try again; lake.stats() shows worker_state \"recovering\" until it is done, and \"stopped\" while no worker runs (the server log says why: no slot left by max_worker_processes, a crash).")));
 }
 
 /* Are the owners of the installed extension recovered (lake.stats())? */

@@ -319,4 +319,20 @@ is($standby->safe_psql('postgres', 'SELECT worker_starts FROM lake.stats()'),
 is($standby->safe_psql('postgres', "SELECT lake.append('ds', 't', 'op-3', '\\x03'::bytea)"),
 	'3', 'the promoted standby accepts appends');
 
+# With no background-worker slot left for it, the worker never runs
+# (PostgreSQL logs "too many background workers" and does not try again):
+# a cast is refused within lake.admission_queue_wait, and its refusal
+# points at lake.stats(), which says the worker is stopped, rather than
+# at a recovery that is not happening.
+my $noslot = lake_node('noslot', conf => "max_worker_processes = 0\nlake.admission_queue_wait = '200ms'");
+$noslot->start;
+$noslot->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner('n1')");
+is($noslot->safe_psql('postgres', 'SELECT worker_state, worker_starts FROM lake.stats()'),
+	'stopped|0', 'without a worker slot lake.stats() says the worker is stopped');
+my ($noslot_state, $noslot_msg) = sql_error($noslot, "SELECT lake.cast('n1', NULL, NULL)");
+is($noslot_state, '53000', 'a cast is refused (53000) within the queue wait');
+my (undef, undef, $noslot_err) = $noslot->psql('postgres', "SELECT lake.cast('n1', NULL, NULL)");
+like($noslot_err, qr/HINT:.*"stopped"/, 'and its hint says what a stopped worker means');
+$noslot->stop;
+
 done_testing();

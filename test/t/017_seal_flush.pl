@@ -203,7 +203,7 @@ for my $call (
 	my ($sql, $what) = @$call;
 	my $b = background($node, "SET statement_timeout = '60s'; $sql");
 	ok(defined wait_until(20, sub { finished($b) }), "round 3: $what returns while the worker holds");
-	like($b->{err}, qr/lake owners are not available yet: the worker is recovering them/,
+	like($b->{err}, qr/lake owners are not available yet: the worker has not recovered them/,
 		'... refused: the recovery took longer than lake.admission_queue_wait');
 }
 gdb_let_go($g);
