@@ -111,6 +111,12 @@ refresh_held(void)
 	grant_relid = get_relname_relid("tenant_grant", get_namespace_oid(LAKE_DATA_SCHEMA, false));
 }
 
+static bool
+all_tenants(Oid caller)
+{
+	return superuser_arg(caller) || caller == store_owner();
+}
+
 /*
  * Role changes (rolsuper, memberships, the extension's owner) committed
  * elsewhere count from the caller's next call, inside an open transaction
@@ -121,11 +127,8 @@ refresh_held(void)
 bool
 access_all_tenants(void)
 {
-	Oid			caller = store_caller();
-
 	AcceptInvalidationMessages();
-
-	return superuser_arg(caller) || caller == store_owner();
+	return all_tenants(store_caller());
 }
 
 void
@@ -163,7 +166,7 @@ access_require_tenant_for(const char *tenant, const char *object)
 	if (access_tenant_cached(caller, tenant))
 		return;
 	refresh_held();
-	if (access_all_tenants() || store_tenant_granted(tenant, caller))
+	if (all_tenants(caller) || store_tenant_granted(tenant, caller))
 	{
 		if (held_key(&key, caller, tenant))
 			hash_search(held, &key, HASH_ENTER, NULL);

@@ -148,17 +148,18 @@ stage_not_open(int64 stage)
 /*
  * The open stage, locked for this call: its tenant is checked before the
  * lock is taken, so a role without it neither waits on nor holds another
- * tenant's stage. Returns what is left of the call's waiting budget.
+ * tenant's stage. Returns what is left of the call's waiting budget; with
+ * 'chunks' and 'bytes', what the stage holds (store_lock_stage).
  */
 static long
-lock_open_stage(int64 stage, StageRow *row)
+lock_open_stage(int64 stage, StageRow *row, int64 *chunks, int64 *bytes)
 {
 	long		wait_ms = lake_admission_queue_wait_ms;
 
 	if (!store_stage_row(stage, row))
 		stage_not_open(stage);
 	require_stage_tenant(stage, row);
-	if (!store_lock_stage(stage, &wait_ms))
+	if (!store_lock_stage(stage, &wait_ms, chunks, bytes))
 		stage_not_open(stage);	/* committed or aborted meanwhile */
 	return wait_ms;
 }
@@ -207,7 +208,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	/* The stage's tenant is checked before the call holds any capacity. */
 	store_connect();
 	/* The stage's lock and admission share one lake.admission_queue_wait. */
-	(void) admission_reserve_within((uint64) len, lock_open_stage(stage, &row));
+	(void) admission_reserve_within((uint64) len, lock_open_stage(stage, &row, &chunks, &bytes));
 	data = lake_arg_bytea(fcinfo, 2, "data");	/* its size admitted */
 	stored = store_chunk_compare(stage, chunk_no, VARDATA_ANY(data), len);
 	if (stored != CHUNK_ABSENT)
@@ -223,7 +224,6 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}
 	/* The chunk is not there yet (the stage's lock keeps it so). */
-	store_stage_counted(stage, &chunks, &bytes);
 	if (lake_role_max_stage_chunks > 0)
 		require_chunk_room(stage, chunks);
 	max_stream = admission_max_stream_bytes();
@@ -288,7 +288,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	if (open)
 	{
 		require_stage_tenant(stage, &row);
-		open = store_lock_stage(stage, &wait_ms);
+		open = store_lock_stage(stage, &wait_ms, NULL, NULL);
 	}
 	if (!open)
 	{
@@ -357,7 +357,7 @@ lake_abort_append(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
 	store_connect();
-	(void) lock_open_stage(stage, &row);
+	(void) lock_open_stage(stage, &row, NULL, NULL);
 	store_drop_stage(stage, true);
 	store_finish();
 	PG_RETURN_VOID();

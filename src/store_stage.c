@@ -222,9 +222,11 @@ stage_busy(int64 stage)
  * expiry pass skips it) but not rewritten: the call's end marks it active
  * once (store_put_chunk, store_touch_stage). Every row version a
  * transaction leaves behind is one more for its later calls to pass over.
+ * With 'chunks' and 'bytes', what the row counts of its chunks
+ * (store_put_chunk), which the lock keeps so for the call.
  */
 bool
-store_lock_stage(int64 stage, long *wait_ms)
+store_lock_stage(int64 stage, long *wait_ms, int64 *chunks, int64 *bytes)
 {
 	static SPIPlanPtr plan;
 	Oid			types[1] = {INT8OID};
@@ -235,10 +237,18 @@ store_lock_stage(int64 stage, long *wait_ms)
 		stage_busy(stage);
 	*wait_ms = Max(0, *wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));
 	store_run(store_plan(&plan,
-				 "SELECT FROM lake_data.stage s WHERE s.id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+				 "SELECT s.chunks::pg_catalog.int8, s.bytes FROM lake_data.stage s "
+				 "WHERE s.id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 				 1, types),
 		values, SPI_OK_SELECT);
-	return SPI_processed == 1;
+	if (SPI_processed != 1)
+		return false;
+	if (chunks != NULL)
+	{
+		*chunks = DatumGetInt64(store_colv(0, 1));
+		*bytes = DatumGetInt64(store_colv(0, 2));
+	}
+	return true;
 }
 
 /* The version a retired stage was committed as, if any. */
@@ -400,24 +410,6 @@ store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len)
 		values, SPI_OK_UPDATE);
 }
 
-/* What an open stage holds, as its row counts it (store_put_chunk). */
-void
-store_stage_counted(int64 stage, int64 *chunks, int64 *bytes)
-{
-	static SPIPlanPtr plan;
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(stage)};
-
-	store_run(store_plan(&plan,
-				 "SELECT s.chunks::pg_catalog.int8, s.bytes FROM lake_data.stage s "
-				 "WHERE s.id OPERATOR(pg_catalog.=) $1",
-				 1, types),
-		values, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		elog(ERROR, "lake: stage " INT64_FORMAT " has no row", stage);
-	*chunks = DatumGetInt64(store_colv(0, 1));
-	*bytes = DatumGetInt64(store_colv(0, 2));
-}
 
 void
 store_stage_summary(int64 blob, StageSummary *sum)

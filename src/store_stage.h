@@ -39,7 +39,7 @@ extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
 							   const char *operation_id, Oid role,
 							   int max_open, int64 *open);
 extern bool store_stage_row(int64 stage, StageRow *row);
-extern bool store_lock_stage(int64 stage, long *wait_ms);
+extern bool store_lock_stage(int64 stage, long *wait_ms, int64 *chunks, int64 *bytes);
 /* Mark a stage whose lock is held active (lake.stage_ttl); false if it is gone. */
 extern bool store_touch_stage(int64 stage);
 extern bool store_stage_version(int64 stage, StageRow *row, OperationLookup *op);
@@ -58,7 +58,6 @@ typedef enum StoredChunk
 extern StoredChunk store_chunk_compare(int64 blob, int32 chunk_no,
 									   const char *data, size_t len);
 extern void store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len);
-extern void store_stage_counted(int64 stage, int64 *chunks, int64 *bytes);
 extern void store_stage_summary(int64 blob, StageSummary *sum);
 extern int64 store_first_missing_chunk(int64 blob);
 extern void store_drop_stage(int64 stage, bool with_chunks);
