@@ -44,7 +44,7 @@ router-all router-install router-clean router-uninstall: router-%:
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)
 REGRESS_T := extension append read stage tenant cast lifecycle recovery admission guc worker \
-             hostile privileges memory damage owner_tenant integrity rolecap recreate dictionary head \
+             hostile privileges memory damage owner_tenant integrity rolecap recreate dictionary head operation_key \
              owner_index search_path readonly extowner
 
 .PHONY: check check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench

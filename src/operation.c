@@ -180,6 +180,31 @@ recheck(OperationLookup *op, const char *dataset, const char *tenant,
 	head_learn(datasets, op->dataset_id, op->max_version);
 }
 
+/*
+ * Operations are found by a 32-bit hash of their ids, and a tenant that
+ * inverts it could pile thousands of its operations under one key: every
+ * look-up for that key, by any tenant, would read them all, under the
+ * dataset's lock when it looks again. A tenant's new operation is refused
+ * once the key holds this many of the tenant's others, which ids that do
+ * not aim for it practically never reach (at 2^32 versions of one tenant
+ * in one dataset, one key in about 10^14 would). Replays still answer.
+ */
+#define KEY_PEERS_MAX 16
+
+static void
+refuse_crowded_key(const OperationLookup *op, const char *dataset,
+				   const char *tenant, const char *operation_id)
+{
+	if (op->key_peers >= KEY_PEERS_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("operation \"%s\" of tenant \"%s\" shares its key in dataset \"%s\" with too many of the tenant's operations",
+						operation_id, tenant, dataset),
+				 errdetail("%d of the tenant's operations in the dataset already hash to the same 32-bit key; at most %d may.",
+						   op->key_peers, KEY_PEERS_MAX),
+				 errhint("Use another operation id; nothing was written.")));
+}
+
 bool
 operation_resolve(OperationLookup *op, const uint8 *digest, const char *dataset,
 				  const char *tenant, const char *operation_id, long wait_ms,
@@ -187,9 +212,12 @@ operation_resolve(OperationLookup *op, const uint8 *digest, const char *dataset,
 {
 	if (!op->found)
 	{
+		refuse_crowded_key(op, dataset, tenant, operation_id);
 		if (!op->locked)
 			wait_ms = operation_lock(op, dataset, wait_ms);
 		recheck(op, dataset, tenant, operation_id);
+		if (!op->found)
+			refuse_crowded_key(op, dataset, tenant, operation_id);
 	}
 	if (op->found)
 	{

@@ -422,7 +422,8 @@ commit_lsn_of(HeapTupleHeader t)
  */
 static bool
 fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
-				Snapshot snapshot, Datum *values, bool *nulls, XLogRecPtr *commit_lsn)
+				Snapshot snapshot, Datum *values, bool *nulls, XLogRecPtr *commit_lsn,
+				int32 *key_peers)
 {
 	Relation	rel = store_open("version", AccessShareLock);
 	Relation	idx = store_open("version_operation", AccessShareLock);
@@ -443,10 +444,14 @@ fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 	index_rescan(scan, key, 2, NULL, 0);
 	while (!found && index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
+		CHECK_FOR_INTERRUPTS();
 		slot_getallattrs(slot);
-		found = text_is(slot->tts_values[VA_TENANT - 1], tenant, tenant_len) &&
-			text_is(slot->tts_values[VA_OPERATION - 1], operation_id, operation_len);
-		if (found)
+		if (!text_is(slot->tts_values[VA_TENANT - 1], tenant, tenant_len))
+			continue;
+		found = text_is(slot->tts_values[VA_OPERATION - 1], operation_id, operation_len);
+		if (!found)
+			(*key_peers)++;
+		else
 		{
 			HeapTuple	tup = ExecCopySlotHeapTuple(slot);
 
@@ -471,8 +476,9 @@ find_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 
 	out->dataset_id = dataset_id;
 	out->commit_lsn = InvalidXLogRecPtr;
+	out->key_peers = 0;
 	out->found = fetch_operation(dataset_id, tenant, operation_id, snapshot,
-								 values, nulls, &out->commit_lsn);
+								 values, nulls, &out->commit_lsn, &out->key_peers);
 	if (out->found)
 	{
 		out->version = DatumGetInt64(values[VA_VERSION - 1]);

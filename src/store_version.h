@@ -36,6 +36,12 @@ typedef struct OperationLookup
 	 * synchronous_commit = off), or InvalidXLogRecPtr.
 	 */
 	XLogRecPtr	commit_lsn;
+	/*
+	 * When not found: how many of the tenant's other operations in the
+	 * dataset share its 32-bit key (version_operation), all of which the
+	 * look-up had to read.
+	 */
+	int32		key_peers;
 	int64		max_version;	/* store_recheck_operation only */
 	/* operation.c's: the dataset's head when looked up (-1: not known), */
 	int64		seen_head;
