@@ -67,7 +67,7 @@ typedef struct CycleShared
 	int			tranche;
 	/* recovery */
 	bool		ready;
-	Oid			generation;		/* OID of lake_data.owner the state belongs to */
+	LakeGeneration generation;	/* the installation the state belongs to */
 	uint64		owner_table;	/* bumped when recovery empties the owner table */
 	char		recovery_failure[256];	/* why the last attempt failed, or "" */
 	int32		epoch;
@@ -102,10 +102,10 @@ static bool recover_at_commit = false;	/* this transaction edited lifecycles or 
 static SubTransactionId recover_subxact;	/* the one whose abort undoes the edit */
 static uint64 seen_lifecycle_changes = 0;
 
-static bool wait_open(Oid generation, TimestampTz deadline);
+static bool wait_open(LakeGeneration generation, TimestampTz deadline);
 static void prefault_ring(void);
 static bool cut_active = false;	/* this backend holds a cut not yet sealed */
-static Oid	seen_generation = InvalidOid;
+static LakeGeneration seen_generation = 0;
 
 static Size
 role_bytes_size(void)
@@ -227,23 +227,24 @@ cycle_stats(CycleStats *out)
  * Recovery hand-over
  * ---------------------------------------------------------------------- */
 
-static Oid
+static LakeGeneration
 current_generation(void)
 {
 	Oid			nsp = get_namespace_oid(LAKE_DATA_SCHEMA, true);
+	Oid			owners = OidIsValid(nsp) ? get_relname_relid("owner", nsp) : InvalidOid;
 
-	return OidIsValid(nsp) ? get_relname_relid("owner", nsp) : InvalidOid;
+	return OidIsValid(owners) ? ((uint64) MyDatabaseId << 32) | owners : 0;
 }
 
 bool
-cycle_needs_recovery(Oid generation)
+cycle_needs_recovery(LakeGeneration generation)
 {
 	return !cs->ready || cs->generation != generation;
 }
 
 /* Do the live states (and pending casts) belong to this incarnation? */
 bool
-cycle_serves(Oid generation)
+cycle_serves(LakeGeneration generation)
 {
 	return cs->generation == generation;
 }
@@ -306,7 +307,7 @@ cycle_begin_recovery(void)
 }
 
 void
-cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
+cycle_finish_recovery(int32 epoch, LakeGeneration generation, int64 sealed_cycle,
 					  const RecoveryFigures *figures, uint64 lifecycle_changes)
 {
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
@@ -421,7 +422,7 @@ cycle_lifecycles_reset(void)
 bool
 cycle_wait_ready_until(TimestampTz deadline)
 {
-	Oid			generation;
+	LakeGeneration generation;
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -467,7 +468,7 @@ cycle_wait_ready_until(TimestampTz deadline)
 
 /* Sleep until the door is open for 'generation'; false at the deadline. */
 static bool
-wait_open(Oid generation, TimestampTz deadline)
+wait_open(LakeGeneration generation, TimestampTz deadline)
 {
 	ConditionVariablePrepareToSleep(&cs->ready_cv);
 	while (!(cs->ready && cs->generation == generation))
@@ -558,7 +559,7 @@ cycle_last_snapshot(void)
 	return cs->stats.last_snapshot;
 }
 
-Oid
+LakeGeneration
 cycle_current_generation(void)
 {
 	return current_generation();
@@ -1169,6 +1170,9 @@ cycle_recover_at_commit(void)
 {
 	if (cs == NULL || recover_at_commit)
 		return;					/* set by this subtransaction or a parent */
+	/* Nothing live belongs to another database (a copy, a stale install). */
+	if (!lake_serves_this_database())
+		return;
 	recover_at_commit = true;
 	recover_subxact = GetCurrentSubTransactionId();
 }
@@ -1176,7 +1180,7 @@ cycle_recover_at_commit(void)
 bool
 cycle_has_history(void)
 {
-	Oid			generation;
+	LakeGeneration generation;
 	bool		history;
 
 	if (cs == NULL)

@@ -149,9 +149,18 @@ extern bool cycle_owner_reached(const char *name, int32 id, int64 *position,
 extern uint64 cycle_owner_table(void);
 extern bool cycle_owner_copy(const OwnerState *o, uint64 filling, OwnerState *copy);
 
+/*
+ * Which installation live states belong to: the database's OID and its
+ * lake_data.owner's, 0 for none. The table's OID alone is not enough: a
+ * copy made with CREATE DATABASE … TEMPLATE keeps every relation OID, so
+ * a copy renamed to lake.database, or a database reset from a template,
+ * would be taken for the one whose states and pending casts the ring holds.
+ */
+typedef uint64 LakeGeneration;
+
 /* Worker */
-extern bool cycle_needs_recovery(Oid generation);
-extern bool cycle_serves(Oid generation);
+extern bool cycle_needs_recovery(LakeGeneration generation);
+extern bool cycle_serves(LakeGeneration generation);
 
 /*
  * Once this transaction commits, sessions reload their lifecycles and the
@@ -165,7 +174,7 @@ extern void cycle_close(void);
 extern void cycle_begin_recovery(void);
 extern void cycle_recovery_failed(const char *why);
 extern uint64 cycle_lifecycle_changes(void);
-extern void cycle_finish_recovery(int32 epoch, Oid generation, int64 sealed_cycle,
+extern void cycle_finish_recovery(int32 epoch, LakeGeneration generation, int64 sealed_cycle,
 								  const RecoveryFigures *figures, uint64 lifecycle_changes);
 extern int64 cycle_pending(void);
 /*
@@ -221,8 +230,8 @@ extern int64 cycle_sealed_cycle(void);
 extern void cycle_set_last_snapshot(int64 cycle);
 extern int64 cycle_last_snapshot(void);
 
-/* The OID of lake_data.owner: which incarnation of the extension is installed. */
-extern Oid	cycle_current_generation(void);
+/* Which incarnation of the extension is installed in this database. */
+extern LakeGeneration cycle_current_generation(void);
 extern bool cycle_incarnation_gone(void);
 
 #endif							/* LAKE_CYCLE_H */

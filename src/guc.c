@@ -392,25 +392,31 @@ lake_require_partition_handle(const char *what, int64 handle)
 		wrong_partition(what, psprintf(INT64_FORMAT, handle), belongs);
 }
 
-void
-lake_require_served_database(void)
+bool
+lake_serves_this_database(void)
 {
 	/* A backend's database and lake.database (postmaster) never change. */
 	static int	served = -1;
 
 	/* Not preloaded: no worker serves anything (lake_require_preload refuses). */
 	if (lake_database == NULL)
-		return;
+		return true;
 	if (served < 0)
 	{
 		char	   *name = get_database_name(MyDatabaseId);
 
 		served = name != NULL && strcmp(name, lake_database) == 0;
 	}
-	if (!served)
+	return served;
+}
+
+void
+lake_require_served_database(void)
+{
+	if (!lake_serves_this_database())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("lake serves database \"%s\", not this one", lake_database),
-				 errdetail("lake's tables are here, but its worker serves only the database lake.database names: this one is a copy of it (CREATE DATABASE ... TEMPLATE), or was renamed."),
+				 errdetail("lake's tables are here, but its worker serves only the database lake.database names: this one may be a copy of it (CREATE DATABASE ... TEMPLATE), or have been renamed, or lake was created here before lake.database named another database."),
 				 errhint("Use lake in database \"%s\".", lake_database)));
 }

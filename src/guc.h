@@ -37,6 +37,8 @@ extern bool lake_guc_byte_pair_valid(void);
  * holds the same OIDs, so nothing else would tell them apart.
  */
 extern void lake_require_served_database(void);
+/* The same question without the error (true when lake is not preloaded). */
+extern bool lake_serves_this_database(void);
 
 /* The n-th handle (stage id) of this partition: n * partitions + partition. */
 extern int64 lake_partition_handle(int64 n);

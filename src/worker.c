@@ -291,7 +291,7 @@ snapshot_if_due(void)
  * to their own bound (53000); an earlier attempt's failure is cleared.
  */
 static bool
-recover_owners(Oid generation)
+recover_owners(LakeGeneration generation)
 {
 	RecoveryResult r;
 	uint64		changes = cycle_lifecycle_changes();
@@ -349,14 +349,14 @@ recover_owners(Oid generation)
 }
 
 /*
- * The extension's generation (the OID of lake_data.owner) in the database we
- * serve, or InvalidOid if the extension is not installed there.
+ * The extension's generation (cycle.h) in the database we serve, or 0 if
+ * the extension is not installed there.
  */
 static void
 installed_generation(void *arg)
 {
-	*(Oid *) arg = OidIsValid(get_extension_oid("lake", true)) ?
-		cycle_current_generation() : InvalidOid;
+	*(LakeGeneration *) arg = OidIsValid(get_extension_oid("lake", true)) ?
+		cycle_current_generation() : 0;
 }
 
 /*
@@ -445,7 +445,7 @@ lake_worker_main(Datum arg)
 	bool		recovered = false;	/* by this worker lifetime */
 	TimestampTz next_expiry = 0;
 	TimestampTz seal_due = 0;
-	Oid			generation = InvalidOid;
+	LakeGeneration generation = 0;
 	bool		sealed_again = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -524,7 +524,7 @@ lake_worker_main(Datum arg)
 		sealed_again = false;
 		if (!looked_up)
 			;					/* a lock timeout on the catalog: look again after a pause */
-		else if (OidIsValid(generation))
+		else if (generation != 0)
 		{
 			if (pg_atomic_read_u32(&ws->state) != WORKER_SERVING)
 				ereport(LOG,
@@ -623,8 +623,12 @@ lake_stats(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(lake_database);
 	values[1] = Int32GetDatum((int32) pid);
 	nulls[1] = (pid == 0);
-	/* Serving, but casts still wait for the owners: say so. */
-	if (state == WORKER_SERVING && !RecoveryInProgress() && !cycle_is_ready())
+	/*
+	 * Serving, but casts still wait for the owners: say so. Only the
+	 * served database's owners are recovered; elsewhere it serves.
+	 */
+	if (state == WORKER_SERVING && !RecoveryInProgress() && lake_serves_this_database() &&
+		!cycle_is_ready())
 		values[2] = CStringGetTextDatum("recovering");
 	else
 		values[2] = CStringGetTextDatum(state_names[state]);
