@@ -271,6 +271,16 @@ load(int32 id, Flaw *f)
 							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							 true, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "lake: lifecycle %d is missing", id);
+	for (int i = 1; i <= 3; i++)
+	{
+		(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i, &isnull);
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("a row of lake_data.lifecycle is damaged"),
+					 errdetail("Its column \"%s\" reads as NULL, which the table does not allow.",
+							   SPI_fname(SPI_tuptable->tupdesc, i))));
+	}
 
 	cache_init();
 	scratch = AllocSetContextCreate(cache_cxt, "lake lifecycle", ALLOCSET_SMALL_SIZES);

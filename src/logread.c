@@ -47,17 +47,46 @@ landing_ignore(const LakeLanding *l, void *arg)
 	return 0;
 }
 
-const char *
-log_unwrap(Datum data, const int64 *declared, uint8_t **raw, size_t *len)
+typedef struct Detoast
 {
-	bytea	   *stored = DatumGetByteaPP(data);
-	const uint8_t *in = (const uint8_t *) VARDATA_ANY(stored);
-	size_t		inlen = VARSIZE_ANY_EXHDR(stored);
+	Datum		data;
+	bytea	   *stored;
+} Detoast;
+
+static void
+detoast_record(void *arg)
+{
+	Detoast    *d = (Detoast *) arg;
+
+	d->stored = DatumGetByteaPP(d->data);
+}
+
+const char *
+log_unwrap(Datum data, const int64 *declared, bool contain, uint8_t **raw, size_t *len)
+{
+	Detoast		d = {data, NULL};
+	const uint8_t *in;
+	size_t		inlen;
 	size_t		size = 0;
-	LakeCodecStatus cst = lake_chunk_decoded_size(in, inlen, false, &size);
+	LakeCodecStatus cst;
 
 	*raw = NULL;
 	*len = 0;
+	if (DatumGetPointer(data) == NULL)
+		return "its record reads as NULL";
+	if (contain && (VARATT_IS_EXTERNAL(DatumGetPointer(data)) ||
+					VARATT_IS_COMPRESSED(DatumGetPointer(data))))
+	{
+		char	   *why = store_contain_damage(detoast_record, &d);
+
+		if (why != NULL)
+			return psprintf("its stored bytes are unreadable: %s", why);
+	}
+	else
+		detoast_record(&d);
+	in = (const uint8_t *) VARDATA_ANY(d.stored);
+	inlen = VARSIZE_ANY_EXHDR(d.stored);
+	cst = lake_chunk_decoded_size(in, inlen, false, &size);
 	if (cst == LAKE_CODEC_OK && size > MaxAllocSize)
 		cst = LAKE_CODEC_TOO_BIG;
 	/* Allocated by the frame's header only when the row agrees with it. */
@@ -71,8 +100,8 @@ log_unwrap(Datum data, const int64 *declared, uint8_t **raw, size_t *len)
 								*raw, size, len);
 	}
 	/* A detoasted copy: a walk over many cycles must not keep them all. */
-	if ((Pointer) stored != DatumGetPointer(data))
-		pfree(stored);
+	if ((Pointer) d.stored != DatumGetPointer(data))
+		pfree(d.stored);
 	return cst == LAKE_CODEC_OK ? NULL : lake_codec_status_text(cst);
 }
 
@@ -88,7 +117,7 @@ visit_record(Datum data, LakeCycleId id, int64 bytes, LakeLandingVisitor visit,
 {
 	size_t		got;
 	uint8_t    *raw;
-	const char *why = log_unwrap(data, &bytes, &raw, &got);
+	const char *why = log_unwrap(data, &bytes, whole_first, &raw, &got);
 	LakeLandingStatus lst;
 
 	if (why == NULL && whole_first &&
@@ -152,11 +181,11 @@ owner_list_add(const LakeCycleOwner *o, void *arg)
  * NULL, or why it cannot be read.
  */
 static const char *
-cycle_owner_list(Datum stored, OwnerList *ol)
+cycle_owner_list(Datum stored, bool contain, OwnerList *ol)
 {
 	size_t		got;
 	uint8_t    *raw;
-	const char *why = log_unwrap(stored, NULL, &raw, &got);
+	const char *why = log_unwrap(stored, NULL, contain, &raw, &got);
 	LakeIndexStatus st;
 
 	memset(ol, 0, sizeof(*ol));
@@ -398,7 +427,7 @@ cycle_reader_visit(CycleReader *cr, HeapTuple tup, LogCycle *where,
 	{
 		OwnerList	ol;
 
-		if (cycle_owner_list(cycle_column(cr, tup, cr->att_owners), &ol) != NULL)
+		if (cycle_owner_list(cycle_column(cr, tup, cr->att_owners), true, &ol) != NULL)
 			ol.n = -1;
 		damaged(where->cycle, why, ol.owners, ol.n, arg);
 	}
@@ -493,7 +522,7 @@ log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
 		MemoryContext old = MemoryContextSwitchTo(cr.cxt);
 		OwnerList	ol;
 
-		if (cycle_owner_list(cycle_column(&cr, tup, cr.att_owners), &ol) != NULL)
+		if (cycle_owner_list(cycle_column(&cr, tup, cr.att_owners), true, &ol) != NULL)
 		{
 			LakeCycleId id = {cycle, DatumGetInt32(cycle_column(&cr, tup, cr.att_epoch))};
 
@@ -685,7 +714,8 @@ walk_blocks(OwnerWalk *w, int64 closed)
 		int64		first_cycle = DatumGetInt64(heap_getattr(btup, att_first, RelationGetDescr(brel), &isnull));
 		uint8_t    *raw;
 		size_t		got;
-		const char *why = log_unwrap(heap_getattr(btup, att_entry, RelationGetDescr(brel), &isnull), NULL, &raw, &got);
+		const char *why = log_unwrap(heap_getattr(btup, att_entry, RelationGetDescr(brel), &isnull), NULL,
+									 w->damaged != NULL, &raw, &got);
 		LakeOwnerBlock b;
 		LakeIndexStatus st;
 
@@ -769,7 +799,7 @@ walk_tail(OwnerWalk *w, int64 from, int64 closed)
 			break;
 		}
 		next = cycle + 1;
-		why = cycle_owner_list(cycle_column(&w->cr, tup, w->cr.att_owners), &ol);
+		why = cycle_owner_list(cycle_column(&w->cr, tup, w->cr.att_owners), w->damaged != NULL, &ol);
 		if (why != NULL && w->damaged != NULL)
 		{
 			/*

@@ -102,8 +102,11 @@ extern void log_visit_owner(int32 owner_id, int64 after_position,
  * palloc'd bytes: NULL and *raw, or why it cannot be read. 'declared' is
  * the size its row gives (NULL: the row gives none); a record of another
  * size, or a negative one, is damaged before anything is allocated for it.
+ * A NULL record (a column read as NULL: 'data' is 0) is damaged too. With
+ * 'contain', damaged TOAST rows are as well (store_contain_damage), not
+ * PostgreSQL's error: a recovery goes on past them.
  */
-extern const char *log_unwrap(Datum data, const int64 *declared, uint8_t **raw,
-							  size_t *len);
+extern const char *log_unwrap(Datum data, const int64 *declared, bool contain,
+							  uint8_t **raw, size_t *len);
 
 #endif							/* LAKE_LOGREAD_H */

@@ -412,27 +412,51 @@ load_image(const LakeOwnerImage *im, void *arg)
  * Start every owner from the newest snapshot; returns the cycle it covers,
  * or 0 (replay everything) when there is none or it cannot be read.
  */
-static int64
-load_snapshot(Replay *rp)
+typedef struct SnapshotRow
 {
+	bool		found;
+	int64		cycle;
+	int64		bytes;
+	bytea	   *data;			/* detoasted */
+} SnapshotRow;
+
+/* The newest snapshot's row: the last entry of its primary key. */
+static void
+fetch_snapshot(void *arg)
+{
+	SnapshotRow *sr = (SnapshotRow *) arg;
+
 	/* lake_data.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data, encoding) */
 	Datum		row[7];
 	bool		nulls[7];
+
+	sr->found = store_fetch("snapshot", "snapshot_pkey", GetActiveSnapshot(), NULL, 0,
+							BackwardScanDirection, row, nulls);
+	if (!sr->found)
+		return;
+	sr->cycle = DatumGetInt64(row[0]);
+	sr->bytes = DatumGetInt64(row[3]);
+	sr->data = DatumGetByteaPP(row[5]);
+}
+
+static int64
+load_snapshot(Replay *rp)
+{
+	SnapshotRow sr = {false, 0, 0, NULL};
 	int64		cycle;
-	int64		bytes;
 	size_t		got;
 	uint8	   *raw;
 	const char *why;
 	LakeLandingStatus lst;
 
-	/* The newest: the last entry of its primary key. */
-	if (!store_fetch("snapshot", "snapshot_pkey", GetActiveSnapshot(), NULL, 0,
-					 BackwardScanDirection, row, nulls))
+	/* Its row's damage (a NULL column, its TOAST rows) is the record's. */
+	why = store_contain_damage(fetch_snapshot, &sr);
+	if (why == NULL && !sr.found)
 		return 0;
-	cycle = DatumGetInt64(row[0]);
+	cycle = sr.cycle;
 	rp->at.cycle = cycle;
-	bytes = DatumGetInt64(row[3]);
-	why = log_unwrap(row[5], &bytes, &raw, &got);
+	if (why == NULL)
+		why = log_unwrap(PointerGetDatum(sr.data), &sr.bytes, false, &raw, &got);
 	if (why == NULL)
 	{
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
@@ -447,7 +471,9 @@ load_snapshot(Replay *rp)
 	rp->unknown_image = 0;
 	ereport(WARNING,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("lake recovery: the snapshot of cycle " INT64_FORMAT " is damaged; replaying the whole log", cycle),
+			 sr.found ?
+			 errmsg("lake recovery: the snapshot of cycle " INT64_FORMAT " is damaged; replaying the whole log", cycle) :
+			 errmsg("lake recovery: the newest snapshot is damaged; replaying the whole log"),
 			 errdetail("%s", why)));
 	{
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
@@ -612,6 +638,7 @@ advance_epoch(void)
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, desc, values, nulls);
+	store_require_columns(desc, nulls, "writer");
 	store_require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
 							nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));
 	row_epoch = DatumGetInt32(values[epoch_att - 1]);

@@ -60,6 +60,7 @@
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -705,7 +706,64 @@ store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 	if (found)
 		heap_deform_tuple(heap_copytuple(tup), RelationGetDescr(rel), values, nulls);
 	systable_endscan_ordered(scan);
+	if (found)
+		store_require_columns(RelationGetDescr(rel), nulls, RelationGetRelationName(rel));
 	return found;
+}
+
+void
+store_require_columns(TupleDesc desc, const bool *nulls, const char *table)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (nulls[i] && att->attnotnull && !att->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("a row of %s.%s is damaged", LAKE_DATA_SCHEMA, table),
+					 errdetail("Its column \"%s\" reads as NULL, which the table does not allow.",
+							   NameStr(att->attname))));
+	}
+}
+
+char *
+store_contain_damage(void (*fn) (void *arg), void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	/* The connected section goes on: the abort must not end it. */
+	int			kept_depth = depth;
+	int			kept_nest = path_nest;
+	char	   *why = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		depth = kept_depth;
+		path_nest = kept_nest;
+		if (e->sqlerrcode != ERRCODE_DATA_CORRUPTED)
+			ReThrowError(e);
+		why = e->detail != NULL ? psprintf("%s: %s", e->message, e->detail) : e->message;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return why;
 }
 
 /* store_fetch_in, opening lake_data.<table> and lake_data.<index> for it. */

@@ -96,6 +96,20 @@ extern void store_update(Relation rel, ItemPointer otid, Datum *values, bool *nu
 extern bool store_fetch_sized(const char *table, const char *index, Snapshot snapshot,
 							  ScanKeyData *keys, int nkeys, ScanDirection dir,
 							  Datum *values, bool *nulls, int room);
+/*
+ * XX001 if a column lake_data.<table> declares NOT NULL reads as NULL in
+ * a deformed row: stored damage (a tuple header that lost a bit reads its
+ * trailing columns so) that readers would otherwise dereference.
+ * store_fetch checks every row it returns.
+ */
+extern void store_require_columns(TupleDesc desc, const bool *nulls, const char *table);
+/*
+ * Run fn(arg) in a subtransaction: NULL if it returned, or the message of
+ * the XX001 (damaged data, PostgreSQL's own or lake's) it raised, which is
+ * then contained: the caller goes on, as a recovery must past a damaged
+ * record. Any other error is raised.
+ */
+extern char *store_contain_damage(void (*fn) (void *arg), void *arg);
 
 /* Encode bytes as a stored chunk (codec.h) at lake.compression_level. */
 extern bytea *store_encode(const char *data, size_t len);

@@ -174,6 +174,7 @@ store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 		CHECK_FOR_INTERRUPTS();
 		/* One pass over the row: its text columns defeat cached offsets. */
 		heap_deform_tuple(tup, desc, values, nulls);
+		store_require_columns(desc, nulls, "owner");
 		r.id = DatumGetInt32(values[att[0] - 1]);
 		text_to_cstring_buffer(DatumGetTextPP(values[att[1] - 1]), name, NAMEDATALEN);
 		r.lifecycle = DatumGetInt32(values[att[2] - 1]);

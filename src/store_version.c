@@ -446,6 +446,7 @@ fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 	{
 		CHECK_FOR_INTERRUPTS();
 		slot_getallattrs(slot);
+		store_require_columns(RelationGetDescr(rel), slot->tts_isnull, "version");
 		if (!text_is(slot->tts_values[VA_TENANT - 1], tenant, tenant_len))
 			continue;
 		found = text_is(slot->tts_values[VA_OPERATION - 1], operation_id, operation_len);
@@ -839,6 +840,11 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 
 		CHECK_FOR_INTERRUPTS();
 		heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+		if (nulls[CA_CHUNK_NO - 1] || nulls[CA_BYTES - 1] || nulls[CA_DATA - 1])
+		{
+			why = psprintf("a row of chunk " INT64_FORMAT " reads as NULL", first + seen);
+			break;
+		}
 		chunk_no = DatumGetInt32(values[CA_CHUNK_NO - 1]);
 		if (chunk_no != first + seen)
 		{

@@ -1,0 +1,140 @@
+# Damage outside the checksummed records (SPEC §5: a damaged record is
+# XX001 or a quarantine, never a crash or different data).
+# - A tuple header that lost a bit of its column count reads the trailing
+#   columns as NULL. Read from a cycle row, that crashed the worker's
+#   recovery, and the server restarted it in a loop; from a version row,
+#   lake.read crashed its backend. Now the cycle's owner is quarantined and
+#   the read is XX001.
+# - A cycle record or the newest snapshot whose TOAST rows are damaged made
+#   the whole recovery fail, every second, with every owner unavailable.
+#   Now the cycle's owners are quarantined, and the snapshot is passed over
+#   for the whole log, as a flipped bit in either already was.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $node = lake_node('damaged', conf => "lake.checkpoint_cycles = 1000000\n");
+$node->start;
+
+sub psql { return $node->safe_psql('postgres', $_[0]); }
+
+sub restart
+{
+	my $e = psql('SELECT epoch FROM lake.stats()');
+	$node->stop('immediate');
+	$node->start;
+	$node->poll_query_until('postgres', "SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()")
+	  or die 'the worker did not recover';
+}
+
+# Where a row's tuple header sits in its table's file.
+sub tuple_at
+{
+	my ($table, $where) = @_;
+	my ($blk, $lp) = split /\|/, psql("SELECT (ctid::text::point)[0], (ctid::text::point)[1] FROM $table WHERE $where");
+	my $off = psql("SELECT lp_off FROM heap_page_items(get_raw_page('$table', $blk)) WHERE lp = $lp");
+	return ($node->data_dir . '/' . psql("SELECT pg_relation_filepath('$table')"), $blk * 8192 + $off);
+}
+
+# Write 'bytes' at 'offset' of 'file' (the server stopped).
+sub poke
+{
+	my ($file, $offset, $bytes) = @_;
+	open(my $fh, '+<', $file) or die "open $file: $!";
+	binmode $fh;
+	seek($fh, $offset, 0) or die;
+	print $fh $bytes;
+	close $fh;
+}
+
+sub state_of
+{
+	my ($o) = @_;
+	return psql("SELECT coalesce(quarantine_reason, 'live') FROM lake_data.owner WHERE name = '$o'");
+}
+
+psql('CREATE EXTENSION lake; CREATE EXTENSION pageinspect');
+psql("SELECT lake.create_owner('a'), lake.create_owner('b'), lake.create_dataset('k')");
+psql("SELECT lake.cast_durable('a', 'Planning', 'CognitiveWork', '\\x01')");
+psql("SELECT lake.cast_durable('b', 'Planning', 'CognitiveWork', '\\x02')");
+psql("SELECT lake.append('k', 't', 'op', '\\x0102'::bytea)");
+my $cycle_a = psql("SELECT cycle FROM lake.trajectory('a')");
+
+# 1. Column counts: the cycle row's 14 to 12 (data and encoding read as
+# NULL), the version row's 7 to 6 (its digest).
+my ($cfile, $coff) = tuple_at('lake_data.cycle', "cycle = $cycle_a");
+my ($vfile, $voff) = tuple_at('lake_data.version', "operation_id = 'op'");
+psql('CHECKPOINT');
+$node->stop;
+poke($cfile, $coff + 18, chr(12));
+poke($vfile, $voff + 18, chr(6));
+my $log_from = -s $node->logfile;
+$node->start;
+ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the worker recovers over a cycle row that reads NULL columns');
+like(state_of('a'), qr/cycle $cycle_a is damaged: its record reads as NULL/,
+	'the owner with a landing in it is quarantined');
+is(state_of('b'), 'live', 'the other owner is not');
+is(psql("SELECT phase || '/' || position FROM lake.owner_state('b')"), 'CognitiveWork/1',
+	'and has its landing');
+my ($state, $msg) = sql_error($node, "SELECT lake.read('k', 1)");
+is("$state $msg", 'XX001 a row of lake_data.version is damaged',
+	'a read of a version row that reads a NULL digest is XX001');
+unlike(slurp_file($node->logfile, $log_from), qr/terminated by signal/, 'no process crashed');
+
+# 2. A cycle record stored out of line (an incompressible 16 kB payload),
+# its first TOAST page gone.
+psql("SELECT lake.create_owner('t1'), lake.create_owner('t2')");
+psql("SELECT lake.cast_durable('t1', 'Planning', 'CognitiveWork', "
+	  . "(SELECT decode(string_agg(md5(i::text), ''), 'hex') FROM generate_series(1, 1000) i))");
+psql("SELECT lake.cast_durable('t2', 'Planning', 'CognitiveWork')");
+my $cycle_t1 = psql("SELECT cycle FROM lake.trajectory('t1')");
+my $ctoast = psql("SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE oid = 'lake_data.cycle'::regclass");
+is(psql("SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE oid = 'lake_data.cycle'::regclass"),
+	't', 'the record is stored out of line');
+psql('CHECKPOINT');
+$node->stop;
+poke($node->data_dir . "/$ctoast", 0, "\0" x 8192);
+$log_from = -s $node->logfile;
+$node->start;
+ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the worker recovers over a cycle record whose TOAST rows are gone');
+like(state_of('t1'), qr/cycle $cycle_t1 is damaged: its stored bytes are unreadable/,
+	'its owner is quarantined, the reason named');
+is(state_of('t2'), 'live', 'an owner of another cycle is not');
+is(psql("SELECT phase || '/' || position FROM lake.owner_state('t2')"), 'CognitiveWork/1',
+	'and has its landing');
+($state) = sql_error($node, "SELECT count(*) FROM lake.log(0)");
+is($state, 'XX001', 'a read of the log through it is XX001');
+
+# 3. The newest snapshot, stored out of line (3,000 owners), its first
+# TOAST page gone: the whole log is replayed instead.
+psql("SELECT count(lake.create_owner('n' || i)) FROM generate_series(1, 3000) i");
+psql("SELECT count(lake.cast('n' || i, 'Planning', 'CognitiveWork')) FROM generate_series(1, 3000) i");
+psql('SELECT lake.seal()');
+my $snap = psql('SELECT lake.checkpoint()');
+my $stoast = psql("SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE oid = 'lake_data.snapshot'::regclass");
+is(psql("SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE oid = 'lake_data.snapshot'::regclass"),
+	't', 'the snapshot is stored out of line');
+my $want = psql("SELECT string_agg(s.phase || s.position, ',' ORDER BY i) FROM generate_series(1, 3000) i, "
+	  . "lake.owner_state('n' || i) s");
+psql('CHECKPOINT');
+$node->stop;
+poke($node->data_dir . "/$stoast", 0, "\0" x 8192);
+$log_from = -s $node->logfile;
+$node->start;
+ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the worker recovers over a snapshot whose TOAST rows are gone');
+like(slurp_file($node->logfile, $log_from),
+	qr/the snapshot of cycle $snap is damaged; replaying the whole log/, 'replaying the whole log');
+is( psql("SELECT string_agg(s.phase || s.position, ',' ORDER BY i) FROM generate_series(1, 3000) i, "
+		  . "lake.owner_state('n' || i) s"),
+	$want, 'every owner recovered from the log');
+is(psql('SELECT recovery_snapshot FROM lake.stats()'), '0', 'from no snapshot');
+
+$node->stop;
+done_testing();
