@@ -177,20 +177,24 @@ owner_list_add(const LakeCycleOwner *o, void *arg)
 }
 
 /*
- * A cycle's owner list (lake_data.cycle.owners) into a palloc'd array:
- * NULL, or why it cannot be read.
+ * The owner list of the row of 'cycle' (lake_data.cycle.owners) into a
+ * palloc'd array: NULL, or why it cannot be read. A list written for
+ * another cycle is damaged: its owners are not this cycle's.
  */
 static const char *
-cycle_owner_list(Datum stored, bool contain, OwnerList *ol)
+cycle_owner_list(Datum stored, int64 cycle, bool contain, OwnerList *ol)
 {
 	size_t		got;
 	uint8_t    *raw;
 	const char *why = log_unwrap(stored, NULL, contain, &raw, &got);
 	LakeIndexStatus st;
+	int64_t		listed = 0;
 
 	memset(ol, 0, sizeof(*ol));
-	if (why == NULL && (st = lake_cycle_owners_decode(raw, got, owner_list_add, ol)) != LAKE_INDEX_OK)
+	if (why == NULL && (st = lake_cycle_owners_decode(raw, got, &listed, owner_list_add, ol)) != LAKE_INDEX_OK)
 		why = lake_index_status_text(st);
+	else if (why == NULL && listed != 0 && listed != cycle)
+		why = psprintf("its owner list was written for cycle " INT64_FORMAT, (int64) listed);
 	if (raw != NULL)
 		pfree(raw);
 	return why;
@@ -427,7 +431,7 @@ cycle_reader_visit(CycleReader *cr, HeapTuple tup, LogCycle *where,
 	{
 		OwnerList	ol;
 
-		if (cycle_owner_list(cycle_column(cr, tup, cr->att_owners), true, &ol) != NULL)
+		if (cycle_owner_list(cycle_column(cr, tup, cr->att_owners), where->cycle, true, &ol) != NULL)
 			ol.n = -1;
 		damaged(where->cycle, why, ol.owners, ol.n, arg);
 	}
@@ -522,7 +526,7 @@ log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
 		MemoryContext old = MemoryContextSwitchTo(cr.cxt);
 		OwnerList	ol;
 
-		if (cycle_owner_list(cycle_column(&cr, tup, cr.att_owners), true, &ol) != NULL)
+		if (cycle_owner_list(cycle_column(&cr, tup, cr.att_owners), cycle, true, &ol) != NULL)
 		{
 			LakeCycleId id = {cycle, DatumGetInt32(cycle_column(&cr, tup, cr.att_epoch))};
 
@@ -799,7 +803,7 @@ walk_tail(OwnerWalk *w, int64 from, int64 closed)
 			break;
 		}
 		next = cycle + 1;
-		why = cycle_owner_list(cycle_column(&w->cr, tup, w->cr.att_owners), w->damaged != NULL, &ol);
+		why = cycle_owner_list(cycle_column(&w->cr, tup, w->cr.att_owners), cycle, w->damaged != NULL, &ol);
 		if (why != NULL && w->damaged != NULL)
 		{
 			/*

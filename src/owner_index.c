@@ -81,16 +81,19 @@ lake_index_status_text(LakeIndexStatus st)
 size_t
 lake_cycle_owners_bound(uint32_t count)
 {
-	return 2 + 5 + (size_t) count * (5 + VARINT_MAX + 5);
+	return 2 + VARINT_MAX + 5 + (size_t) count * (5 + VARINT_MAX + 5);
 }
 
 size_t
-lake_cycle_owners_put(uint8_t *out, const LakeCycleOwner *owners, uint32_t count)
+lake_cycle_owners_put(uint8_t *out, int64_t cycle, const LakeCycleOwner *owners,
+					  uint32_t count)
 {
 	size_t		n = 0;
 
 	out[n++] = 'O';
-	out[n++] = 1;
+	out[n++] = cycle > 0 ? 2 : 1;
+	if (cycle > 0)
+		n += put_varint(out + n, (uint64_t) cycle);
 	n += put_varint(out + n, count);
 	for (uint32_t i = 0; i < count; i++)
 	{
@@ -102,15 +105,24 @@ lake_cycle_owners_put(uint8_t *out, const LakeCycleOwner *owners, uint32_t count
 }
 
 LakeIndexStatus
-lake_cycle_owners_decode(const uint8_t *in, size_t len,
+lake_cycle_owners_decode(const uint8_t *in, size_t len, int64_t *cycle,
 						 LakeCycleOwnerVisitor visit, void *arg)
 {
 	LakeIndexStatus st = LAKE_INDEX_OK;
 	size_t		pos = 2;
 	uint64_t	count;
+	uint64_t	c = 0;
 
-	if (len < 2 || in[0] != 'O' || in[1] != 1)
+	if (len < 2 || in[0] != 'O' || (in[1] != 1 && in[1] != 2))
 		return LAKE_INDEX_BAD_HEADER;
+	if (in[1] == 2)
+	{
+		if (!get_varint(in, len, &pos, INT64_MAX, &c, &st))
+			return st;
+		if (c == 0)
+			return LAKE_INDEX_BAD_VALUE;
+	}
+	*cycle = (int64_t) c;
 	if (!get_varint(in, len, &pos, UINT32_MAX, &count, &st))
 		return st;
 	for (uint64_t i = 0; i < count; i++)

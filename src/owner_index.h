@@ -9,8 +9,11 @@
  * - A cycle's owner list (lake_data.cycle.owners), written by the seal
  *   beside the compressed landings and readable without them: which owners
  *   have landings in the cycle, from which position, how many.
- *     'O', version 1, varint count, then count entries of
+ *     'O', version 2, varint cycle, varint count, then count entries of
  *     varint owner_id, varint first_position, varint landings
+ *   The cycle binds the list to its row, as the landings record is bound:
+ *   another cycle's list copied over it is damage, not its owners. Version
+ *   1 (no cycle: lists sealed before it was added) is still read, as cycle 0.
  *
  * - An owner's block entry (lake_data.owner_block.entry): cycles are
  *   grouped in blocks of consecutive cycles, at most LAKE_BLOCK_CYCLES of
@@ -63,12 +66,15 @@ typedef struct LakeCycleOwner
 
 /* Most bytes an owner list of 'count' owners takes. */
 extern size_t lake_cycle_owners_bound(uint32_t count);
-extern size_t lake_cycle_owners_put(uint8_t *out, const LakeCycleOwner *owners,
-									uint32_t count);
+/* The list of 'cycle' (version 2; 0 writes version 1, for re-encoding only). */
+extern size_t lake_cycle_owners_put(uint8_t *out, int64_t cycle,
+									const LakeCycleOwner *owners, uint32_t count);
 
 typedef int (*LakeCycleOwnerVisitor) (const LakeCycleOwner *o, void *arg);
 
+/* Decodes a list into *cycle (0: version 1) and its owners, in order. */
 extern LakeIndexStatus lake_cycle_owners_decode(const uint8_t *in, size_t len,
+												int64_t *cycle,
 												LakeCycleOwnerVisitor visit,
 												void *arg);
 

@@ -296,6 +296,11 @@ skip_damaged_cycle(int64 cycle, const char *why, const LakeCycleOwner *owners,
 	Replay	   *rp = (Replay *) arg;
 	char	   *reason;
 
+	/* Said even when the snapshot covers its owners' landings there. */
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("lake recovery: cycle " INT64_FORMAT " is damaged", cycle),
+			 errdetail("%s%s", why, nowners < 0 ? "; so is its owner list" : "")));
 	if (nowners < 0)
 	{
 		reason = psprintf("cycle " INT64_FORMAT " is damaged, and so is its owner list: %s", cycle, why);

@@ -725,7 +725,7 @@ seal_run(void)
 	else
 		index.tail_owners += nowners;
 	{
-		size_t		listlen = lake_cycle_owners_put(list, listed, (uint32) nowners);
+		size_t		listlen = lake_cycle_owners_put(list, cycle, listed, (uint32) nowners);
 		Datum		row[14] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),
 			Int64GetDatum(cut.first_seq), Int64GetDatum(cut.last_seq),
 			Int32GetDatum(cut.ncasts), Int64GetDatum((int64) pos),

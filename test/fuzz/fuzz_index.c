@@ -40,14 +40,16 @@ static void
 check_owners(const uint8_t *raw, size_t len)
 {
 	Seen		seen = {0};
-	LakeIndexStatus st = lake_cycle_owners_decode(raw, len, keep, &seen);
+	int64_t		cycle = -1;
+	LakeIndexStatus st = lake_cycle_owners_decode(raw, len, &cycle, keep, &seen);
 
 	FUZZ_CHECK(lake_index_status_text(st) != NULL);
 	if (st == LAKE_INDEX_OK)
 	{
 		FuzzBuf		out = {0};
 
-		out.len = lake_cycle_owners_put(fuzz_reserve(&out, lake_cycle_owners_bound(seen.n)),
+		FUZZ_CHECK(cycle >= 0);
+		out.len = lake_cycle_owners_put(fuzz_reserve(&out, lake_cycle_owners_bound(seen.n)), cycle,
 										(const LakeCycleOwner *) seen.items.data, seen.n);
 		FUZZ_CHECK(out.len == len && memcmp(out.data, raw, len) == 0);
 		free(out.data);
@@ -55,7 +57,7 @@ check_owners(const uint8_t *raw, size_t len)
 		{
 			Seen		first = {.stop_after = 1};
 
-			FUZZ_CHECK(lake_cycle_owners_decode(raw, len, keep, &first) == LAKE_INDEX_STOPPED);
+			FUZZ_CHECK(lake_cycle_owners_decode(raw, len, &cycle, keep, &first) == LAKE_INDEX_STOPPED);
 			FUZZ_CHECK(first.n == 1);
 			free(first.items.data);
 		}

@@ -136,5 +136,26 @@ is( psql("SELECT string_agg(s.phase || s.position, ',' ORDER BY i) FROM generate
 	$want, 'every owner recovered from the log');
 is(psql('SELECT recovery_snapshot FROM lake.stats()'), '0', 'from no snapshot');
 
+# 4. A cycle row overwritten with the row before it, key kept: its owner
+# list named the other cycle's owners and was believed, so the owner whose
+# landing was lost came back live, short of it. The list is bound to its
+# cycle now: damaged too, so recovery cannot know whose landings the cycle
+# held, and quarantines every owner.
+psql("SELECT lake.create_owner('r1'), lake.create_owner('r2')");
+my $c1 = psql("SELECT (lake.cast_durable('r1', 'Planning', 'CognitiveWork', '\x11')).cycle");
+my $c2 = psql("SELECT (lake.cast_durable('r2', 'Planning', 'CognitiveWork', '\x22')).cycle");
+is($c2, $c1 + 1, 'two cycles in a row');
+psql("UPDATE lake_data.cycle t SET epoch = s.epoch, first_seq = s.first_seq, last_seq = s.last_seq, "
+	  . "casts = s.casts, bytes = s.bytes, stored_bytes = s.stored_bytes, sealed_at = s.sealed_at, "
+	  . "lsn = s.lsn, owners = s.owners, data = s.data "
+	  . "FROM lake_data.cycle s WHERE s.cycle = $c1 AND t.cycle = $c2");
+$log_from = -s $node->logfile;
+restart();
+like(state_of('r2'), qr/^cycle $c2 is damaged, and so is its owner list/,
+	'the owner whose landing it held is quarantined');
+like(slurp_file($node->logfile, $log_from),
+	qr/WARNING:  lake recovery: cycle $c2 is damaged\n.*DETAIL:  .*; so is its owner list/,
+	'the damaged cycle is in the log');
+
 $node->stop;
 done_testing();
