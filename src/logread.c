@@ -577,6 +577,67 @@ log_index_state(Snapshot snapshot, LogIndexState *st)
 	return found;
 }
 
+/* The row of 'cycle' under the reader's snapshot, copied into its context. */
+static HeapTuple
+cycle_row(CycleReader *cr, int64 cycle)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	MemoryContext old;
+
+	ScanKeyInit(&key, cr->att_cycle, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(cycle));
+	scan = systable_beginscan_ordered(cr->rel, cr->idx, cr->snapshot, 1, &key);
+	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	old = MemoryContextSwitchTo(cr->cxt);
+	tup = HeapTupleIsValid(tup) ? heap_copytuple(tup) : NULL;
+	MemoryContextSwitchTo(old);
+	systable_endscan_ordered(scan);
+	return tup;
+}
+
+bool
+log_index_state_derive(Snapshot snapshot, int64 cycle, LogIndexState *st)
+{
+	CycleReader cr;
+	LakeIndexState before = {0, 0};
+	LakeIndexState after;
+	HeapTuple	tup;
+	OwnerList	ol;
+	bool		ok = true;
+
+	cycle_reader_open(&cr, snapshot);
+	if (cycle > 1)
+	{
+		tup = cycle_row(&cr, cycle - 1);
+		ok = tup != NULL;
+		if (ok)
+		{
+			before.indexed_through = DatumGetInt64(cycle_column(&cr, tup, cr.att_indexed));
+			before.tail_owners = DatumGetInt32(cycle_column(&cr, tup, cr.att_tail));
+			ok = lake_index_state_valid(&before, cycle - 1);
+		}
+	}
+	if (ok)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cr.cxt);
+
+		tup = cycle_row(&cr, cycle);
+		ok = tup != NULL &&
+			cycle_owner_list(cycle_column(&cr, tup, cr.att_owners), cycle, true, &ol) == NULL;
+		MemoryContextSwitchTo(old);
+	}
+	if (ok)
+	{
+		(void) lake_index_next(&before, cycle, (uint32) ol.n, &after);
+		st->cycle = cycle;
+		st->indexed_through = after.indexed_through;
+		st->tail_owners = after.tail_owners;
+	}
+	cycle_reader_close(&cr);
+	return ok;
+}
+
 /* ----------------------------------------------------------------------
  * One owner's landings, through the owner index
  * ---------------------------------------------------------------------- */
@@ -920,8 +981,7 @@ log_visit_owner(int32 owner_id, int64 after_position, int64 after_cycle,
 	any = index_state_of(&w.cr, scan, &st);
 	systable_endscan_ordered(scan);
 
-	if (any && (st.indexed_through > st.cycle || st.indexed_through < 0 ||
-				st.cycle - st.indexed_through >= LAKE_BLOCK_CYCLES))
+	if (any && !lake_index_state_valid(&(LakeIndexState) {st.indexed_through, st.tail_owners}, st.cycle))
 		walk_damaged(&w, st.cycle, psprintf("the cycle says the index ends at cycle " INT64_FORMAT,
 											st.indexed_through));
 	else if (any)

@@ -61,6 +61,12 @@ typedef struct LogIndexState
 } LogIndexState;
 
 extern bool log_index_state(Snapshot snapshot, LogIndexState *st);
+/*
+ * The state as of 'cycle' by the seals' rule (lake_index_next), from the
+ * row of the cycle before it and this cycle's owner list: for a row whose
+ * own state is one no seal writes. False when those cannot be read either.
+ */
+extern bool log_index_state_derive(Snapshot snapshot, int64 cycle, LogIndexState *st);
 
 /* A cycle's owners (nowners -1: its owner list and landings are damaged). */
 typedef void (*LogOwnerListVisitor) (int64 cycle, const LakeCycleOwner *owners,

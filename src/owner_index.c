@@ -78,6 +78,30 @@ lake_index_status_text(LakeIndexStatus st)
 	return "unknown owner index status";
 }
 
+int
+lake_index_next(const LakeIndexState *before, int64_t cycle, uint32_t nowners,
+				LakeIndexState *after)
+{
+	if (cycle - before->indexed_through >= LAKE_BLOCK_CYCLES ||
+		(int64_t) before->tail_owners + nowners >= LAKE_TAIL_OWNERS)
+	{
+		after->indexed_through = cycle;
+		after->tail_owners = 0;
+		return 1;
+	}
+	after->indexed_through = before->indexed_through;
+	after->tail_owners = before->tail_owners + (int32_t) nowners;
+	return 0;
+}
+
+int
+lake_index_state_valid(const LakeIndexState *st, int64_t cycle)
+{
+	return st->indexed_through >= 0 && st->indexed_through <= cycle &&
+		cycle - st->indexed_through < LAKE_BLOCK_CYCLES &&
+		st->tail_owners >= 0 && st->tail_owners < LAKE_TAIL_OWNERS;
+}
+
 size_t
 lake_cycle_owners_bound(uint32_t count)
 {

@@ -72,6 +72,27 @@ extern size_t lake_cycle_owners_put(uint8_t *out, int64_t cycle,
 
 typedef int (*LakeCycleOwnerVisitor) (const LakeCycleOwner *o, void *arg);
 
+/*
+ * Where the index stands as of a cycle (lake_data.cycle.indexed_through,
+ * .tail_owners): the last cycle of the last closed block, and the owner
+ * entries of the cycles after it.
+ */
+typedef struct LakeIndexState
+{
+	int64_t		indexed_through;
+	int32_t		tail_owners;
+} LakeIndexState;
+
+/*
+ * The seals' rule: the state as of 'cycle', whose owner list holds
+ * 'nowners' entries, given the state as of the cycle before it. True when
+ * the cycle closes a block (then indexed_through is the cycle).
+ */
+extern int	lake_index_next(const LakeIndexState *before, int64_t cycle, uint32_t nowners,
+							LakeIndexState *after);
+/* Could a seal have written this state as of 'cycle'? */
+extern int	lake_index_state_valid(const LakeIndexState *st, int64_t cycle);
+
 /* Decodes a list into *cycle (0: version 1) and its owners, in order. */
 extern LakeIndexStatus lake_cycle_owners_decode(const uint8_t *in, size_t len,
 												int64_t *cycle,

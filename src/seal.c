@@ -192,6 +192,32 @@ check_fence(const CycleCut *cut, int64 base)
 		st.indexed_through = base;
 		st.tail_owners = 0;
 	}
+	else if (base > 0 &&
+			 !lake_index_state_valid(&(LakeIndexState) {st.indexed_through, st.tail_owners}, base))
+	{
+		/*
+		 * A damaged state in the head's row must not have this seal close a
+		 * block over more than LAKE_BLOCK_CYCLES cycles, or over rows the
+		 * index holds already: it is derived again from the row before.
+		 */
+		LogIndexState derived;
+		bool		ok = log_index_state_derive(GetLatestSnapshot(), base, &derived);
+
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake: the owner index state in the row of the sealed head, cycle " INT64_FORMAT ", is damaged", base),
+				 errdetail("It reads indexed_through " INT64_FORMAT " and tail_owners %d; this seal goes on from %s.",
+						   st.indexed_through, st.tail_owners,
+						   ok ? "the state derived from the cycle before it" :
+						   "a new block after it, as the cycle before it cannot tell")));
+		if (ok)
+			st = derived;
+		else
+		{
+			st.indexed_through = base;
+			st.tail_owners = 0;
+		}
+	}
 	return st;
 }
 
@@ -715,15 +741,15 @@ seal_run(void)
 	 * lists hold LAKE_TAIL_OWNERS entries; before this cycle's row goes in,
 	 * so the block's other cycles are read as stored.
 	 */
-	if (cycle - index.indexed_through >= LAKE_BLOCK_CYCLES ||
-		(int64) index.tail_owners + nowners >= LAKE_TAIL_OWNERS)
 	{
-		close_block(index.indexed_through + 1, cycle, listed, nowners);
-		index.indexed_through = cycle;
-		index.tail_owners = 0;
+		LakeIndexState before = {index.indexed_through, index.tail_owners};
+		LakeIndexState after;
+
+		if (lake_index_next(&before, cycle, (uint32) nowners, &after))
+			close_block(before.indexed_through + 1, cycle, listed, nowners);
+		index.indexed_through = after.indexed_through;
+		index.tail_owners = after.tail_owners;
 	}
-	else
-		index.tail_owners += nowners;
 	{
 		size_t		listlen = lake_cycle_owners_put(list, cycle, listed, (uint32) nowners);
 		Datum		row[14] = {Int64GetDatum(cycle), Int32GetDatum(cut.epoch),

@@ -157,5 +157,28 @@ like(slurp_file($node->logfile, $log_from),
 	qr/WARNING:  lake recovery: cycle $c2 is damaged\n.*DETAIL:  .*; so is its owner list/,
 	'the damaged cycle is in the log');
 
+# 5. The newest cycle row's index state altered (indexed_through 64 to
+# 0): the next seal closed a block over every cycle again and collided with
+# the index's rows (23505), every seal after it too, and nothing became
+# durable. It is derived again from the row before, with a WARNING.
+psql("SELECT count(lake.create_owner('x' || i)) FROM generate_series(1, 70) i");
+psql(join("\n", map { "SELECT lake.cast_durable('x$_', 'Planning', 'CognitiveWork');" } 1 .. 70));
+my $head = psql('SELECT max(cycle) FROM lake_data.cycle');
+my $index = psql("SELECT indexed_through || '/' || tail_owners FROM lake_data.cycle WHERE cycle = $head");
+like($index, qr{^[1-9]\d*/[1-9]\d*$}, "a block closed before the head ($index)");
+psql("UPDATE lake_data.cycle SET indexed_through = 0 WHERE cycle = $head");
+$log_from = -s $node->logfile;
+psql("SELECT lake.create_owner('y')");
+is( psql("SET statement_timeout = '60s'; "
+		  . "SELECT (lake.cast_durable('y', 'Planning', 'CognitiveWork')).cycle"),
+	$head + 1, 'the next seal goes on');
+my ($it, $tail) = split m{/}, $index;
+is(psql("SELECT indexed_through || '/' || tail_owners FROM lake_data.cycle WHERE cycle = $head + 1"),
+	"$it/" . ($tail + 1), 'from the state the head had');
+like(slurp_file($node->logfile, $log_from),
+	qr/the owner index state in the row of the sealed head, cycle $head, is damaged/, 'said in the log');
+is(psql("SELECT count(*) FROM generate_series(1, 70) i, lake.trajectory('x' || i)"), '70',
+	'every trajectory reads through the index');
+
 $node->stop;
 done_testing();
