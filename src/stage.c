@@ -105,7 +105,7 @@ require_retired_stage(int64 stage, const StageRow *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the record of stage " INT64_FORMAT "'s commit is damaged", stage),
-				 errdetail("Its lake_data.stage_replay row names a version of another operation.")));
+				 errdetail("Its lake_data.stage_replay or lake_data.version_blob row names a version of another operation.")));
 }
 
 /*

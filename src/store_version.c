@@ -433,25 +433,48 @@ fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 	ScanKeyData key[2];
 	IndexScanDesc scan;
 	bool		found = false;
+	int32		hash = operation_hash(tenant, tenant_len, operation_id, operation_len);
 
 	if (snapshot == InvalidSnapshot)
 		snapshot = GetTransactionSnapshot();
 	/* Index column numbers: the second column is an expression. */
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(dataset_id));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum(operation_hash(tenant, tenant_len, operation_id, operation_len)));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(hash));
 	scan = index_beginscan(rel, idx, snapshot, 2, 0);
 	index_rescan(scan, key, 2, NULL, 0);
 	while (!found && index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
+		Datum	   *row = slot->tts_values;
+		bool		mine;
+
 		CHECK_FOR_INTERRUPTS();
 		slot_getallattrs(slot);
 		store_require_columns(RelationGetDescr(rel), slot->tts_isnull, "version");
-		if (!text_is(slot->tts_values[VA_TENANT - 1], tenant, tenant_len))
-			continue;
-		found = text_is(slot->tts_values[VA_OPERATION - 1], operation_id, operation_len);
+		mine = text_is(row[VA_TENANT - 1], tenant, tenant_len);
+		found = mine && text_is(row[VA_OPERATION - 1], operation_id, operation_len);
 		if (!found)
-			(*key_peers)++;
+		{
+			text	   *t = DatumGetTextPP(row[VA_TENANT - 1]);
+			text	   *o = DatumGetTextPP(row[VA_OPERATION - 1]);
+
+			/*
+			 * Another operation under this key must hash to it: a btree
+			 * does not recheck its keys against the heap, and a row whose
+			 * ids were damaged would be taken for another operation (and
+			 * the operation written again).
+			 */
+			if (DatumGetInt32(row[VA_DATASET - 1]) != dataset_id ||
+				operation_hash(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t),
+							   VARDATA_ANY(o), VARSIZE_ANY_EXHDR(o)) != hash)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("version " INT64_FORMAT " of dataset %d is damaged",
+								DatumGetInt64(row[VA_VERSION - 1]), dataset_id),
+						 errdetail("Its row is indexed under the key of operation \"%s\" of tenant \"%s\", but its dataset, tenant or operation id does not match that key.",
+								   operation_id, tenant)));
+			if (mine)
+				(*key_peers)++;
+		}
 		else
 		{
 			HeapTuple	tup = ExecCopySlotHeapTuple(slot);
@@ -710,9 +733,13 @@ store_version_of_blob(int64 blob, Snapshot snapshot, OperationLookup *op,
 	memcpy(op->digest, op->head.digest, LAKE_DIGEST_LEN);
 	*tenant = op->head.tenant;
 	*operation_id = TextDatumGetCString(values[VA_OPERATION - 1]);
-	/* A replay's row is outside any checksum: its version must be of its operation. */
-	*replay_damaged = replay_tenant != NULL &&
-		(strcmp(replay_tenant, *tenant) != 0 || strcmp(replay_operation, *operation_id) != 0);
+	/*
+	 * The rows are outside any checksum: a replay's version must be of its
+	 * operation, and a commit's must read its chunks from this blob.
+	 */
+	*replay_damaged = replay_tenant != NULL ?
+		(strcmp(replay_tenant, *tenant) != 0 || strcmp(replay_operation, *operation_id) != 0) :
+		op->head.blob != blob;
 	return true;
 }
 

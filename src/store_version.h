@@ -73,7 +73,8 @@ extern void store_add_version(int32 dataset_id, int64 version, const char *tenan
 /*
  * The version a blob (or a replayed stage) was committed as: its tenant and
  * operation are the version's; 'replay_damaged' is set when a stage_replay
- * row names a version of another operation.
+ * row names a version of another operation, or a version_blob row one that
+ * does not read its chunks from this blob.
  */
 extern bool store_version_of_blob(int64 blob, Snapshot snapshot, OperationLookup *op,
 								  char **tenant, char **operation_id, bool *replay_damaged);

@@ -304,6 +304,23 @@ RESET ROLE;
 UPDATE lake_data.stage_replay SET tenant = 'acme', operation_id = 'i-rp' WHERE stage = :rp;
 UPDATE lake_data.stage_replay SET version = :rpv WHERE stage = :rp;
 SELECT lake.commit_append(:rp) = :rpv AS replay_repaired;
+-- Likewise a committed stage's lake_data.version_blob row: the version it
+-- names must read its chunks from that stage (it returned the version of
+-- another upload).
+SELECT lake.begin_append('i_ds', 'acme', 'i-vb1') AS vb1 \gset
+SELECT lake.append_chunk(:vb1, 0, convert_to('first upload', 'UTF8'));
+SELECT lake.commit_append(:vb1) AS vb1v \gset
+SELECT lake.begin_append('i_ds', 'acme', 'i-vb2') AS vb2 \gset
+SELECT lake.append_chunk(:vb2, 0, convert_to('second upload', 'UTF8'));
+SELECT lake.commit_append(:vb2) AS vb2v \gset
+-- (Damaged in the heap only: its unique index on the version is not told.)
+UPDATE pg_index SET indisready = false WHERE indexrelid = 'lake_data.version_blob_version'::regclass;
+UPDATE lake_data.version_blob SET version = :vb1v WHERE blob = :vb2;
+UPDATE pg_index SET indisready = true WHERE indexrelid = 'lake_data.version_blob_version'::regclass;
+SELECT regexp_replace(t.err(format('SELECT lake.commit_append(%s)', :vb2)), 'stage \d+', 'stage <n>', 'g') AS blob_row_moved;
+UPDATE lake_data.version_blob SET version = :vb2v WHERE blob = :vb2;
+REINDEX INDEX lake_data.version_blob_version;
+SELECT lake.commit_append(:vb2) = :vb2v AS blob_row_repaired;
 
 -- A sealed idempotent cast is answered from lake_data.cast_operation only
 -- when the log shows that receipt is this owner's landing of this

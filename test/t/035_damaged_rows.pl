@@ -180,5 +180,31 @@ like(slurp_file($node->logfile, $log_from),
 is(psql("SELECT count(*) FROM generate_series(1, 70) i, lake.trajectory('x' || i)"), '70',
 	'every trajectory reads through the index');
 
+# 6. A version row's operation id altered in the heap ('x' to 'y', one
+# bit), its index entry kept: the operation's look-up took the row for
+# another operation under the same key, said the operation had no version,
+# and wrote it again. A row under an operation's key that does not hash to
+# it is damaged.
+psql("SELECT lake.create_dataset('h')");
+psql("SELECT lake.append('h', 'acme', 'op-x1', '\\x01'::bytea)");
+my ($hfile, $hoff) = tuple_at('lake_data.version', "operation_id = 'op-x1'");
+psql('CHECKPOINT');
+$node->stop;
+{
+	open(my $fh, '+<', $hfile) or die "open $hfile: $!";
+	binmode $fh;
+	seek($fh, $hoff, 0) or die;
+	read($fh, my $tuple, 8192 - $hoff % 8192) or die;
+	my $at = index($tuple, 'op-x1');
+	die 'operation id not found in the tuple' if $at < 0;
+	poke($hfile, $hoff + $at + 3, 'y');
+}
+$node->start;
+($state, $msg) = sql_error($node, "SELECT lake.append('h', 'acme', 'op-x1', '\\x01'::bytea)");
+like("$state $msg", qr/^XX001 version 1 of dataset \d+ is damaged$/,
+	'a retry of the operation is XX001');
+is(psql("SELECT count(*) FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id WHERE d.name = 'h'"),
+	'1', 'and writes no second version');
+
 $node->stop;
 done_testing();
