@@ -224,6 +224,11 @@ operation_resolve(OperationLookup *op, const uint8 *digest, const char *dataset,
 		*version = operation_replay(op, digest, dataset, tenant, operation_id, wait_ms);
 		return false;
 	}
+	if (op->max_version == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("dataset \"%s\" has no version number left", dataset),
+				 errhint("Nothing was written.")));
 	*version = op->max_version + 1;
 	head_wrote(store_relid("dataset"), op->dataset_id, *version);
 	return true;

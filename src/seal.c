@@ -649,6 +649,10 @@ seal_run(void)
 		return 0;
 	}
 	index = check_fence(&cut, base);
+	if (base == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("seal refused: cycle " INT64_FORMAT " is the last cycle number", base)));
 	cycle = base + 1;
 	lsn = GetXLogInsertRecPtr();
 

@@ -114,3 +114,17 @@ SELECT array_agg(lake.append('head' || i, 'acme', 'y', '\x02'::bytea) ORDER BY i
 COMMIT;
 SELECT array_agg(lake.append('head' || i, 'acme', 'z', '\x03'::bytea) ORDER BY i) AS third
   FROM generate_series(1, 10) AS i;
+
+-- A dataset whose versions reached the last number (a row put in by hand
+-- stands for 2^63 appends) refuses the next append with 22003 and writes
+-- nothing: the number wrapped to -2^63 before, and the append after that
+-- leaked a unique violation.
+SELECT lake.create_dataset('head_last');
+INSERT INTO lake_data.version (version, committed_at, dataset_id, data, tenant, operation_id, digest)
+SELECT 9223372036854775807, now(), id, NULL, 'acme', 'a', sha256('\x01'::bytea)
+  FROM lake_data.dataset WHERE name = 'head_last';
+\set VERBOSITY sqlstate
+SELECT lake.append('head_last', 'acme', 'b', '\x02'::bytea);
+\set VERBOSITY default
+SELECT count(*) AS versions FROM lake_data.version
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'head_last');
