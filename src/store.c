@@ -508,7 +508,8 @@ store_sealing_lock_held(void)
 /*
  * A new blob id (a stage's id, kept by the version it becomes), in this
  * partition's residue class: a router sends a stage id to its partition by
- * the id alone. And in this timeline's range of 2^40 ids: a standby promoted
+ * the id alone. And in this timeline's range (its 2^40 ids are offset by
+ * the timeline; the sequence goes on across timelines): a standby promoted
  * without the primary's last WAL (or a point-in-time recovery) hands out
  * the sequence's values again, and a stage id a client holds from the old
  * timeline's lost end must not name another operation's stage.
@@ -547,7 +548,7 @@ store_next_blob(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 				 errmsg("no stage or payload id is left for timeline %u", tli),
-				 errdetail("Stages and payloads stored in more than one chunk draw from 2^40 ids per timeline, for 4096 timelines.")));
+				 errdetail("Stages and payloads stored in more than one chunk draw 2^40 ids in all, over at most 4096 timelines.")));
 	return lake_partition_handle(((int64) (tli - 1) << 40) + n);
 }
 
