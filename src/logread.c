@@ -47,24 +47,10 @@ landing_ignore(const LakeLanding *l, void *arg)
 	return 0;
 }
 
-typedef struct Detoast
-{
-	Datum		data;
-	bytea	   *stored;
-} Detoast;
-
-static void
-detoast_record(void *arg)
-{
-	Detoast    *d = (Detoast *) arg;
-
-	d->stored = DatumGetByteaPP(d->data);
-}
-
 const char *
 log_unwrap(Datum data, const int64 *declared, bool contain, uint8_t **raw, size_t *len)
 {
-	Detoast		d = {data, NULL};
+	bytea	   *stored;
 	const uint8_t *in;
 	size_t		inlen;
 	size_t		size = 0;
@@ -74,18 +60,18 @@ log_unwrap(Datum data, const int64 *declared, bool contain, uint8_t **raw, size_
 	*len = 0;
 	if (DatumGetPointer(data) == NULL)
 		return "its record reads as NULL";
-	if (contain && (VARATT_IS_EXTERNAL(DatumGetPointer(data)) ||
-					VARATT_IS_COMPRESSED(DatumGetPointer(data))))
+	if (contain)
 	{
-		char	   *why = store_contain_damage(detoast_record, &d);
+		char	   *why;
 
-		if (why != NULL)
+		stored = store_detoast_contained(data, &why);
+		if (stored == NULL)
 			return psprintf("its stored bytes are unreadable: %s", why);
 	}
 	else
-		detoast_record(&d);
-	in = (const uint8_t *) VARDATA_ANY(d.stored);
-	inlen = VARSIZE_ANY_EXHDR(d.stored);
+		stored = DatumGetByteaPP(data);
+	in = (const uint8_t *) VARDATA_ANY(stored);
+	inlen = VARSIZE_ANY_EXHDR(stored);
 	cst = lake_chunk_decoded_size(in, inlen, false, &size);
 	if (cst == LAKE_CODEC_OK && size > MaxAllocSize)
 		cst = LAKE_CODEC_TOO_BIG;
@@ -100,8 +86,8 @@ log_unwrap(Datum data, const int64 *declared, bool contain, uint8_t **raw, size_
 								*raw, size, len);
 	}
 	/* A detoasted copy: a walk over many cycles must not keep them all. */
-	if ((Pointer) d.stored != DatumGetPointer(data))
-		pfree(d.stored);
+	if ((Pointer) stored != DatumGetPointer(data))
+		pfree(stored);
 	return cst == LAKE_CODEC_OK ? NULL : lake_codec_status_text(cst);
 }
 

@@ -728,6 +728,33 @@ store_require_columns(TupleDesc desc, const bool *nulls, const char *table)
 	}
 }
 
+typedef struct Detoast
+{
+	Datum		value;
+	bytea	   *out;
+} Detoast;
+
+static void
+detoast_in(void *arg)
+{
+	Detoast    *d = (Detoast *) arg;
+
+	d->out = DatumGetByteaPP(d->value);
+}
+
+bytea *
+store_detoast_contained(Datum value, char **why)
+{
+	Detoast		d = {value, NULL};
+
+	*why = NULL;
+	if (!VARATT_IS_EXTERNAL(DatumGetPointer(value)) &&
+		!VARATT_IS_COMPRESSED(DatumGetPointer(value)))
+		return DatumGetByteaPP(value);
+	*why = store_contain_damage(detoast_in, &d);
+	return *why == NULL ? d.out : NULL;
+}
+
 char *
 store_contain_damage(void (*fn) (void *arg), void *arg)
 {

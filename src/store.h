@@ -110,6 +110,12 @@ extern void store_require_columns(TupleDesc desc, const bool *nulls, const char 
  * record. Any other error is raised.
  */
 extern char *store_contain_damage(void (*fn) (void *arg), void *arg);
+/*
+ * A stored bytea, detoasted: NULL and *why when its TOAST rows are
+ * damaged (contained as above; only an out-of-line or compressed value
+ * pays for the subtransaction).
+ */
+extern bytea *store_detoast_contained(Datum value, char **why);
 
 /* Encode bytes as a stored chunk (codec.h) at lake.compression_level. */
 extern bytea *store_encode(const char *data, size_t len);

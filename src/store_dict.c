@@ -134,6 +134,7 @@ kept_dict(int32 id, const char **why)
 	size_t		len;
 	ZSTD_DDict *ddict;
 	uint8	   *copy;
+	char	   *damage;
 
 	caches_current(false);
 	d = hash_search(dicts, &id, HASH_FIND, NULL);
@@ -146,7 +147,12 @@ kept_dict(int32 id, const char **why)
 		*why = psprintf("compression dictionary %d is missing", id);
 		return NULL;
 	}
-	data = DatumGetByteaPP(values[DA_DATA - 1]);
+	data = store_detoast_contained(values[DA_DATA - 1], &damage);
+	if (data == NULL)
+	{
+		*why = psprintf("compression dictionary %d is unreadable: %s", id, damage);
+		return NULL;
+	}
 	bytes = (const uint8 *) VARDATA_ANY(data);
 	len = VARSIZE_ANY_EXHDR(data);
 	if ((int64) dict_checksum(bytes, len) != DatumGetInt64(values[DA_CHECKSUM - 1]))

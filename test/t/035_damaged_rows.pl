@@ -206,5 +206,29 @@ like("$state $msg", qr/^XX001 version 1 of dataset \d+ is damaged$/,
 is(psql("SELECT count(*) FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id WHERE d.name = 'h'"),
 	'1', 'and writes no second version');
 
+# 7. A compression dictionary (stored out of line) whose TOAST rows are
+# gone: a read of a version compressed with it was PostgreSQL's own XX001;
+# it is the version's lineage, LK005 naming the dictionary, as damaged
+# dictionary bytes already were.
+psql(q{CREATE FUNCTION dj(n int) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
+  SELECT convert_to(format('{"op":"op-%s","event":"order.updated","order":%s,"trace":"%s"}',
+                           n, n * 7919 % 1000000, md5(n::text)), 'UTF8') $$});
+psql("SELECT lake.create_dataset('dj')");
+psql("SELECT count(lake.append('dj', 't', 'op-' || n, dj(n))) FROM generate_series(1, 200) n");
+my $dict = psql("SELECT lake.train_dictionary('dj')");
+my $dv = psql("SELECT lake.append('dj', 't', 'op-201', dj(201))");
+my $dtoast = psql("SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE oid = 'lake_data.dictionary'::regclass");
+is(psql("SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE oid = 'lake_data.dictionary'::regclass"),
+	't', 'the dictionary is stored out of line');
+psql('CHECKPOINT');
+$node->stop;
+poke($node->data_dir . "/$dtoast", 0, "\0" x 8192);
+$node->start;
+($state, $msg) = sql_error($node, "SELECT lake.read('dj', $dv)");
+is("$state $msg", "LK005 version $dv of dataset \"dj\" is incomplete",
+	'a read of a version compressed with it is LK005');
+my ($ret, $out, $err) = $node->psql('postgres', "SELECT lake.read('dj', $dv)");
+like($err, qr/DETAIL:  .*compression dictionary $dict is unreadable/, '... naming the dictionary');
+
 $node->stop;
 done_testing();
