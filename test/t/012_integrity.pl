@@ -26,14 +26,7 @@ $node->start;
 
 sub psql { return $node->safe_psql('postgres', $_[0]); }
 
-sub restart
-{
-	my $e = psql('SELECT epoch FROM lake.stats()');
-	$node->stop('immediate');
-	$node->start;
-	$node->poll_query_until('postgres', "SELECT epoch > $e FROM lake.stats()")
-	  or die 'the worker did not recover';
-}
+sub restart { restart_recovered($node) or die 'the worker did not recover'; }
 
 my @owners = qw(s1 s2 s3);
 sub states

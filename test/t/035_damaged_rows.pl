@@ -22,13 +22,28 @@ $node->start;
 
 sub psql { return $node->safe_psql('postgres', $_[0]); }
 
-sub restart
+my $serving = "SELECT worker_state = 'serving' FROM lake.stats()";
+
+# Stops the server, runs 'edit' on its files, starts it: returns where the
+# server log stood before the start.
+sub damaged_restart
 {
-	my $e = psql('SELECT epoch FROM lake.stats()');
-	$node->stop('immediate');
+	my ($edit) = @_;
+	psql('CHECKPOINT');
+	$node->stop;
+	$edit->();
+	my $from = -s $node->logfile;
 	$node->start;
-	$node->poll_query_until('postgres', "SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()")
-	  or die 'the worker did not recover';
+	return $from;
+}
+
+# The file of a table's TOAST relation, which must hold a value.
+sub toast_file
+{
+	my ($table) = @_;
+	my $of = "FROM pg_class WHERE oid = '$table'::regclass";
+	is(psql("SELECT pg_relation_size(reltoastrelid) > 0 $of"), 't', "$table stores a value out of line");
+	return $node->data_dir . '/' . psql("SELECT pg_relation_filepath(reltoastrelid) $of");
 }
 
 # Where a row's tuple header sits in its table's file.
@@ -68,14 +83,8 @@ my $cycle_a = psql("SELECT cycle FROM lake.trajectory('a')");
 # NULL), the version row's 7 to 6 (its digest).
 my ($cfile, $coff) = tuple_at('lake_data.cycle', "cycle = $cycle_a");
 my ($vfile, $voff) = tuple_at('lake_data.version', "operation_id = 'op'");
-psql('CHECKPOINT');
-$node->stop;
-poke($cfile, $coff + 18, chr(12));
-poke($vfile, $voff + 18, chr(6));
-my $log_from = -s $node->logfile;
-$node->start;
-ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
-	'the worker recovers over a cycle row that reads NULL columns');
+my $log_from = damaged_restart(sub { poke($cfile, $coff + 18, chr(12)); poke($vfile, $voff + 18, chr(6)); });
+ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a cycle row that reads NULL columns');
 like(state_of('a'), qr/cycle $cycle_a is damaged: its record reads as NULL/,
 	'the owner with a landing in it is quarantined');
 is(state_of('b'), 'live', 'the other owner is not');
@@ -93,16 +102,9 @@ psql("SELECT lake.cast_durable('t1', 'Planning', 'CognitiveWork', "
 	  . "(SELECT decode(string_agg(md5(i::text), ''), 'hex') FROM generate_series(1, 1000) i))");
 psql("SELECT lake.cast_durable('t2', 'Planning', 'CognitiveWork')");
 my $cycle_t1 = psql("SELECT cycle FROM lake.trajectory('t1')");
-my $ctoast = psql("SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE oid = 'lake_data.cycle'::regclass");
-is(psql("SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE oid = 'lake_data.cycle'::regclass"),
-	't', 'the record is stored out of line');
-psql('CHECKPOINT');
-$node->stop;
-poke($node->data_dir . "/$ctoast", 0, "\0" x 8192);
-$log_from = -s $node->logfile;
-$node->start;
-ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
-	'the worker recovers over a cycle record whose TOAST rows are gone');
+my $ctoast = toast_file('lake_data.cycle');
+damaged_restart(sub { poke($ctoast, 0, "\0" x 8192); });
+ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a cycle record whose TOAST rows are gone');
 like(state_of('t1'), qr/cycle $cycle_t1 is damaged: its stored bytes are unreadable/,
 	'its owner is quarantined, the reason named');
 is(state_of('t2'), 'live', 'an owner of another cycle is not');
@@ -117,18 +119,11 @@ psql("SELECT count(lake.create_owner('n' || i)) FROM generate_series(1, 3000) i"
 psql("SELECT count(lake.cast('n' || i, 'Planning', 'CognitiveWork')) FROM generate_series(1, 3000) i");
 psql('SELECT lake.seal()');
 my $snap = psql('SELECT lake.checkpoint()');
-my $stoast = psql("SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE oid = 'lake_data.snapshot'::regclass");
-is(psql("SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE oid = 'lake_data.snapshot'::regclass"),
-	't', 'the snapshot is stored out of line');
+my $stoast = toast_file('lake_data.snapshot');
 my $want = psql("SELECT string_agg(s.phase || s.position, ',' ORDER BY i) FROM generate_series(1, 3000) i, "
 	  . "lake.owner_state('n' || i) s");
-psql('CHECKPOINT');
-$node->stop;
-poke($node->data_dir . "/$stoast", 0, "\0" x 8192);
-$log_from = -s $node->logfile;
-$node->start;
-ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
-	'the worker recovers over a snapshot whose TOAST rows are gone');
+$log_from = damaged_restart(sub { poke($stoast, 0, "\0" x 8192); });
+ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a snapshot whose TOAST rows are gone');
 like(slurp_file($node->logfile, $log_from),
 	qr/the snapshot of cycle $snap is damaged; replaying the whole log/, 'replaying the whole log');
 is( psql("SELECT string_agg(s.phase || s.position, ',' ORDER BY i) FROM generate_series(1, 3000) i, "
@@ -150,7 +145,7 @@ psql("UPDATE lake_data.cycle t SET epoch = s.epoch, first_seq = s.first_seq, las
 	  . "lsn = s.lsn, owners = s.owners, data = s.data "
 	  . "FROM lake_data.cycle s WHERE s.cycle = $c1 AND t.cycle = $c2");
 $log_from = -s $node->logfile;
-restart();
+restart_recovered($node) or die 'the worker did not recover';
 like(state_of('r2'), qr/^cycle $c2 is damaged, and so is its owner list/,
 	'the owner whose landing it held is quarantined');
 like(slurp_file($node->logfile, $log_from),
@@ -188,18 +183,17 @@ is(psql("SELECT count(*) FROM generate_series(1, 70) i, lake.trajectory('x' || i
 psql("SELECT lake.create_dataset('h')");
 psql("SELECT lake.append('h', 'acme', 'op-x1', '\\x01'::bytea)");
 my ($hfile, $hoff) = tuple_at('lake_data.version', "operation_id = 'op-x1'");
-psql('CHECKPOINT');
-$node->stop;
-{
-	open(my $fh, '+<', $hfile) or die "open $hfile: $!";
-	binmode $fh;
-	seek($fh, $hoff, 0) or die;
-	read($fh, my $tuple, 8192 - $hoff % 8192) or die;
-	my $at = index($tuple, 'op-x1');
-	die 'operation id not found in the tuple' if $at < 0;
-	poke($hfile, $hoff + $at + 3, 'y');
-}
-$node->start;
+damaged_restart(
+	sub {
+		open(my $fh, '<', $hfile) or die "open $hfile: $!";
+		binmode $fh;
+		seek($fh, $hoff, 0) or die;
+		read($fh, my $tuple, 8192 - $hoff % 8192) or die;
+		close $fh;
+		my $at = index($tuple, 'op-x1');
+		die 'operation id not found in the tuple' if $at < 0;
+		poke($hfile, $hoff + $at + 3, 'y');
+	});
 ($state, $msg) = sql_error($node, "SELECT lake.append('h', 'acme', 'op-x1', '\\x01'::bytea)");
 like("$state $msg", qr/^XX001 version 1 of dataset \d+ is damaged$/,
 	'a retry of the operation is XX001');
@@ -217,13 +211,8 @@ psql("SELECT lake.create_dataset('dj')");
 psql("SELECT count(lake.append('dj', 't', 'op-' || n, dj(n))) FROM generate_series(1, 200) n");
 my $dict = psql("SELECT lake.train_dictionary('dj')");
 my $dv = psql("SELECT lake.append('dj', 't', 'op-201', dj(201))");
-my $dtoast = psql("SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE oid = 'lake_data.dictionary'::regclass");
-is(psql("SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE oid = 'lake_data.dictionary'::regclass"),
-	't', 'the dictionary is stored out of line');
-psql('CHECKPOINT');
-$node->stop;
-poke($node->data_dir . "/$dtoast", 0, "\0" x 8192);
-$node->start;
+my $dtoast = toast_file('lake_data.dictionary');
+damaged_restart(sub { poke($dtoast, 0, "\0" x 8192); });
 ($state, $msg) = sql_error($node, "SELECT lake.read('dj', $dv)");
 is("$state $msg", "LK005 version $dv of dataset \"dj\" is incomplete",
 	'a read of a version compressed with it is LK005');

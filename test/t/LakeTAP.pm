@@ -16,7 +16,7 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(lake_node sql_error wait_until lock_timeouts_logged gdb_stopped held_session kanban_next kanban_replay read_log
   live_states kanban_statements cast_sql client_sql gdb_hold gdb gdb_let_go
-  background finished);
+  background finished restart_recovered);
 
 # PostgreSQL 15's poll_query_until feeds its query to psql through a pipe.
 # While a crashed server restarts, psql can fail to connect and exit before
@@ -74,6 +74,20 @@ sub lake_node
 	  if $preload;
 	$node->append_conf('postgresql.conf', $opt{conf}) if defined $opt{conf};
 	return $node;
+}
+
+# restart_recovered(node [, mode]) -> whether the worker recovered again
+#
+# Stops the node (immediate unless 'mode' says otherwise), starts it, and
+# waits until the worker has recovered the owners under a new epoch.
+sub restart_recovered
+{
+	my ($node, $mode) = @_;
+	my $e = $node->safe_psql('postgres', 'SELECT epoch FROM lake.stats()');
+	$node->stop($mode // 'immediate');
+	$node->start;
+	return $node->poll_query_until('postgres',
+		"SELECT epoch > $e AND worker_state = 'serving' FROM lake.stats()");
 }
 
 # sql_error(node, sql [, db]) -> (sqlstate, message)
