@@ -35,6 +35,7 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
@@ -681,6 +682,24 @@ store_add_version(int32 dataset_id, int64 version, const char *tenant,
 }
 
 /*
+ * Everything inserted so far, as a position XLogFlush can reach: at the
+ * start of a page the insert position points past the page's header, which
+ * no flush reaches until a record is written on that page (XX000 "flush
+ * request ... is not satisfied").
+ */
+static XLogRecPtr
+inserted_so_far(void)
+{
+	XLogRecPtr	ptr = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(ptr, wal_segment_size) == SizeOfXLogLongPHD)
+		return ptr - SizeOfXLogLongPHD;
+	if (ptr % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		return ptr - SizeOfXLogShortPHD;
+	return ptr;
+}
+
+/*
  * The version a blob (a committed stage) answered, with its tenant and
  * operation id: the one its chunks make up, or the one its commit found
  * already there (lake_data.stage_replay).
@@ -728,7 +747,7 @@ store_version_of_blob(int64 blob, Snapshot snapshot, OperationLookup *op,
 		return false;
 	op->found = true;
 	/* A rare path (a retried commit_append): all WAL written so far. */
-	op->commit_lsn = GetXLogInsertRecPtr();
+	op->commit_lsn = inserted_so_far();
 	head_from_row(values, nulls, &op->head);
 	memcpy(op->digest, op->head.digest, LAKE_DIGEST_LEN);
 	*tenant = op->head.tenant;

@@ -295,3 +295,14 @@ RESET lake.compression_level;
 SELECT called, touched_at - began > (ended - touched_at) * 4 AS stamped_at_its_end
 FROM lake_data.stage, stamp_call WHERE id = :stamped;
 SELECT lake.abort_append(:stamped);
+
+-- A retried commit_append of a committed stage flushes the WAL inserted so
+-- far before it answers. Right after a WAL switch, the insert position
+-- points past the new segment's header, which no flush can reach until a
+-- record is written there: the retry was XX000 ("xlog flush request ... is
+-- not satisfied").
+SELECT lake.begin_append('uploads', 'acme', 'switched') AS switched \gset
+SELECT lake.append_chunk(:switched, 0, '\x0a0b'::bytea);
+SELECT lake.commit_append(:switched) AS switched_version \gset
+SELECT pg_switch_wal() IS NOT NULL AS wal_switched;
+SELECT lake.commit_append(:switched) = :switched_version AS retried_after_switch;
