@@ -234,6 +234,8 @@ typedef enum SealTable
 } SealTable;
 
 static const char *const seal_table_names[SEAL_NTABLES] = {"cycle", "cast_operation", "owner_block"};
+/* Their columns, as the rows below are laid out (the install script's). */
+static const int seal_table_widths[SEAL_NTABLES] = {14, 5, 3};
 
 /*
  * Insert 'nrows' rows of the table's width (values and nulls row after
@@ -251,7 +253,8 @@ static void
 insert_rows(SealTable t, int nrows, Datum *values, bool *nulls)
 {
 	Relation	rel = store_open(seal_table_names[t], RowExclusiveLock);
-	int			natts = RelationGetDescr(rel)->natts;
+	int			width = seal_table_widths[t];
+	int			natts = store_require_width(rel, width);
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
 	int			nslots = Min(nrows, SEAL_BATCH_ROWS);
@@ -268,11 +271,13 @@ insert_rows(SealTable t, int nrows, Datum *values, bool *nulls)
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < n; i++)
 		{
-			size_t		at = (size_t) (done + i) * natts;
+			size_t		at = (size_t) (done + i) * width;
 
 			ExecClearTuple(slots[i]);
-			memcpy(slots[i]->tts_values, values + at, sizeof(Datum) * natts);
-			memcpy(slots[i]->tts_isnull, nulls + at, sizeof(bool) * natts);
+			memcpy(slots[i]->tts_values, values + at, sizeof(Datum) * width);
+			memcpy(slots[i]->tts_isnull, nulls + at, sizeof(bool) * width);
+			/* Columns added and dropped again by an administrator. */
+			memset(slots[i]->tts_isnull + width, true, natts - width);
 			ExecStoreVirtualTuple(slots[i]);
 		}
 		table_multi_insert(rel, slots, n, GetCurrentCommandId(true), 0, NULL);

@@ -603,7 +603,7 @@ lake_data_changed(PG_FUNCTION_ARGS)
  * advanced).
  */
 void
-store_insert(Relation rel, Datum *values, bool *nulls)
+store_insert_sized(Relation rel, Datum *values, bool *nulls, int width)
 {
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
@@ -613,7 +613,7 @@ store_insert(Relation rel, Datum *values, bool *nulls)
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
 	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(heap_form_tuple(RelationGetDescr(rel), values, nulls), slot, true);
+	ExecStoreHeapTuple(store_form(rel, values, nulls, width), slot, true);
 	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
 	recheck = ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
 	list_free(recheck);
@@ -684,6 +684,8 @@ store_key_id(ScanKeyData *key, AttrNumber att, const char *value)
  * SPI would use: a fresh one in READ COMMITTED, the transaction's
  * otherwise.
  */
+static int	table_width(Relation rel, int width, bool exact);
+
 static bool
 store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 			   ScanKeyData *keys, int nkeys, ScanDirection dir,
@@ -693,19 +695,14 @@ store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 	HeapTuple	tup;
 	bool		found;
 
-	if (RelationGetDescr(rel)->natts > room)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("%s.%s has %d columns, not %d", LAKE_DATA_SCHEMA,
-						RelationGetRelationName(rel), RelationGetDescr(rel)->natts, room),
-				 errdetail("The tables of " LAKE_DATA_SCHEMA " are lake's own: this one was altered.")));
+	(void) table_width(rel, room, false);
 	if (snapshot == InvalidSnapshot)
 		snapshot = GetTransactionSnapshot();
 	scan = systable_beginscan_ordered(rel, idx, snapshot, nkeys, keys);
 	tup = systable_getnext_ordered(scan, dir);
 	found = HeapTupleIsValid(tup);
 	if (found)
-		heap_deform_tuple(heap_copytuple(tup), RelationGetDescr(rel), values, nulls);
+		store_deform(rel, heap_copytuple(tup), values, nulls, room);
 	systable_endscan_ordered(scan);
 	if (found)
 		store_require_columns(RelationGetDescr(rel), nulls, RelationGetRelationName(rel));
@@ -792,6 +789,81 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
 	return why;
+}
+
+/*
+ * The columns of lake's rows of 'rel': its leading columns that are not
+ * dropped, when every column after them is (an administrator's column,
+ * added and dropped again, leaves one). Refused unless that is 'width'
+ * ('exact'), or at most 'width' (a reader's room): any other change would
+ * have rows formed from, or deformed into, arrays of another length.
+ */
+static int
+table_width(Relation rel, int width, bool exact)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			live = 0;
+
+	while (live < desc->natts && !TupleDescAttr(desc, live)->attisdropped)
+		live++;
+	for (int i = live; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			live = -1;
+	if (live < 0 || live > width || (exact && live != width))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s.%s has %d columns, not %d", LAKE_DATA_SCHEMA,
+						RelationGetRelationName(rel), desc->natts, width),
+				 errdetail("The tables of " LAKE_DATA_SCHEMA " are lake's own: this one was altered."),
+				 errhint("Drop the columns added to it.")));
+	return live;
+}
+
+void
+store_deform(Relation rel, HeapTuple tup, Datum *values, bool *nulls, int room)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			live = table_width(rel, room, false);
+	Datum	   *v;
+	bool	   *n;
+
+	if (desc->natts <= room)
+	{
+		heap_deform_tuple(tup, desc, values, nulls);
+		return;
+	}
+	v = palloc(sizeof(Datum) * desc->natts);
+	n = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(tup, desc, v, n);
+	memcpy(values, v, sizeof(Datum) * live);
+	memcpy(nulls, n, sizeof(bool) * live);
+	pfree(v);
+	pfree(n);
+}
+
+HeapTuple
+store_form(Relation rel, Datum *values, bool *nulls, int width)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *v;
+	bool	   *n;
+
+	(void) table_width(rel, width, true);
+	if (desc->natts == width)
+		return heap_form_tuple(desc, values, nulls);
+	v = palloc0(sizeof(Datum) * desc->natts);
+	n = palloc(sizeof(bool) * desc->natts);
+	memcpy(v, values, sizeof(Datum) * width);
+	memcpy(n, nulls, sizeof(bool) * width);
+	memset(n + width, true, desc->natts - width);
+	return heap_form_tuple(desc, v, n);
+}
+
+int
+store_require_width(Relation rel, int width)
+{
+	(void) table_width(rel, width, true);
+	return RelationGetDescr(rel)->natts;
 }
 
 /* store_fetch_in, opening lake_data.<table> and lake_data.<index> for it. */

@@ -83,7 +83,19 @@ extern int64 store_next_blob(void);
  * early, a rebuilt index missed them).
  */
 extern Relation store_open(const char *name, LOCKMODE mode);
-extern void store_insert(Relation rel, Datum *values, bool *nulls);
+/*
+ * Rows of lake's tables are formed from and deformed into arrays of the
+ * install script's width: a table altered to another refuses (XX001), a
+ * column added and dropped again is NULL. store_insert and store_fetch
+ * take the width from their arrays.
+ */
+extern HeapTuple store_form(Relation rel, Datum *values, bool *nulls, int width);
+extern void store_deform(Relation rel, HeapTuple tup, Datum *values, bool *nulls, int room);
+/* The table's width as stored (natts), once it is found to be 'width'. */
+extern int	store_require_width(Relation rel, int width);
+#define store_insert(rel, values, nulls) \
+	store_insert_sized(rel, values, nulls, Min(lengthof(values), lengthof(nulls)))
+extern void store_insert_sized(Relation rel, Datum *values, bool *nulls, int width);
 extern void store_update(Relation rel, ItemPointer otid, Datum *values, bool *nulls);
 /*
  * The first row of lake_data.<table> through <index> matching the keys,

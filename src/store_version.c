@@ -481,7 +481,7 @@ fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 			HeapTuple	tup = ExecCopySlotHeapTuple(slot);
 
 			*commit_lsn = commit_lsn_of(tup->t_data);
-			heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+			store_deform(rel, tup, values, nulls, VERSION_NATTS);
 		}
 	}
 	index_endscan(scan);
@@ -576,10 +576,10 @@ insert_version_row(Relation rel, Datum *values, bool *nulls, int32 hash)
 	{
 		index_close(opkey, NoLock);
 		index_close(pkey, NoLock);
-		store_insert(rel, values, nulls);
+		store_insert_sized(rel, values, nulls, VERSION_NATTS);
 		return;
 	}
-	tup = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+	tup = store_form(rel, values, nulls, VERSION_NATTS);
 	simple_heap_insert(rel, tup);
 	/* Both are plain btrees over two int columns: btree reads no IndexInfo. */
 	info = makeIndexInfo(2, 2, BTREE_AM_OID, NIL, NIL, false, false, true, false);
@@ -885,7 +885,7 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 		size_t		decoded = 0;
 
 		CHECK_FOR_INTERRUPTS();
-		heap_deform_tuple(tup, RelationGetDescr(rel), values, nulls);
+		store_deform(rel, tup, values, nulls, CHUNK_NATTS);
 		if (nulls[CA_CHUNK_NO - 1] || nulls[CA_BYTES - 1] || nulls[CA_DATA - 1])
 		{
 			why = psprintf("a row of chunk " INT64_FORMAT " reads as NULL", first + seen);

@@ -126,3 +126,27 @@ SELECT position, from_phase, to_phase, payload FROM lake.trajectory('d_owner');
 
 DROP FUNCTION t.d_try(bytea, bigint);
 DROP TABLE t.d_good;
+
+-- A column an administrator adds to one of lake's tables: its rows are
+-- formed from arrays of the install script's width, so the seal wrote past
+-- them (the worker crashed the server, in a loop). Every write and read of
+-- an altered table is XX001 now, and the casts wait; with the column
+-- dropped again (its attribute stays, dropped) they are sealed.
+SELECT lake.create_owner('d_cols');
+ALTER TABLE lake_data.cycle ADD COLUMN note text;
+SELECT lake.cast('d_cols', 'Planning', 'CognitiveWork') IS NOT NULL AS accepted;
+SELECT lake.seal();
+\set VERBOSITY sqlstate
+SELECT lake.seal();
+\set VERBOSITY default
+ALTER TABLE lake_data.cycle DROP COLUMN note;
+SELECT lake.seal() > 0 AS sealed_with_it_dropped;
+SELECT position, to_phase FROM lake.trajectory('d_cols');
+ALTER TABLE lake_data.chunk ADD COLUMN note text;
+SELECT lake.create_dataset('d_cols_ds');
+SELECT lake.begin_append('d_cols_ds', 'acme', 'cols') AS cols_stage \gset
+SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 0, ''\x01''::bytea)', :cols_stage)),
+                      'stage \d+', 'stage <n>') AS chunk_with_a_column_added;
+ALTER TABLE lake_data.chunk DROP COLUMN note;
+SELECT lake.append_chunk(:cols_stage, 0, '\x0102'::bytea);
+SELECT lake.read('d_cols_ds', lake.commit_append(:cols_stage)) AS read_with_it_dropped;
