@@ -168,6 +168,17 @@ owner_foreach(OwnerVisitor visit, void *arg)
 		visit(o, arg);
 }
 
+static void
+lifecycle_busy(const void *arg)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("lifecycle \"%s\" is busy", (const char *) arg),
+			 errdetail("Another transaction changing or removing it held its row longer than lake.admission_queue_wait (%d ms).",
+					   lake_admission_queue_wait_ms),
+			 errhint("Retry later; nothing was written.")));
+}
+
 Datum
 lake_create_owner(PG_FUNCTION_ARGS)
 {
@@ -189,11 +200,18 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	access_require_tenant(tenant);
 	lake_require_partition_name("owner", name);
 	values[0] = CStringGetTextDatum(lifecycle);
-	if (SPI_execute_plan(store_plan(&plan_lifecycle,
-								  "SELECT l.id FROM lake_data.lifecycle l WHERE l.name OPERATOR(pg_catalog.=) $1",
-								  1, types),
-						 values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "lake: lifecycle lookup failed");
+
+	/*
+	 * The lifecycle's row is held first (the owner's foreign key needs it),
+	 * within the bound: a transaction removing it by hand would otherwise
+	 * keep this creation waiting, with the creation lock, as long as it
+	 * stays open. Removed meanwhile, the row is not returned: 42704.
+	 */
+	store_run_bounded(store_plan(&plan_lifecycle,
+								 "SELECT l.id FROM lake_data.lifecycle l "
+								 "WHERE l.name OPERATOR(pg_catalog.=) $1 FOR KEY SHARE",
+								 1, types),
+					  values, SPI_OK_SELECT, lake_admission_queue_wait_ms, lifecycle_busy, lifecycle);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
