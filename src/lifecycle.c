@@ -376,18 +376,29 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 				 errdetail("Another transaction defining a lifecycle held its lock longer than lake.admission_queue_wait (%d ms).",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry; keep transactions that define lifecycles short.")));
-	if (SPI_execute_plan(store_plan(&plan,
-									"INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges) "
-									"VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
-									4, types),
-						 values, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "lake: could not insert the lifecycle");
+	/* A row of the name being removed by hand is waited for within the bound too. */
+	store_run_bounded(store_plan(&plan,
+								 "INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges) "
+								 "VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
+								 4, types),
+					  values, SPI_OK_INSERT, lake_admission_queue_wait_ms, lifecycle_busy, name);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("lifecycle \"%s\" already exists", name)));
 	store_finish();
 	PG_RETURN_VOID();
+}
+
+void
+lifecycle_busy(const void *arg)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("lifecycle \"%s\" is busy", (const char *) arg),
+			 errdetail("Another transaction changing or removing it held its row longer than lake.admission_queue_wait (%d ms).",
+					   lake_admission_queue_wait_ms),
+			 errhint("Retry later; nothing was written.")));
 }
 
 /*

@@ -30,6 +30,12 @@ extern const Lifecycle *lifecycle_cached(int32 id);
 extern void lifecycle_cache_reset(void);
 
 /* Index of a phase, or -1 if the lifecycle has no such phase. */
+/*
+ * 53000 for a wait on lifecycle 'arg' (its name) that outlasted
+ * lake.admission_queue_wait: another transaction changes or removes its row.
+ */
+extern void lifecycle_busy(const void *arg) pg_attribute_noreturn();
+
 extern int	lifecycle_phase(const Lifecycle *lc, const char *name, size_t len);
 extern bool lifecycle_edge(const Lifecycle *lc, int from, int to);
 

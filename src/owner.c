@@ -168,17 +168,6 @@ owner_foreach(OwnerVisitor visit, void *arg)
 		visit(o, arg);
 }
 
-static void
-lifecycle_busy(const void *arg)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-			 errmsg("lifecycle \"%s\" is busy", (const char *) arg),
-			 errdetail("Another transaction changing or removing it held its row longer than lake.admission_queue_wait (%d ms).",
-					   lake_admission_queue_wait_ms),
-			 errhint("Retry later; nothing was written.")));
-}
-
 Datum
 lake_create_owner(PG_FUNCTION_ARGS)
 {
