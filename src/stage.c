@@ -297,6 +297,11 @@ lake_commit_append(PG_FUNCTION_ARGS)
 		store_finish();
 		PG_RETURN_INT64(version);
 	}
+	if (!store_stage_key_holds(&row))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("stage " INT64_FORMAT " cannot be committed: its row is damaged", stage),
+				 errdetail("Its dataset, tenant or operation id is not the key it is found by.")));
 	/* A slot now; the streaming buffer's bytes once the chunks are known. */
 	held = admission_held();
 	wait_ms = admission_reserve_within(0, wait_ms);

@@ -345,8 +345,16 @@ Datum
 store_colv(uint64 row, int colno)
 {
 	bool		isnull;
+	Datum		d = store_col(row, colno, &isnull);
 
-	return store_col(row, colno, &isnull);
+	/* Only a damaged (or altered) row of lake's tables reads NULL here. */
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a row of lake's tables is damaged"),
+				 errdetail("Its column \"%s\" reads as NULL.",
+						   SPI_fname(SPI_tuptable->tupdesc, colno))));
+	return d;
 }
 
 /* Text column copied out of SPI memory into the caller's context. */
@@ -684,7 +692,7 @@ store_key_id(ScanKeyData *key, AttrNumber att, const char *value)
  * SPI would use: a fresh one in READ COMMITTED, the transaction's
  * otherwise.
  */
-static int	table_width(Relation rel, int width, bool exact);
+static int	table_width(Relation rel, int width);
 
 static bool
 store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
@@ -695,7 +703,7 @@ store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 	HeapTuple	tup;
 	bool		found;
 
-	(void) table_width(rel, room, false);
+	(void) table_width(rel, room);
 	if (snapshot == InvalidSnapshot)
 		snapshot = GetTransactionSnapshot();
 	scan = systable_beginscan_ordered(rel, idx, snapshot, nkeys, keys);
@@ -780,7 +788,7 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 		depth = kept_depth;
-		path_nest = kept_nest;
+		path_nest = kept_nest;	/* a level fn opened went with the subtransaction */
 		if (e->sqlerrcode != ERRCODE_DATA_CORRUPTED)
 			ReThrowError(e);
 		why = e->detail != NULL ? psprintf("%s: %s", e->message, e->detail) : e->message;
@@ -788,18 +796,20 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
+	depth = kept_depth;
+	path_nest = kept_nest;
 	return why;
 }
 
 /*
  * The columns of lake's rows of 'rel': its leading columns that are not
  * dropped, when every column after them is (an administrator's column,
- * added and dropped again, leaves one). Refused unless that is 'width'
- * ('exact'), or at most 'width' (a reader's room): any other change would
- * have rows formed from, or deformed into, arrays of another length.
+ * added and dropped again, leaves one). Refused unless that is 'width':
+ * any other change would have rows formed from, or deformed into, arrays
+ * of another length, or read a NULL where lake's own column was.
  */
 static int
-table_width(Relation rel, int width, bool exact)
+table_width(Relation rel, int width)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			live = 0;
@@ -809,13 +819,13 @@ table_width(Relation rel, int width, bool exact)
 	for (int i = live; i < desc->natts; i++)
 		if (!TupleDescAttr(desc, i)->attisdropped)
 			live = -1;
-	if (live < 0 || live > width || (exact && live != width))
+	if (live != width)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("%s.%s has %d columns, not %d", LAKE_DATA_SCHEMA,
-						RelationGetRelationName(rel), desc->natts, width),
+				 errmsg("%s.%s does not have the %d columns lake made it with", LAKE_DATA_SCHEMA,
+						RelationGetRelationName(rel), width),
 				 errdetail("The tables of " LAKE_DATA_SCHEMA " are lake's own: this one was altered."),
-				 errhint("Drop the columns added to it.")));
+				 errhint("Drop the columns added to it; a column of lake's that was dropped needs the extension re-created.")));
 	return live;
 }
 
@@ -823,7 +833,7 @@ void
 store_deform(Relation rel, HeapTuple tup, Datum *values, bool *nulls, int room)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			live = table_width(rel, room, false);
+	int			live = table_width(rel, room);
 	Datum	   *v;
 	bool	   *n;
 
@@ -848,7 +858,7 @@ store_form(Relation rel, Datum *values, bool *nulls, int width)
 	Datum	   *v;
 	bool	   *n;
 
-	(void) table_width(rel, width, true);
+	(void) table_width(rel, width);
 	if (desc->natts == width)
 		return heap_form_tuple(desc, values, nulls);
 	v = palloc0(sizeof(Datum) * desc->natts);
@@ -862,7 +872,7 @@ store_form(Relation rel, Datum *values, bool *nulls, int width)
 int
 store_require_width(Relation rel, int width)
 {
-	(void) table_width(rel, width, true);
+	(void) table_width(rel, width);
 	return RelationGetDescr(rel)->natts;
 }
 

@@ -35,11 +35,11 @@ static void chunk_damaged(int32 chunk_no, int64 blob, LakeCodecStatus cst) pg_at
  * returned at once (the caller's ON CONFLICT has already waited for a
  * retiring transaction).
  */
+/* The stage found by (dataset int4, tenant text, operation text) in values[0..2], or 0. */
 static int64
-find_stage(Datum *values, Oid *types, bool wait, long wait_ms)
+stage_by_key(Datum *values, Oid *types)
 {
 	static SPIPlanPtr plan;
-	int64		id;
 
 	store_run(store_plan(&plan,
 				 "SELECT s.id FROM lake_data.stage s "
@@ -48,9 +48,16 @@ find_stage(Datum *values, Oid *types, bool wait, long wait_ms)
 				 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
 				 3, types),
 		values, SPI_OK_SELECT);
-	if (SPI_processed != 1)
+	return SPI_processed == 1 ? DatumGetInt64(store_colv(0, 1)) : 0;
+}
+
+static int64
+find_stage(Datum *values, Oid *types, bool wait, long wait_ms)
+{
+	int64		id = stage_by_key(values, types);
+
+	if (id == 0)
 		return 0;
-	id = DatumGetInt64(store_colv(0, 1));
 	if (!lock_stage_object(id, wait ? wait_ms : 0))
 	{
 		if (!wait)
@@ -170,6 +177,16 @@ store_stage_row(int64 stage, StageRow *row)
 	row->tenant = store_col_text(0, 3);
 	row->operation_id = store_col_text(0, 4);
 	return true;
+}
+
+bool
+store_stage_key_holds(const StageRow *row)
+{
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		values[3] = {Int32GetDatum(row->dataset_id), CStringGetTextDatum(row->tenant),
+	CStringGetTextDatum(row->operation_id)};
+
+	return stage_by_key(values, types) == row->id;
 }
 
 /*

@@ -39,6 +39,12 @@ extern int64 store_begin_stage(int32 dataset_id, const char *tenant,
 							   const char *operation_id, Oid role,
 							   int max_open, int64 *open);
 extern bool store_stage_row(int64 stage, StageRow *row);
+/*
+ * Is the row still found by the key it was opened under (dataset, tenant,
+ * operation)? Its ids are outside every checksum: altered in the heap, a
+ * commit would record the version under another operation.
+ */
+extern bool store_stage_key_holds(const StageRow *row);
 extern bool store_lock_stage(int64 stage, long *wait_ms, int64 *chunks, int64 *bytes);
 /* Mark a stage whose lock is held active (lake.stage_ttl); false if it is gone. */
 extern bool store_touch_stage(int64 stage);

@@ -361,6 +361,12 @@ detoast_chunk(Datum d, int64 version)
 static void
 head_from_row(Datum *values, bool *nulls, VersionHead *head)
 {
+	/* Checked here too: a NOT NULL dropped by hand would let them through. */
+	if (nulls[VA_TENANT - 1] || nulls[VA_OPERATION - 1] || nulls[VA_DIGEST - 1])
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a row of lake_data.version is damaged"),
+				 errdetail("Its tenant, operation id or digest reads as NULL.")));
 	head->dataset_id = DatumGetInt32(values[VA_DATASET - 1]);
 	head->version = DatumGetInt64(values[VA_VERSION - 1]);
 	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
@@ -716,23 +722,31 @@ store_version_of_blob(int64 blob, Snapshot snapshot, OperationLookup *op,
 	bool		of_blob;
 
 	store_key_int8(&key[0], VB_BLOB, blob);
-	of_blob = store_fetch("version_blob", "version_blob_pkey", snapshot, key, 1,
-						  ForwardScanDirection, values, nulls);
-	if (of_blob)
 	{
-		op->dataset_id = DatumGetInt32(values[VB_DATASET - 1]);
-		op->version = DatumGetInt64(values[VB_VERSION - 1]);
+		Datum		vb[VERSION_BLOB_NATTS];
+		bool		vb_nulls[VERSION_BLOB_NATTS];
+
+		of_blob = store_fetch("version_blob", "version_blob_pkey", snapshot, key, 1,
+							  ForwardScanDirection, vb, vb_nulls);
+		if (of_blob)
+		{
+			op->dataset_id = DatumGetInt32(vb[VB_DATASET - 1]);
+			op->version = DatumGetInt64(vb[VB_VERSION - 1]);
+		}
 	}
-	else
+	if (!of_blob)
 	{
+		Datum		sr[STAGE_REPLAY_NATTS];
+		bool		sr_nulls[STAGE_REPLAY_NATTS];
+
 		store_key_int8(&key[0], SR_STAGE, blob);
 		if (!store_fetch("stage_replay", "stage_replay_pkey", snapshot, key, 1,
-						 ForwardScanDirection, values, nulls))
+						 ForwardScanDirection, sr, sr_nulls))
 			return false;
-		op->dataset_id = DatumGetInt32(values[SR_DATASET - 1]);
-		op->version = DatumGetInt64(values[SR_VERSION - 1]);
-		replay_tenant = TextDatumGetCString(values[SR_TENANT - 1]);
-		replay_operation = TextDatumGetCString(values[SR_OPERATION - 1]);
+		op->dataset_id = DatumGetInt32(sr[SR_DATASET - 1]);
+		op->version = DatumGetInt64(sr[SR_VERSION - 1]);
+		replay_tenant = TextDatumGetCString(sr[SR_TENANT - 1]);
+		replay_operation = TextDatumGetCString(sr[SR_OPERATION - 1]);
 	}
 	store_key_int4(&key[0], VA_DATASET, op->dataset_id);
 	store_key_int8(&key[1], VA_VERSION, op->version);

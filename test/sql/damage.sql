@@ -150,3 +150,15 @@ SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 0, ''\x01''::by
 ALTER TABLE lake_data.chunk DROP COLUMN note;
 SELECT lake.append_chunk(:cols_stage, 0, '\x0102'::bytea);
 SELECT lake.read('d_cols_ds', lake.commit_append(:cols_stage)) AS read_with_it_dropped;
+
+-- A NOT NULL constraint dropped by hand, then a NULL stored: a read of the
+-- version is XX001 (it crashed the backend), as a stored NULL is.
+SELECT lake.append('d_cols_ds', 'acme', 'nulled', '\x01'::bytea) AS nulled \gset
+ALTER TABLE lake_data.version ALTER COLUMN digest DROP NOT NULL;
+UPDATE lake_data.version SET digest = NULL
+WHERE version = :nulled AND dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'd_cols_ds');
+SELECT t.err(format('SELECT lake.read(%L, %s)', 'd_cols_ds', :nulled)) AS read_of_a_null_digest;
+UPDATE lake_data.version SET digest = sha256('\x01'::bytea)
+WHERE version = :nulled AND dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'd_cols_ds');
+ALTER TABLE lake_data.version ALTER COLUMN digest SET NOT NULL;
+SELECT lake.read('d_cols_ds', :nulled) AS read_repaired;

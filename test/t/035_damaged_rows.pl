@@ -219,5 +219,50 @@ is("$state $msg", "LK005 version $dv of dataset \"dj\" is incomplete",
 my ($ret, $out, $err) = $node->psql('postgres', "SELECT lake.read('dj', $dv)");
 like($err, qr/DETAIL:  .*compression dictionary $dict is unreadable/, '... naming the dictionary');
 
+# 8. A stage row's operation id altered in the heap ('x' to 'y' in every
+# version of the row), its unique key kept: the commit recorded the
+# version under the other operation, and the upload's own operation could
+# then be appended again. The row must still be found by its key.
+psql("SELECT lake.create_dataset('sg')");
+my $sg = psql("SELECT lake.begin_append('sg', 'acme', 'up-x1')");
+psql("SELECT lake.append_chunk($sg, 0, '\\x0a0b'::bytea)");
+my $sfile = $node->data_dir . '/' . psql("SELECT pg_relation_filepath('lake_data.stage')");
+damaged_restart(
+	sub {
+		open(my $fh, '<', $sfile) or die "open $sfile: $!";
+		binmode $fh;
+		local $/;
+		my $heap = <$fh>;
+		close $fh;
+		my $n = 0;
+		while ($heap =~ /up-x1/g) { poke($sfile, pos($heap) - 2, 'y'); $n++; }
+		die 'operation id not found in lake_data.stage' if $n == 0;
+	});
+($state, $msg) = sql_error($node, "SELECT lake.commit_append($sg)");
+is("$state $msg", "XX001 stage $sg cannot be committed: its row is damaged",
+	'a commit of the stage is XX001');
+is(psql("SELECT count(*) FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id WHERE d.name = 'sg'"),
+	'0', 'and records no version');
+
+# 9. A chunk row whose column count lost a bit (its data reads NULL): a
+# re-sent chunk compared with it crashed the backend (a statement's row,
+# read through SPI). Every NOT NULL column read that way is XX001.
+my $sc = psql("SELECT lake.begin_append('sg', 'acme', 'up-z')");
+psql("SELECT lake.append_chunk($sc, 0, '\\x0c0d'::bytea)");
+my ($kfile, $koff) = tuple_at('lake_data.chunk', "blob = $sc AND chunk_no = 0");
+$log_from = damaged_restart(sub { poke($kfile, $koff + 18, chr(3)); });
+($state, $msg) = sql_error($node, "SELECT lake.append_chunk($sc, 0, '\\x0c0d'::bytea)");
+is("$state $msg", 'XX001 a row of lake\'s tables is damaged', 'a re-sent chunk over it is XX001');
+unlike(slurp_file($node->logfile, $log_from), qr/terminated by signal/, 'no process crashed');
+
+# 10. One of lake's own columns dropped by hand (the last of
+# lake_data.version, its digest): rows written since read it as NULL, and a
+# read crashed the backend. A table without lake's columns is XX001.
+psql('ALTER TABLE lake_data.version DROP COLUMN digest');
+psql('UPDATE lake_data.version SET committed_at = committed_at');
+($state, $msg) = sql_error($node, "SELECT lake.read('k', 1)");
+is("$state $msg", 'XX001 lake_data.version does not have the 7 columns lake made it with',
+	'a read is XX001');
+
 $node->stop;
 done_testing();
