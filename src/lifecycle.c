@@ -256,7 +256,6 @@ load(int32 id, Flaw *f)
 	const Lifecycle *hit = lifecycle_cached(id);
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(id)};
-	bool		isnull;
 	LifecycleEntry *e;
 	MemoryContext scratch;
 	MemoryContext old;
@@ -271,32 +270,17 @@ load(int32 id, Flaw *f)
 							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							 true, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "lake: lifecycle %d is missing", id);
-	for (int i = 1; i <= 3; i++)
-	{
-		(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i, &isnull);
-		if (isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("a row of lake_data.lifecycle is damaged"),
-					 errdetail("Its column \"%s\" reads as NULL, which the table does not allow.",
-							   SPI_fname(SPI_tuptable->tupdesc, i))));
-	}
-
+	/* store_colv: a column read as NULL (damage) is XX001. */
 	cache_init();
 	scratch = AllocSetContextCreate(cache_cxt, "lake lifecycle", ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(scratch);
-	ok = build(&lc,
-			   TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 1, &isnull)),
-			   DatumGetArrayTypePCopy(SPI_getbinval(SPI_tuptable->vals[0],
-													SPI_tuptable->tupdesc, 2, &isnull)),
-			   f);
+	ok = build(&lc, TextDatumGetCString(store_colv(0, 1)),
+			   DatumGetArrayTypePCopy(store_colv(0, 2)), f);
 	MemoryContextSwitchTo(old);
 	if (!ok)
 	{
 		f->msg = psprintf("lifecycle \"%s\" is not well formed: %s%s%s",
-						  TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-															SPI_tuptable->tupdesc, 3, &isnull)),
+						  TextDatumGetCString(store_colv(0, 3)),
 						  f->msg, f->detail ? " " : "", f->detail ? f->detail : "");
 		MemoryContextDelete(scratch);
 		return NULL;
