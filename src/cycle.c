@@ -818,7 +818,10 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 				 errmsg("owner \"%s\" is in lap " INT64_FORMAT ", not " INT64_FORMAT,
 						req->owner, lap, req->expected_lap)));
 	}
-	/* Positions and laps never wrap (2^63 casts: only forged states get here). */
+	/*
+	 * Positions, laps and cycles never wrap (2^63 casts: only forged states
+	 * get here); a cast no seal could take is not accepted.
+	 */
 	if (o->position >= PG_INT64_MAX - o->pending ||
 		(*from >= 0 && *to == lc->initial && o->projected_lap == PG_INT64_MAX))
 	{
@@ -826,6 +829,13 @@ validate(const CastRequest *req, const OwnerState *o, const Lifecycle *lc,
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("owner \"%s\" has no position or lap number left", req->owner)));
+	}
+	if (cs->sealed_cycle == PG_INT64_MAX)
+	{
+		LWLockRelease(&cs->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("no cycle number is left for a cast to owner \"%s\"", req->owner)));
 	}
 }
 
