@@ -724,7 +724,8 @@ store_require_columns(TupleDesc desc, const bool *nulls, const char *table)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (nulls[i] && att->attnotnull && !att->attisdropped)
+		/* Dropped ones first: past lake's columns, 'nulls' may hold no entry. */
+		if (!att->attisdropped && att->attnotnull && nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("a row of %s.%s is damaged", LAKE_DATA_SCHEMA, table),
