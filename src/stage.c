@@ -209,6 +209,9 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	store_connect();
 	/* The stage's lock and admission share one lake.admission_queue_wait. */
 	(void) admission_reserve_within((uint64) len, lock_open_stage(stage, &row, &chunks, &bytes));
+	/* Before a rewrite of the row would index it under its damage. */
+	if (!store_stage_key_holds(&row))
+		store_stage_damaged(stage);
 	data = lake_arg_bytea(fcinfo, 2, "data");	/* its size admitted */
 	stored = store_chunk_compare(stage, chunk_no, VARDATA_ANY(data), len);
 	if (stored != CHUNK_ABSENT)
@@ -298,10 +301,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 		PG_RETURN_INT64(version);
 	}
 	if (!store_stage_key_holds(&row))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("stage " INT64_FORMAT " cannot be committed: its row is damaged", stage),
-				 errdetail("Its dataset, tenant or operation id is not the key it is found by.")));
+		store_stage_damaged(stage);
 	/* A slot now; the streaming buffer's bytes once the chunks are known. */
 	held = admission_held();
 	wait_ms = admission_reserve_within(0, wait_ms);

@@ -51,13 +51,30 @@ stage_by_key(Datum *values, Oid *types)
 	return SPI_processed == 1 ? DatumGetInt64(store_colv(0, 1)) : 0;
 }
 
+void
+store_stage_damaged(int64 stage)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("stage " INT64_FORMAT " is damaged", stage),
+			 errdetail("Its row's dataset, tenant or operation id is not the key it is found by."),
+			 errhint("Nothing was written; lake.abort_append() removes the stage.")));
+}
+
 static int64
 find_stage(Datum *values, Oid *types, bool wait, long wait_ms)
 {
 	int64		id = stage_by_key(values, types);
+	StageRow	row;
 
 	if (id == 0)
 		return 0;
+	/* Resuming rewrites the row: not one that does not hold this key. */
+	if (store_stage_row(id, &row) &&
+		(row.dataset_id != DatumGetInt32(values[0]) ||
+		 strcmp(row.tenant, TextDatumGetCString(values[1])) != 0 ||
+		 strcmp(row.operation_id, TextDatumGetCString(values[2])) != 0))
+		store_stage_damaged(id);
 	if (!lock_stage_object(id, wait ? wait_ms : 0))
 	{
 		if (!wait)

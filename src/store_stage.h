@@ -45,6 +45,8 @@ extern bool store_stage_row(int64 stage, StageRow *row);
  * commit would record the version under another operation.
  */
 extern bool store_stage_key_holds(const StageRow *row);
+/* XX001 for a stage whose row does not hold its key. */
+extern void store_stage_damaged(int64 stage) pg_attribute_noreturn();
 extern bool store_lock_stage(int64 stage, long *wait_ms, int64 *chunks, int64 *bytes);
 /* Mark a stage whose lock is held active (lake.stage_ttl); false if it is gone. */
 extern bool store_touch_stage(int64 stage);

@@ -238,11 +238,20 @@ damaged_restart(
 		while ($heap =~ /up-x1/g) { poke($sfile, pos($heap) - 2, 'y'); $n++; }
 		die 'operation id not found in lake_data.stage' if $n == 0;
 	});
-($state, $msg) = sql_error($node, "SELECT lake.commit_append($sg)");
-is("$state $msg", "XX001 stage $sg cannot be committed: its row is damaged",
-	'a commit of the stage is XX001');
+# Resuming it, sending a chunk or committing it rewrote the row, indexed
+# under the damaged id; each is XX001 now, and the stage can be aborted.
+for my $call ("SELECT lake.begin_append('sg', 'acme', 'up-x1')",
+	"SELECT lake.append_chunk($sg, 1, '\\x0c'::bytea)",
+	"SELECT lake.commit_append($sg)")
+{
+	($state, $msg) = sql_error($node, $call);
+	is("$state $msg", "XX001 stage $sg is damaged", "$call is XX001");
+}
 is(psql("SELECT count(*) FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id WHERE d.name = 'sg'"),
-	'0', 'and records no version');
+	'0', 'and no version is recorded');
+psql("SELECT lake.abort_append($sg)");
+is(psql("SELECT lake.append('sg', 'acme', 'up-x1', '\\x0a0b'::bytea)"), '1',
+	'aborted, its operation appends once');
 
 # 9. A chunk row whose column count lost a bit (its data reads NULL): a
 # re-sent chunk compared with it crashed the backend (a statement's row,
