@@ -539,8 +539,8 @@ index_state_of(CycleReader *cr, SysScanDesc scan, LogIndexState *st)
 	if (!HeapTupleIsValid(tup))
 		return false;
 	st->cycle = DatumGetInt64(cycle_column(cr, tup, cr->att_cycle));
-	st->indexed_through = DatumGetInt64(cycle_column(cr, tup, cr->att_indexed));
-	st->tail_owners = DatumGetInt32(cycle_column(cr, tup, cr->att_tail));
+	st->index.indexed_through = DatumGetInt64(cycle_column(cr, tup, cr->att_indexed));
+	st->index.tail_owners = DatumGetInt32(cycle_column(cr, tup, cr->att_tail));
 	return true;
 }
 
@@ -587,7 +587,6 @@ log_index_state_derive(Snapshot snapshot, int64 cycle, LogIndexState *st)
 {
 	CycleReader cr;
 	LakeIndexState before = {0, 0};
-	LakeIndexState after;
 	HeapTuple	tup;
 	OwnerList	ol;
 	bool		ok = true;
@@ -615,10 +614,8 @@ log_index_state_derive(Snapshot snapshot, int64 cycle, LogIndexState *st)
 	}
 	if (ok)
 	{
-		(void) lake_index_next(&before, cycle, (uint32) ol.n, &after);
+		(void) lake_index_next(&before, cycle, (uint32) ol.n, &st->index);
 		st->cycle = cycle;
-		st->indexed_through = after.indexed_through;
-		st->tail_owners = after.tail_owners;
 	}
 	cycle_reader_close(&cr);
 	return ok;
@@ -967,12 +964,12 @@ log_visit_owner(int32 owner_id, int64 after_position, int64 after_cycle,
 	any = index_state_of(&w.cr, scan, &st);
 	systable_endscan_ordered(scan);
 
-	if (any && !lake_index_state_valid(&(LakeIndexState) {st.indexed_through, st.tail_owners}, st.cycle))
+	if (any && !lake_index_state_valid(&st.index, st.cycle))
 		walk_damaged(&w, st.cycle, psprintf("the cycle says the index ends at cycle " INT64_FORMAT,
-											st.indexed_through));
+											st.index.indexed_through));
 	else if (any)
 	{
-		walk_blocks(&w, st.indexed_through);
+		walk_blocks(&w, st.index.indexed_through);
 
 		/*
 		 * Where the owner's head is not known (a quarantined owner), the
@@ -981,8 +978,8 @@ log_visit_owner(int32 owner_id, int64 after_position, int64 after_cycle,
 		 * owners out. The owner lists after the last cycle the blocks
 		 * found it in are read as the tail's are.
 		 */
-		walk_tail(&w, after_cycle < 0 ? Min(w.scan_after, st.indexed_through) : st.indexed_through,
-				  st.indexed_through);
+		walk_tail(&w, after_cycle < 0 ? Min(w.scan_after, st.index.indexed_through) : st.index.indexed_through,
+				  st.index.indexed_through);
 		/* Nothing after the last position found shows its entry is missing. */
 		if (!w.done && reach != NULL && reach->cycle <= st.cycle &&
 			w.expect - 1 < reach->position)

@@ -56,8 +56,7 @@ extern void log_scan_cycles(int64 after_cycle, LogCycle *where,
 typedef struct LogIndexState
 {
 	int64		cycle;
-	int64		indexed_through;
-	int32		tail_owners;
+	LakeIndexState index;		/* owner_index.h */
 } LogIndexState;
 
 extern bool log_index_state(Snapshot snapshot, LogIndexState *st);

@@ -85,8 +85,9 @@ typedef struct LakeIndexState
 
 /*
  * The seals' rule: the state as of 'cycle', whose owner list holds
- * 'nowners' entries, given the state as of the cycle before it. True when
- * the cycle closes a block (then indexed_through is the cycle).
+ * 'nowners' entries, given the state as of the cycle before it ('after'
+ * may be 'before'). True when the cycle closes a block (then
+ * indexed_through is the cycle).
  */
 extern int	lake_index_next(const LakeIndexState *before, int64_t cycle, uint32_t nowners,
 							LakeIndexState *after);

@@ -189,11 +189,11 @@ check_fence(const CycleCut *cut, int64 base)
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("lake: the row of the sealed head, cycle " INT64_FORMAT ", is missing", base)));
-		st.indexed_through = base;
-		st.tail_owners = 0;
+		st.index.indexed_through = base;
+		st.index.tail_owners = 0;
 	}
 	else if (base > 0 &&
-			 !lake_index_state_valid(&(LakeIndexState) {st.indexed_through, st.tail_owners}, base))
+			 !lake_index_state_valid(&st.index, base))
 	{
 		/*
 		 * A damaged state in the head's row must not have this seal close a
@@ -207,15 +207,15 @@ check_fence(const CycleCut *cut, int64 base)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("lake: the owner index state in the row of the sealed head, cycle " INT64_FORMAT ", is damaged", base),
 				 errdetail("It reads indexed_through " INT64_FORMAT " and tail_owners %d; this seal goes on from %s.",
-						   st.indexed_through, st.tail_owners,
+						   st.index.indexed_through, st.index.tail_owners,
 						   ok ? "the state derived from the cycle before it" :
 						   "a new block after it, as the cycle before it cannot tell")));
 		if (ok)
 			st = derived;
 		else
 		{
-			st.indexed_through = base;
-			st.tail_owners = 0;
+			st.index.indexed_through = base;
+			st.index.tail_owners = 0;
 		}
 	}
 	return st;
@@ -751,13 +751,10 @@ seal_run(void)
 	 * so the block's other cycles are read as stored.
 	 */
 	{
-		LakeIndexState before = {index.indexed_through, index.tail_owners};
-		LakeIndexState after;
+		int64		closed_through = index.index.indexed_through;
 
-		if (lake_index_next(&before, cycle, (uint32) nowners, &after))
-			close_block(before.indexed_through + 1, cycle, listed, nowners);
-		index.indexed_through = after.indexed_through;
-		index.tail_owners = after.tail_owners;
+		if (lake_index_next(&index.index, cycle, (uint32) nowners, &index.index))
+			close_block(closed_through + 1, cycle, listed, nowners);
 	}
 	{
 		size_t		listlen = lake_cycle_owners_put(list, cycle, listed, (uint32) nowners);
@@ -766,7 +763,7 @@ seal_run(void)
 			Int32GetDatum(cut.ncasts), Int64GetDatum((int64) pos),
 			Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
 			TimestampTzGetDatum(GetCurrentTimestamp()), LSNGetDatum(lsn),
-			Int64GetDatum(index.indexed_through), Int32GetDatum(index.tail_owners),
+			Int64GetDatum(index.index.indexed_through), Int32GetDatum(index.index.tail_owners),
 			PointerGetDatum(store_encode_raw((const char *) list, listlen)),
 		PointerGetDatum(stored), Int16GetDatum((int16) GetDatabaseEncoding())};
 

@@ -21,35 +21,19 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+/*
+ * lake_data.stage's columns: id, dataset_id, tenant, operation_id,
+ * created_at, touched_at, opened_by, chunks, bytes.
+ */
+#define STAGE_NATTS 9
+#define STAGE_ID 1
+#define STAGE_DATASET 2
+#define STAGE_TENANT 3
+#define STAGE_OPERATION 4
+
 static bool lock_stage_object(int64 stage, long wait_ms);
 static void stage_busy(int64 stage) pg_attribute_noreturn();
 static void chunk_damaged(int32 chunk_no, int64 blob, LakeCodecStatus cst) pg_attribute_noreturn();
-
-/*
- * The open stage of (dataset, tenant, operation) in values[0..2], or 0.
- * Resuming it is activity (lake.stage_ttl): it is marked active as a chunk
- * would mark it, unless another call holds it, which has just done so
- * (and which expiry skips). That call may be a commit or an abort about to
- * retire the stage: with 'wait' it is waited for up to wait_ms (then
- * 53000), and 0 returned if it retired the stage; without, the id is
- * returned at once (the caller's ON CONFLICT has already waited for a
- * retiring transaction).
- */
-/* The stage found by (dataset int4, tenant text, operation text) in values[0..2], or 0. */
-static int64
-stage_by_key(Datum *values, Oid *types)
-{
-	static SPIPlanPtr plan;
-
-	store_run(store_plan(&plan,
-				 "SELECT s.id FROM lake_data.stage s "
-				 "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 "
-				 "  AND s.tenant OPERATOR(pg_catalog.=) $2 "
-				 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
-				 3, types),
-		values, SPI_OK_SELECT);
-	return SPI_processed == 1 ? DatumGetInt64(store_colv(0, 1)) : 0;
-}
 
 void
 store_stage_damaged(int64 stage)
@@ -61,14 +45,33 @@ store_stage_damaged(int64 stage)
 			 errhint("Nothing was written; lake.abort_append() removes the stage.")));
 }
 
+/*
+ * The open stage of (dataset, tenant, operation) in values[0..2], or 0.
+ * Resuming it is activity (lake.stage_ttl): it is marked active as a chunk
+ * would mark it, unless another call holds it, which has just done so
+ * (and which expiry skips). That call may be a commit or an abort about to
+ * retire the stage: with 'wait' it is waited for up to wait_ms (then
+ * 53000), and 0 returned if it retired the stage; without, the id is
+ * returned at once (the caller's ON CONFLICT has already waited for a
+ * retiring transaction).
+ */
 static int64
 find_stage(Datum *values, Oid *types, bool wait, long wait_ms)
 {
-	int64		id = stage_by_key(values, types);
+	static SPIPlanPtr plan;
+	int64		id;
 	StageRow	row;
 
-	if (id == 0)
+	store_run(store_plan(&plan,
+				 "SELECT s.id FROM lake_data.stage s "
+				 "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 "
+				 "  AND s.tenant OPERATOR(pg_catalog.=) $2 "
+				 "  AND s.operation_id OPERATOR(pg_catalog.=) $3",
+				 3, types),
+		values, SPI_OK_SELECT);
+	if (SPI_processed != 1)
 		return 0;
+	id = DatumGetInt64(store_colv(0, 1));
 	/* Resuming rewrites the row: not one that does not hold this key. */
 	if (store_stage_row(id, &row) &&
 		(row.dataset_id != DatumGetInt32(values[0]) ||
@@ -199,11 +202,21 @@ store_stage_row(int64 stage, StageRow *row)
 bool
 store_stage_key_holds(const StageRow *row)
 {
-	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
-	Datum		values[3] = {Int32GetDatum(row->dataset_id), CStringGetTextDatum(row->tenant),
-	CStringGetTextDatum(row->operation_id)};
+	ScanKeyData key[3];
+	Datum		values[STAGE_NATTS];
+	bool		nulls[STAGE_NATTS];
 
-	return stage_by_key(values, types) == row->id;
+	/*
+	 * Through the unique index itself: a btree does not recheck its keys
+	 * against the heap, so a row found by the ids it holds now was indexed
+	 * under them (a plan free to scan the heap would find it anyway).
+	 */
+	store_key_int4(&key[0], STAGE_DATASET, row->dataset_id);
+	store_key_id(&key[1], STAGE_TENANT, row->tenant);
+	store_key_id(&key[2], STAGE_OPERATION, row->operation_id);
+	return store_fetch("stage", "stage_dataset_id_tenant_operation_id_key", InvalidSnapshot,
+					   key, 3, ForwardScanDirection, values, nulls) &&
+		DatumGetInt64(values[STAGE_ID - 1]) == row->id;
 }
 
 /*
@@ -304,14 +317,6 @@ store_stage_version(int64 stage, StageRow *row, OperationLookup *op)
  * retry (40001), not that the stage does not exist. The stage's tenant
  * (the version's, once committed), or NULL.
  */
-/*
- * lake_data.stage's columns: id, dataset_id, tenant, operation_id,
- * created_at, touched_at, opened_by, chunks, bytes.
- */
-#define STAGE_NATTS 9
-#define STAGE_ID 1
-#define STAGE_TENANT 3
-
 char *
 store_stage_since(int64 stage, bool *committed)
 {
