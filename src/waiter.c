@@ -233,11 +233,15 @@ waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 		 * a look with no time left (timeout 0): it does not wait for that
 		 * seal, and a caller polling so must not cut a cycle per poll.
 		 */
+		TimestampTz next_tick;
+
 		if (deadline == 0 || GetCurrentTimestamp() < deadline)
 			cycle_wake_worker();
+		next_tick = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
 		for (;;)
 		{
-			long		left = 1000;
+			TimestampTz now;
+			long		left;
 
 			ResetLatch(MyLatch);
 			if (slot->done)
@@ -254,32 +258,40 @@ waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 				result = WAIT_HISTORY;
 				break;
 			}
-			if (deadline != 0)
-			{
-				left = Min(left, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline));
-				if (left <= 0)
-					break;
-			}
+			now = GetCurrentTimestamp();
+			if (deadline != 0 && now >= deadline)
+				break;
 
 			/*
-			 * The 1 s bound is only a safety net (an epoch that ended while
-			 * we slept is also announced by waiter_wake_all), and the tick at
-			 * which a dropped extension is noticed.
+			 * Once a second, whatever woke us meanwhile (a NOTIFY, a
+			 * barrier: a latch set more often must not put the tick off):
+			 * a dropped extension is noticed, and so is a session waiting
+			 * for a lock this transaction holds. The tick is also a safety
+			 * net: an epoch that ended while we slept is announced by
+			 * waiter_wake_all too. A clock set back restarts it.
 			 */
-			if (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						  left, PG_WAIT_EXTENSION) & WL_TIMEOUT)
+			if (now >= next_tick || next_tick - now > 1000 * (TimestampTz) 1000)
 			{
-				if (cycle_incarnation_gone())
+				if (now >= next_tick)
 				{
-					result = WAIT_GONE;
-					break;
+					if (cycle_incarnation_gone())
+					{
+						result = WAIT_GONE;
+						break;
+					}
+					if (blocking_another())
+					{
+						result = WAIT_BLOCKING;
+						break;
+					}
 				}
-				if (blocking_another())
-				{
-					result = WAIT_BLOCKING;
-					break;
-				}
+				next_tick = TimestampTzPlusMilliseconds(now, 1000);
 			}
+			left = TimestampDifferenceMilliseconds(now, next_tick);
+			if (deadline != 0)
+				left = Min(left, TimestampDifferenceMilliseconds(now, deadline));
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Max(left, 1), PG_WAIT_EXTENSION);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}

@@ -359,19 +359,21 @@ installed_generation(void *arg)
 		cycle_current_generation() : 0;
 }
 
+/* After a failed seal, no other seal before this (0: none failed). */
+static TimestampTz seal_retry_at = 0;
+
 /*
- * Seal when the open cycle is due: lake.cycle_interval after its first
- * cast, at lake.cycle_max_casts, or at once for a waiting session or a
- * cast that found the ring full since the last seal. Returns
- * how long to sleep before looking again (0: look again at once).
+ * How long the open cycle may wait before its seal: lake.cycle_interval
+ * after its first cast, nothing at lake.cycle_max_casts, for a waiting
+ * session or for a cast that found the ring full since the last seal.
+ * Sets *due when a first cast opened the cycle; 0 means seal now. It only
+ * reads shared memory, so the main loop asks again just before it sleeps.
  */
 static long
-seal_if_due(TimestampTz *due)
+seal_wait(TimestampTz *due)
 {
-	static TimestampTz retry_at = 0;
 	TimestampTz now = GetCurrentTimestamp();
 	int64		pending = cycle_pending();
-	int64		cycle;
 
 	if (pending == 0)
 	{
@@ -385,22 +387,37 @@ seal_if_due(TimestampTz *due)
 	 * After a failure, a pause whoever waits: each cast may wake us. Never
 	 * longer than the pause itself (the clock may have been set back).
 	 */
-	if (now < retry_at && retry_at - now <= 1000 * (TimestampTz) 1000)
-		return Max(1L, TimestampDifferenceMilliseconds(now, retry_at));
+	if (now < seal_retry_at && seal_retry_at - now <= 1000 * (TimestampTz) 1000)
+		return Max(1L, TimestampDifferenceMilliseconds(now, seal_retry_at));
 	if (now < *due && pending < lake_cycle_max_casts && !waiter_any() &&
 		!cycle_space_wanted())
 		return Max(1L, TimestampDifferenceMilliseconds(now, *due));
+	return 0;
+}
 
+/*
+ * Seal the open cycle if it is due (seal_wait). Returns how long to sleep
+ * before looking again (0: look again at once).
+ */
+static long
+seal_if_due(TimestampTz *due)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		wait = seal_wait(due);
+	int64		cycle;
+
+	if (wait > 0)
+		return wait;
 	if (!run_in_transaction("lake: sealing a cycle", seal, &cycle))
 	{
 		/* Fenced out: recover at once (see recover_owners). */
 		if (seal_fenced())
 			fenced_out = true;
 		/* Try again after a pause rather than fail in a tight loop. */
-		retry_at = TimestampTzPlusMilliseconds(now, 1000);
+		seal_retry_at = TimestampTzPlusMilliseconds(now, 1000);
 		return fenced_out ? 0 : 1000L;
 	}
-	retry_at = 0;
+	seal_retry_at = 0;
 	*due = cycle_pending() > 0 ?
 		TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms) : 0;
 	/* Nothing cut: the first cast still copies its payload; look again soon. */
@@ -543,6 +560,7 @@ lake_worker_main(Datum arg)
 			else
 			{
 				bool		more_to_expire = false;
+				long		again;
 
 				timeout = seal_if_due(&seal_due);
 				snapshot_if_due();
@@ -564,6 +582,19 @@ lake_worker_main(Datum arg)
 				/* A long lake.cycle_interval must not hold the expiry back. */
 				timeout = Min(timeout, Max(1L, TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 																				next_expiry)));
+
+				/*
+				 * The snapshot and the expiry may have waited on a lock, a
+				 * condition variable or a synchronous standby: every such
+				 * wait resets our latch, and with it the wake-up of a cast
+				 * or a waiter that came meanwhile. So ask again: nothing
+				 * after this resets the latch before we sleep.
+				 */
+				again = seal_wait(&seal_due);
+				if (again == 0 && timeout > 1)
+					continue;
+				/* 1 ms: the last seal found a cast still copying its payload. */
+				timeout = Min(timeout, Max(1L, again));
 			}
 		}
 		else
