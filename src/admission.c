@@ -167,6 +167,13 @@ admission_publish_limits(void)
 	pg_atomic_write_u32(&adm->max_concurrent, (uint32) lake_max_concurrent_appends);
 	if (valid)
 		pg_atomic_write_u64(&adm->limits, pack_limits());
+
+	/*
+	 * A full barrier between the stores and the load (neither is one): a
+	 * waiter counts itself in 'sleepers' and then reads the limits, so
+	 * either it reads the new ones or we see it and wake it.
+	 */
+	pg_memory_barrier();
 	if (pg_atomic_read_u32(&adm->sleepers) > 0)
 		ConditionVariableBroadcast(&adm->cv);
 	if (valid)
