@@ -975,6 +975,8 @@ store_run_bounded(SPIPlanPtr plan, Datum *values, int expected, long wait_ms,
 	PG_TRY();
 	{
 		store_run(plan, values, expected);
+		/* A bound that ran out as the wait ended left its cancel pending. */
+		CHECK_FOR_INTERRUPTS();
 	}
 	PG_CATCH();
 	{
@@ -1000,6 +1002,7 @@ store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 	bool		bounded;
 	int			nest;
 	MemoryContext mcxt = CurrentMemoryContext;
+	volatile bool granted = false;
 
 	if (ConditionalLockDatabaseObject(classid, objid, objsubid, ExclusiveLock))
 		return true;
@@ -1009,12 +1012,22 @@ store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 	PG_TRY();
 	{
 		LockDatabaseObject(classid, objid, objsubid, ExclusiveLock);
+		granted = true;
+
+		/*
+		 * Granted as the bound ran out: the lock timeout's cancel is still
+		 * pending, and would surface as a 55P03 at the caller's next
+		 * interrupt check. Taken here, it is the bound's refusal.
+		 */
+		CHECK_FOR_INTERRUPTS();
 	}
 	PG_CATCH();
 	{
 		store_catch_bound_timeout(mcxt, bounded);
 		/* Out of the lock's wait queue now, not at the abort that follows. */
 		LockErrorCleanup();
+		if (granted)
+			UnlockDatabaseObject(classid, objid, objsubid, ExclusiveLock);
 		store_unbound_lock_waits(nest);
 		return false;
 	}

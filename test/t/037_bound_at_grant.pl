@@ -1,0 +1,54 @@
+# A bounded lock wait whose bound runs out just as the lock is granted.
+# PostgreSQL's lock timeout then leaves its cancel pending after the wait
+# returns with the lock; the next interrupt check raised 55P03 from inside
+# lake ("canceling statement due to lock timeout") although the session
+# set no lock_timeout. The refusal is lake's own: 53000, nothing written.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use LakeTAP;
+
+my $node = lake_node('bound_at_grant', conf => "lake.admission_queue_wait = '1s'");
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION lake;
+SELECT lake.create_dataset('lt');
+});
+
+# A holds the dataset's append lock until it commits.
+my $a = $node->background_psql('postgres');
+$a->query_safe('BEGIN');
+$a->query_safe(q{SELECT lake.append('lt', 'default', 'a1', '\x01')});
+
+# B appends and queues for the lock; gdb holds it where ProcSleep, granted,
+# turns its timers off.
+my ($b, $b_pid, $g) = held_session($node, 'disable_timeouts',
+	q{SELECT lake.append('lt', 'default', 'b1', '\x02');});
+my $issued = time;
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE pid = $b_pid AND NOT granted"),
+	'the second append waits for the dataset lock');
+$a->query_safe('COMMIT');
+ok(gdb_stopped($g), 'it was granted the lock and is held before its timers are off')
+  or diag("gdb: $g->{out}");
+
+# The bound (1 s from the call) runs out while the process is held: its
+# alarm is delivered when it goes on. Nothing to poll for: a timer.
+usleep(100_000) while time < $issued + 1.5;
+gdb_let_go($g);
+$b->query_until(qr/done/, '');
+like($b->{stderr}, qr/dataset "lt" is busy|append admission limit reached/,
+	'the append is refused with lake\'s own bound (53000)');
+unlike($b->{stderr}, qr/lock timeout/, 'not with a lock timeout the session never set');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM lake.versions('lt')}),
+	'1', 'nothing was written for it');
+is($node->safe_psql('postgres', q{SELECT lake.append('lt', 'default', 'b1', '\x02')}),
+	'2', 'the append goes through when retried');
+$b->quit;
+$a->quit;
+$node->stop;
+done_testing();
