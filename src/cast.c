@@ -274,7 +274,7 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 		ereport(ERROR,
 				(errcode(ERRCODE_LAKE_NOT_DURABLE),
 				 errmsg("receipt (%d," INT64_FORMAT ") can never become durable", epoch, seq),
-				 errdetail("The cast was accepted but lost with a crash or restart before its cycle was sealed."),
+				 errdetail("No cycle of its epoch holds it: its cast was lost with a crash or restart before its cycle was sealed, or the receipt was never issued."),
 				 errhint("Cast it again.")));
 	return true;
 }
