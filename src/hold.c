@@ -43,9 +43,12 @@ hold_expired(void)
 /*
  * PostgreSQL's error recovery turns every timeout off before it reports
  * the error (this hook) and aborts. Only an abort of the whole transaction
- * gives back what was held; after one that leaves it held (an error in a
- * subtransaction, or in one already aborted), the clock goes on. The
- * ending's FATAL names this bound, not an administrator's command.
+ * gives back what was held; after one that leaves it held, the clock goes
+ * on: an error in a subtransaction sets it again at the subtransaction's
+ * abort too (hold_subxact_callback), one in a subtransaction already
+ * aborted (a statement before its ROLLBACK TO) only here, where an error
+ * is seen if it is written to the server log. The ending's FATAL names
+ * this bound, not an administrator's command.
  */
 static void
 hold_emit_log(ErrorData *edata)
@@ -73,8 +76,19 @@ static void
 hold_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
-	if (!armed || mySubid != armed_in)
+	if (!armed)
 		return;
+	if (mySubid != armed_in)
+	{
+		/*
+		 * An inner subtransaction's abort leaves every hold held. After an
+		 * error it follows the error recovery that turned our timeout off:
+		 * set it again here, whether or not the error is logged.
+		 */
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			enable_timeout_at(hold_timeout, deadline);
+		return;
+	}
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
 		armed_in = parentSubid;
 	else if (event == SUBXACT_EVENT_ABORT_SUB)

@@ -104,6 +104,21 @@ ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activit
 is(other("SELECT lake.append('shared', 'globex', 'o2', '\\x02')"), '',
 	"then the other tenant's append goes through");
 
+# The same with errors not written to the server log (log_min_messages =
+# log): an error in the savepoint, then its rollback. The bound was set
+# again only by an emit_log_hook, which sees logged errors alone, so the
+# session idled on with the dataset held.
+$node->safe_psql('postgres', "ALTER ROLE hog SET log_min_messages = 'log'");
+$hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+is($hog->query_safe('SHOW log_min_messages'), 'log', 'the session does not log its errors');
+$hog->query_safe("BEGIN; SELECT lake.append('shared', 'acme', 'h4', '\\x01'); SAVEPOINT s");
+$hog->query("SELECT 1 / 0;\nROLLBACK TO SAVEPOINT s");
+ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'hog'"),
+	'a session whose error in a savepoint was not logged is ended too');
+is(other("SELECT lake.append('shared', 'globex', 'o3', '\\x02')"), '',
+	"then the other tenant's append goes through");
+$node->safe_psql('postgres', "ALTER ROLE hog RESET log_min_messages");
+
 # What a savepoint took and gave back with its rollback is not held: the
 # clock stops with it (a create_owner refused 42710 took the lock first).
 $hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
