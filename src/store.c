@@ -42,6 +42,7 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
+#include "commands/extension.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "digest.h"
@@ -51,6 +52,7 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
+#include "schema.h"
 #include "store.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -182,6 +184,8 @@ reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+static void require_shape(void);
+
 void
 store_connect(void)
 {
@@ -192,7 +196,10 @@ store_connect(void)
 		callbacks_set = true;
 	}
 	if (depth == 0)
+	{
 		lake_require_served_database();
+		require_shape();
+	}
 	if (depth++ == 0)
 	{
 		lake_owner = lookup_owner(false);
@@ -407,7 +414,7 @@ store_digest_datum(const uint8 *digest)
  * dataset ids) compare against.
  * ---------------------------------------------------------------------- */
 
-#define KEPT_RELS_MAX 32
+#define KEPT_RELS_MAX 64
 
 typedef struct KeptRel
 {
@@ -475,6 +482,39 @@ lake_relid(const char *name)
 	kept[nkept].relid = relid;
 	nkept++;
 	return relid;
+}
+
+/*
+ * Every table of lake_data as lake made it (schema.c), checked before the
+ * first use in a backend and again after anything that could have changed
+ * one: the check keeps each table's OID, so its invalidation (an ALTER)
+ * forgets them all and advances the generation. Not while the install
+ * script runs, when some are not made yet.
+ */
+static uint64 shape_checked = 0;
+
+static void
+require_shape(void)
+{
+	if (shape_checked == generation || creating_extension)
+		return;
+	for (int i = 0; i < schema_ntables(); i++)
+	{
+		Relation	rel = RelationIdGetRelation(lake_relid(schema_table(i)));
+
+		if (!RelationIsValid(rel))
+			elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, schema_table(i));
+		PG_TRY();
+		{
+			schema_require(i, rel);
+		}
+		PG_FINALLY();
+		{
+			RelationClose(rel);
+		}
+		PG_END_TRY();
+	}
+	shape_checked = generation;
 }
 
 void

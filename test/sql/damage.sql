@@ -151,6 +151,32 @@ ALTER TABLE lake_data.chunk DROP COLUMN note;
 SELECT lake.append_chunk(:cols_stage, 0, '\x0102'::bytea);
 SELECT lake.read('d_cols_ds', lake.commit_append(:cols_stage)) AS read_with_it_dropped;
 
+-- A column of lake's retyped: the readers took its datums for the type
+-- lake made it with, and append_chunk crashed the server reading a stage's
+-- tenant as text. Every call is XX001 now, before any row is read; put
+-- back, the upload goes on.
+SELECT lake.begin_append('d_cols_ds', 'acme', 'typed') AS typed_stage \gset
+ALTER TABLE lake_data.stage ALTER COLUMN tenant TYPE int USING 0;
+SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 0, ''\x01''::bytea)', :typed_stage)),
+                      'stage \d+', 'stage <n>') AS chunk_with_a_column_retyped;
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'typed2', '\x01'::bytea)$$) AS append_meanwhile;
+ALTER TABLE lake_data.stage ALTER COLUMN tenant TYPE text USING 'acme';
+SELECT lake.append_chunk(:typed_stage, 0, '\x03'::bytea);
+SELECT lake.read('d_cols_ds', lake.commit_append(:typed_stage)) AS read_with_it_typed_back;
+-- A column dropped and added again with its type moves to the end: read
+-- by position, another column's bytes were taken for it.
+BEGIN;
+ALTER TABLE lake_data.version DROP COLUMN tenant CASCADE;
+ALTER TABLE lake_data.version ADD COLUMN tenant text;
+SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_moved;
+ROLLBACK;
+-- And one renamed (lake's statements name it).
+BEGIN;
+ALTER TABLE lake_data.dataset RENAME COLUMN name TO label;
+SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_renamed;
+ROLLBACK;
+SELECT lake.read('d_cols_ds', 1) AS read_as_made;
+
 -- A NOT NULL constraint dropped by hand, then a NULL stored: a read of the
 -- version is XX001 (it crashed the backend), as a stored NULL is.
 SELECT lake.append('d_cols_ds', 'acme', 'nulled', '\x01'::bytea) AS nulled \gset
