@@ -121,6 +121,18 @@ hold_xact_callback(XactEvent event, void *arg)
 		disable_timeout(hold_timeout, false);
 		armed = locked = false;
 	}
+	else if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT)
+	{
+		/*
+		 * The commit is under way: the bound stops here, or it could end
+		 * the session after a commit it did not undo (its flush, a
+		 * synchronous standby's reply, hold interrupts). Run out already,
+		 * it ends the session now, before anything is committed.
+		 */
+		disable_timeout(hold_timeout, false);
+		if (expired)
+			CHECK_FOR_INTERRUPTS();
+	}
 }
 
 void

@@ -19,6 +19,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes ();
 use LakeTAP;
 
 my $node = lake_node('role_max_hold', conf => "lake.admission_queue_wait = '100ms'\n");
@@ -137,6 +138,26 @@ is($hog->query('SELECT 1'), '1', 'a session whose transaction committed is not e
 $hog->quit;
 is($node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('shared') WHERE operation_id = 'h3'"),
 	'1', 'and its append is kept');
+
+# A bound that runs out while the commit is under way (its flush, a
+# synchronous standby's reply) ended the session after the commit had
+# succeeded: "keeps nothing it wrote" was false. The bound stops when the
+# commit begins. gdb holds the backend inside the commit, past the bound.
+$hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+my $hog_pid = $hog->query_safe('SELECT pg_backend_pid()');
+my $g = gdb_hold($hog_pid, 'TransactionIdCommitTree');
+$hog->query_until(qr/start/,
+	"\\echo start\nBEGIN;\nSELECT lake.append('shared', 'acme', 'h5', '\\x05');\nCOMMIT;\n\\echo done\n");
+ok(gdb_stopped($g), 'the commit is held inside its critical section') or diag("gdb: $g->{out}");
+my $held_at = Time::HiRes::time();
+# Nothing to poll for: the bound is a timer, and it must pass while held.
+Time::HiRes::usleep(100_000) while Time::HiRes::time() < $held_at + 3;
+gdb_let_go($g);
+$hog->query_until(qr/done/, '');
+is($hog->query('SELECT 1'), '1', 'a session whose bound ran out during its commit is not ended after it');
+is($node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('shared') WHERE operation_id = 'h5'"),
+	'1', 'and what it committed is kept');
+$hog->quit;
 
 # --- a role without the bound ------------------------------------------------
 is($calm->query_safe('SELECT 1'), '1', 'the role without a bound is still in its transaction');
