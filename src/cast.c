@@ -20,12 +20,14 @@
 #include "lifecycle.h"
 #include "logread.h"
 #include "miscadmin.h"
+#include "schema.h"
 #include "seal.h"
 #include "store_owner.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 #include "waiter.h"
 
 static char *
@@ -86,41 +88,60 @@ cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
 	}
 }
 
-/* The function's composite result type, looked up once per call site. */
-static TupleDesc
-result_desc(FunctionCallInfo fcinfo)
+/*
+ * The function's composite result type, checked against the type lake made
+ * (schema.h): looked up again only when the type changed since (its
+ * typcache identifier), and before anything is done, so that nothing may
+ * fail once a cast is accepted (the datum builders below take it).
+ */
+typedef struct ResultShape
 {
-	if (fcinfo->flinfo->fn_extra == NULL)
-	{
-		TupleDesc	tupdesc;
-		MemoryContext old;
+	Oid			typid;
+	uint64		identifier;
+	TupleDesc	desc;
+} ResultShape;
 
-		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "return type must be a row type");
-		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		fcinfo->flinfo->fn_extra = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
-		MemoryContextSwitchTo(old);
-	}
-	return (TupleDesc) fcinfo->flinfo->fn_extra;
+static TupleDesc
+result_desc(FunctionCallInfo fcinfo, SchemaRow row)
+{
+	ResultShape *rs = (ResultShape *) fcinfo->flinfo->fn_extra;
+	TupleDesc	tupdesc;
+	MemoryContext old;
+
+	if (rs != NULL &&
+		lookup_type_cache(rs->typid, TYPECACHE_TUPDESC)->tupDesc_identifier == rs->identifier)
+		return rs->desc;
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	schema_require_row(tupdesc, row);
+	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	if (rs == NULL)
+		rs = palloc(sizeof(ResultShape));
+	rs->typid = tupdesc->tdtypeid;
+	rs->identifier = lookup_type_cache(rs->typid, TYPECACHE_TUPDESC)->tupDesc_identifier;
+	rs->desc = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
+	MemoryContextSwitchTo(old);
+	fcinfo->flinfo->fn_extra = rs;
+	return rs->desc;
 }
 
 static Datum
-receipt_datum(FunctionCallInfo fcinfo, int32 epoch, int64 seq)
+receipt_datum(TupleDesc desc, int32 epoch, int64 seq)
 {
 	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
 	bool		nulls[2] = {false, false};
 
-	return HeapTupleGetDatum(heap_form_tuple(result_desc(fcinfo), values, nulls));
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
 
 static Datum
-coordinate_datum(FunctionCallInfo fcinfo, const LogReceipt *c)
+coordinate_datum(TupleDesc desc, const LogReceipt *c)
 {
 	Datum		values[3] = {Int64GetDatum(c->cycle), Int64GetDatum(c->position),
 	LSNGetDatum(c->lsn)};
 	bool		nulls[3] = {false, false, false};
 
-	return HeapTupleGetDatum(heap_form_tuple(result_desc(fcinfo), values, nulls));
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
 
 PG_FUNCTION_INFO_V1(lake_cast);
@@ -130,6 +151,7 @@ PG_FUNCTION_INFO_V1(lake_cast_durable);
 Datum
 lake_cast(PG_FUNCTION_ARGS)
 {
+	TupleDesc	desc;
 	CastRequest req;
 	int32		epoch;
 	int64		seq;
@@ -138,9 +160,9 @@ lake_cast(PG_FUNCTION_ARGS)
 	cast_arguments(fcinfo, &req);
 	cycle_wait_ready();
 	PreventCommandIfReadOnly("lake.cast()");	/* as nextval() is */
-	(void) result_desc(fcinfo);	/* nothing may fail once a cast is accepted */
+	desc = result_desc(fcinfo, SCHEMA_RECEIPT);	/* nothing may fail once a cast is accepted */
 	seq = cycle_accept(&req, &epoch);
-	PG_RETURN_DATUM(receipt_datum(fcinfo, epoch, seq));
+	PG_RETURN_DATUM(receipt_datum(desc, epoch, seq));
 }
 
 /*
@@ -282,6 +304,7 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 Datum
 lake_await_durable(PG_FUNCTION_ARGS)
 {
+	TupleDesc	desc;
 	HeapTupleHeader receipt;
 	bool		isnull_epoch;
 	bool		isnull_seq;
@@ -296,6 +319,10 @@ lake_await_durable(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("receipt must not be NULL")));
 	receipt = PG_GETARG_HEAPTUPLEHEADER(0);
+	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(receipt),
+								  HeapTupleHeaderGetTypMod(receipt));
+	schema_require_row(desc, SCHEMA_RECEIPT);
+	ReleaseTupleDesc(desc);
 	epoch = DatumGetInt32(GetAttributeByNum(receipt, 1, &isnull_epoch));
 	seq = DatumGetInt64(GetAttributeByNum(receipt, 2, &isnull_seq));
 	if (isnull_epoch || isnull_seq)
@@ -317,9 +344,10 @@ lake_await_durable(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("timeout_ms must not be negative, not %d", timeout)));
 	}
+	desc = result_desc(fcinfo, SCHEMA_COORDINATE);
 	if (!await_receipt(epoch, seq, timeout, false, &c))
 		PG_RETURN_NULL();
-	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
+	PG_RETURN_DATUM(coordinate_datum(desc, &c));
 }
 
 /* A receipt accepted before an error (a wait cut short): the error says which. */
@@ -341,6 +369,7 @@ accepted_receipt_context(void *arg)
 Datum
 lake_cast_durable(PG_FUNCTION_ARGS)
 {
+	TupleDesc	desc;
 	CastRequest req;
 	AcceptedReceipt accepted;
 	ErrorContextCallback context;
@@ -351,7 +380,7 @@ lake_cast_durable(PG_FUNCTION_ARGS)
 	require_sealable();			/* before the cast is accepted */
 	cycle_wait_ready();
 	PreventCommandIfReadOnly("lake.cast_durable()");
-	(void) result_desc(fcinfo);
+	desc = result_desc(fcinfo, SCHEMA_COORDINATE);
 	accepted.seq = cycle_accept(&req, &accepted.epoch);
 	context.callback = accepted_receipt_context;
 	context.arg = &accepted;
@@ -359,7 +388,7 @@ lake_cast_durable(PG_FUNCTION_ARGS)
 	error_context_stack = &context;
 	(void) await_receipt(accepted.epoch, accepted.seq, -1, true, &c);
 	error_context_stack = context.previous;
-	PG_RETURN_DATUM(coordinate_datum(fcinfo, &c));
+	PG_RETURN_DATUM(coordinate_datum(desc, &c));
 }
 
 /* ----------------------------------------------------------------------

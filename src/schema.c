@@ -204,3 +204,30 @@ schema_require(int i, Relation rel)
 		at++;
 	}
 }
+
+/*
+ * lake's composite types, formed and read by position: an attribute retyped
+ * (ALTER TYPE ... ALTER ATTRIBUTE, open to the type's owner) would be
+ * formed from, or read as, datums of another type.
+ */
+static const Oid receipt_types[] = {INT4OID, INT8OID};
+static const Oid coordinate_types[] = {INT8OID, INT8OID, PG_LSNOID};
+
+void
+schema_require_row(TupleDesc desc, SchemaRow row)
+{
+	const char *name = row == SCHEMA_RECEIPT ? "lake.receipt" : "lake.coordinate";
+	const Oid  *types = row == SCHEMA_RECEIPT ? receipt_types : coordinate_types;
+	int			n = row == SCHEMA_RECEIPT ? lengthof(receipt_types) : lengthof(coordinate_types);
+	bool		as_made = desc->natts == n;
+
+	for (int i = 0; as_made && i < n; i++)
+		as_made = !TupleDescAttr(desc, i)->attisdropped &&
+			TupleDescAttr(desc, i)->atttypid == types[i];
+	if (!as_made)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("type %s is not the type lake made", name),
+				 errdetail("Its attributes were altered."),
+				 errhint("Undo the change, or re-create the extension.")));
+}

@@ -57,6 +57,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/syscache.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -184,8 +185,6 @@ reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
-static void require_shape(void);
-
 void
 store_connect(void)
 {
@@ -196,10 +195,7 @@ store_connect(void)
 		callbacks_set = true;
 	}
 	if (depth == 0)
-	{
 		lake_require_served_database();
-		require_shape();
-	}
 	if (depth++ == 0)
 	{
 		lake_owner = lookup_owner(false);
@@ -319,6 +315,8 @@ store_plan_once(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
 	return keep_plan(cache, sql, nargs, argtypes, 0);
 }
 
+static void require_shape_of_plan(SPIPlanPtr plan);
+
 void
 store_run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot, int expected)
 {
@@ -329,6 +327,7 @@ store_run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot, int expect
 								  InvalidSnapshot, false, false, 0);
 	else
 		rc = SPI_execute_plan(plan, values, NULL, false, 0);
+	require_shape_of_plan(plan);	/* it locked its tables: see them as they are */
 	if (rc != expected)
 		elog(ERROR, "lake: SPI returned %s, expected %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
@@ -426,6 +425,16 @@ static KeptRel kept[KEPT_RELS_MAX];
 static int	nkept = 0;
 static uint64 generation = 1;
 
+/*
+ * lake_data's tables, for the shape check (require_shape_of), and a count
+ * of the invalidations that could have changed one since. Unlike the kept
+ * OIDs they outlive an abort: an ALTER rolled back invalidates its table
+ * again at the abort.
+ */
+#define SHAPE_TABLES_MAX 32
+static Oid	shape_relid[SHAPE_TABLES_MAX];
+static uint64 shape_generation = 1;
+
 static void
 forget_all(void)
 {
@@ -437,7 +446,14 @@ static void
 forget_rel(Datum arg, Oid relid)
 {
 	if (!OidIsValid(relid))
+	{
 		forget_all();
+		shape_generation++;
+		return;
+	}
+	for (int i = 0; i < SHAPE_TABLES_MAX; i++)
+		if (shape_relid[i] == relid)
+			shape_generation++;
 	for (int i = 0; i < nkept; i++)
 		if (kept[i].relid == relid)
 		{
@@ -450,6 +466,7 @@ static void
 forget_namespace(Datum arg, int cacheid, uint32 hashvalue)
 {
 	forget_all();
+	shape_generation++;
 }
 
 uint64
@@ -485,23 +502,40 @@ lake_relid(const char *name)
 }
 
 /*
- * Every table of lake_data as lake made it (schema.c), checked before the
- * first use in a backend and again after anything that could have changed
- * one: the check keeps each table's OID, so its invalidation (an ALTER)
- * forgets them all and advances the generation. Not while the install
- * script runs, when some are not made yet.
+ * Each table of lake_data as lake made it (schema.c), checked when a call
+ * first reaches it in a backend and again after any invalidation of one of
+ * them (an ALTER): once a direct open or a statement holds the table's
+ * lock, since an ALTER that commits while the call waits for the lock is
+ * seen only then. Only the tables a call uses are looked at.
  */
-static uint64 shape_checked = 0;
+static uint64 shape_checked[SHAPE_TABLES_MAX];
+static uint64 shape_found = 0;	/* the shape_generation shape_relid is of */
 
 static void
-require_shape(void)
+require_shape_of(Oid relid)
 {
-	if (shape_checked == generation || creating_extension)
+	uint64		at = shape_generation;
+
+	StaticAssertStmt(SHAPE_TABLES_MAX >= 16, "room for every table of lake_data");
+	Assert(schema_ntables() <= SHAPE_TABLES_MAX);
+	/* The install script's own statements: some tables are not made yet. */
+	if (creating_extension)
 		return;
+	if (shape_found != at)
+	{
+		for (int i = 0; i < schema_ntables(); i++)
+			shape_relid[i] = lake_relid(schema_table(i));
+		shape_found = at;
+	}
 	for (int i = 0; i < schema_ntables(); i++)
 	{
-		Relation	rel = RelationIdGetRelation(lake_relid(schema_table(i)));
+		Relation	rel;
 
+		if (shape_relid[i] != relid)
+			continue;
+		if (shape_checked[i] == at)
+			return;
+		rel = RelationIdGetRelation(relid);
 		if (!RelationIsValid(rel))
 			elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, schema_table(i));
 		PG_TRY();
@@ -513,8 +547,25 @@ require_shape(void)
 			RelationClose(rel);
 		}
 		PG_END_TRY();
+		shape_checked[i] = at;
+		return;
 	}
-	shape_checked = generation;
+}
+
+/* The tables a statement just ran on (and holds locks on). */
+static void
+require_shape_of_plan(SPIPlanPtr plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, SPI_plan_get_plan_sources(plan))
+	{
+		CachedPlanSource *ps = (CachedPlanSource *) lfirst(lc);
+		ListCell   *rc;
+
+		foreach(rc, ps->relationOids)
+			require_shape_of(lfirst_oid(rc));
+	}
 }
 
 void
@@ -615,7 +666,10 @@ store_open(const char *name, LOCKMODE mode)
 		Relation	rel = try_relation_open(relid, mode);
 
 		if (rel != NULL && gen == generation)
+		{
+			require_shape_of(relid);	/* an ALTER it waited for is visible now */
 			return rel;
+		}
 		if (rel != NULL)
 			relation_close(rel, mode);
 		else if (++gone > 1)
@@ -1227,6 +1281,8 @@ store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo)
 	int			natts = rsinfo->setDesc->natts;
 	Datum	   *row = palloc(sizeof(Datum) * natts);
 	bool	   *nulls = palloc(sizeof(bool) * natts);
+
+	require_shape_of_plan(plan);	/* its tables are locked now */
 
 	for (;;)
 	{

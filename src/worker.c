@@ -587,11 +587,13 @@ lake_worker_main(Datum arg)
 				 * The snapshot and the expiry may have waited on a lock, a
 				 * condition variable or a synchronous standby: every such
 				 * wait resets our latch, and with it the wake-up of a cast
-				 * or a waiter that came meanwhile. So ask again: nothing
-				 * after this resets the latch before we sleep.
+				 * or a waiter that came meanwhile, of a reload or of a
+				 * lifecycle edit. So ask again: nothing after this resets
+				 * the latch before we sleep.
 				 */
 				again = seal_wait(&seal_due);
-				if (again == 0 && timeout > 1)
+				if ((again == 0 && timeout > 1) || ConfigReloadPending ||
+					cycle_lifecycle_changes() != lifecycles_seen)
 					continue;
 				/* 1 ms: the last seal found a cast still copying its payload. */
 				timeout = Min(timeout, Max(1L, again));

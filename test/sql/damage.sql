@@ -153,8 +153,9 @@ SELECT lake.read('d_cols_ds', lake.commit_append(:cols_stage)) AS read_with_it_d
 
 -- A column of lake's retyped: the readers took its datums for the type
 -- lake made it with, and append_chunk crashed the server reading a stage's
--- tenant as text. Every call is XX001 now, before any row is read; put
--- back, the upload goes on.
+-- tenant as text. Every call that reaches the table is XX001 now, before
+-- any row of it is read (an append, which does not, goes on); put back,
+-- the upload goes on.
 SELECT lake.begin_append('d_cols_ds', 'acme', 'typed') AS typed_stage \gset
 ALTER TABLE lake_data.stage ALTER COLUMN tenant TYPE int USING 0;
 SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 0, ''\x01''::bytea)', :typed_stage)),
@@ -176,6 +177,22 @@ ALTER TABLE lake_data.dataset RENAME COLUMN name TO label;
 SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_renamed;
 ROLLBACK;
 SELECT lake.read('d_cols_ds', 1) AS read_as_made;
+
+-- lake's composite types retyped (ALTER TYPE, open to their owner): the
+-- results were formed from datums of the types lake made them with, and
+-- cast_durable crashed the server; a receipt's fields were read as such.
+-- Refused before any cast is accepted.
+SELECT lake.create_owner('d_typed');
+BEGIN;
+ALTER TYPE lake.coordinate ALTER ATTRIBUTE cycle TYPE text;
+SELECT t.err($$SELECT lake.cast_durable('d_typed', 'Planning', 'CognitiveWork')$$) AS durable_with_coordinate_retyped;
+ROLLBACK;
+BEGIN;
+ALTER TYPE lake.receipt ALTER ATTRIBUTE epoch TYPE text;
+SELECT t.err($$SELECT lake.cast('d_typed', 'Planning', 'CognitiveWork')$$) AS cast_with_receipt_retyped;
+SELECT t.err($$SELECT lake.await_durable(ROW('1', 1)::lake.receipt, 0)$$) AS await_with_receipt_retyped;
+ROLLBACK;
+SELECT pending FROM lake.owner_state('d_typed') AS nothing_accepted;
 
 -- A NOT NULL constraint dropped by hand, then a NULL stored: a read of the
 -- version is XX001 (it crashed the backend), as a stored NULL is.

@@ -61,6 +61,25 @@ cmp_ok($took, '<', 0.3,
 note(sprintf('returned %.0f ms after the lock timeout was seen', 1000 * $took));
 $admin->query_safe('COMMIT');
 
+# The same for a reload: its SIGHUP's wake-up, consumed in the expiry
+# pass's lock wait, left the new settings unread until the idle tick.
+$log_at = -s $node->logfile;
+my $reloads = $node->safe_psql('postgres', 'SELECT config_reloads FROM lake.stats()');
+$g = gdb_hold($worker, 'expire_idle_stages');
+ok(gdb_stopped($g), 'the worker is held at the start of its next expiry pass') or diag("gdb: $g->{out}");
+$node->safe_psql('postgres', "ALTER SYSTEM SET lake.cycle_interval = '20ms'; SELECT pg_reload_conf()");
+$admin->query_safe('BEGIN');
+$admin->query_safe('LOCK TABLE lake_data.stage IN ACCESS EXCLUSIVE MODE');
+gdb_let_go($g);
+ok(lock_timeouts_logged($node, $log_at, 1), 'the expiry pass timed out on the lock again');
+$seen = time;
+ok($node->poll_query_until('postgres', "SELECT config_reloads > $reloads FROM lake.stats()"),
+	'the worker reloaded its configuration');
+$took = time - $seen;
+cmp_ok($took, '<', 0.3, 'once it left its lock wait, not after its idle tick');
+note(sprintf('reloaded %.0f ms after the lock timeout was seen', 1000 * $took));
+$admin->query_safe('COMMIT');
+
 # A waiter's once-a-second tick (a dropped extension is noticed, LK006)
 # ran only when its latch wait timed out: a NOTIFY to the session, more
 # often than once a second, put it off for as long as the pings went on.
