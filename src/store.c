@@ -65,6 +65,7 @@
 #include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(lake_data_changed);
@@ -1049,6 +1050,16 @@ store_catch_bound_timeout(MemoryContext mcxt, bool bounded)
 		PG_RE_THROW();
 	FreeErrorData(edata);
 	FlushErrorState();
+
+	/*
+	 * The bound's timer may have fired with a deadlock found: its cancel,
+	 * still pending, would surface as a 55P03 later in a session that set
+	 * no lock_timeout (after a caller caught the refusal). It is this
+	 * refusal's; PostgreSQL too reports any cancel with that indicator as
+	 * the lock timeout.
+	 */
+	if (bounded && get_timeout_indicator(LOCK_TIMEOUT, true))
+		QueryCancelPending = false;
 }
 
 /*

@@ -41,6 +41,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 #include "waiter.h"
@@ -157,6 +158,15 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 		EmitErrorReport();
 		FlushErrorState();
 		AbortCurrentTransaction();
+
+		/*
+		 * As PostgreSQL's own error recovery: a timeout that fired with
+		 * the error (a lock_timeout during a deadlock check) leaves a
+		 * cancel pending, which an interrupt check outside this catch
+		 * would raise, and end the worker.
+		 */
+		disable_all_timeouts(false);
+		QueryCancelPending = false;
 		ok = false;
 	}
 	PG_END_TRY();

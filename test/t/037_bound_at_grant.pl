@@ -50,5 +50,52 @@ is($node->safe_psql('postgres', q{SELECT lake.append('lt', 'default', 'b1', '\x0
 	'2', 'the append goes through when retried');
 $b->quit;
 $a->quit;
+
+# A deadlock found in a bounded wait as its bound runs out: lake's 53000,
+# which the caller catches, but the lock timeout's cancel stayed pending
+# and the handler's next statement raised 55P03.
+$node->safe_psql('postgres', "SELECT lake.create_dataset('d1'); SELECT lake.create_dataset('d2')");
+$a = $node->background_psql('postgres', on_error_stop => 0);
+$a->query_safe("SET deadlock_timeout = '60s'");
+$a->query_safe('BEGIN');
+$a->query_safe(q{SELECT lake.append('d1', 'default', 'a1', '\x01')});
+$b = $node->background_psql('postgres', on_error_stop => 0);
+$b_pid = $b->query_safe('SELECT pg_backend_pid()');
+$b->query_safe("SET deadlock_timeout = '400ms'");
+$b->query_safe('BEGIN');
+$b->query_safe(q{SELECT lake.append('d2', 'default', 'b1', '\x01')});
+# Held (gdb) where ProcSleep, the deadlock found, turns its timers off.
+$g = gdb_hold($b_pid, 'disable_timeouts');
+$b->query_until(qr/start/, q{\echo start
+DO $$
+BEGIN
+  BEGIN
+    PERFORM lake.append('d1', 'default', 'b2', '\x02');
+  EXCEPTION WHEN insufficient_resources THEN
+    RAISE NOTICE 'caught %', SQLSTATE;
+  END;
+  PERFORM 1;
+  RAISE NOTICE 'after the handler';
+END $$;
+\echo done
+});
+$issued = time;
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE pid = $b_pid AND NOT granted"),
+	'the second session waits for the first one\'s dataset');
+$a->query_until(qr/start/, "\\echo start\nSELECT lake.append('d2', 'default', 'a2', '\\x02');\n");
+ok(gdb_stopped($g), 'the deadlock was found, and the wait is held before its timers are off')
+  or diag("gdb: $g->{out}");
+usleep(100_000) while time < $issued + 1.5;
+gdb_let_go($g);
+$b->query_until(qr/done/, '');
+like($b->{stderr}, qr/caught 53000/, 'the deadlock ended the wait as its bound does (53000)');
+like($b->{stderr}, qr/after the handler/, 'and the caller that caught it goes on');
+unlike($b->{stderr}, qr/lock timeout/, 'no lock timeout surfaced later');
+$b->query('ROLLBACK');
+$b->quit;
+# The first session's own wait for d2 ran out meanwhile (53000) or ends now.
+$a->query('ROLLBACK');
+$a->quit;
 $node->stop;
 done_testing();
