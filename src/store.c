@@ -232,14 +232,32 @@ store_finish(void)
 static void
 fix_search_path(void)
 {
+	/*
+	 * The planner settings a session may change, and with them slow lake's
+	 * statements while they hold what other tenants wait for (a JIT
+	 * compilation per statement, scans without their index), or have a
+	 * plan show what a parameter holds (custom plans in nested statements'
+	 * logged plans): lake's statements plan with the defaults.
+	 */
+	static const char *const fixed[][2] = {
+		{"search_path", "pg_catalog, pg_temp"},
+		{"plan_cache_mode", "auto"},
+		{"jit", "off"},
+		{"enable_seqscan", "on"},
+		{"enable_indexscan", "on"},
+		{"enable_indexonlyscan", "on"},
+		{"enable_bitmapscan", "on"},
+	};
+
 	if (depth == 0)
 		elog(ERROR, "lake: SQL run outside store_connect()");
 	if (path_nest > 0)
 		return;
 	path_nest = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
+	for (int i = 0; i < lengthof(fixed); i++)
+		(void) set_config_option(fixed[i][0], fixed[i][1],
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
 }
 
 Oid

@@ -58,5 +58,22 @@ $node->psql('postgres', q{SET client_min_messages = log; SELECT lake.create_owne
 	stdout => \$out, stderr => \$err, extra_params => [ '-U', 'tb' ]);
 like($err, qr/LOG:  duration: .* plan:/s, "lake's nested statements' plans reach the session");
 
+# Planner settings a session may change (USERSET) do not reach lake's own
+# statements: with index scans off and a JIT compilation for any cost, a
+# tenant's calls held what others wait for through a slow plan, and its
+# plan_cache_mode chose whether a plan shows its parameters.
+$node->safe_psql('postgres', "SELECT lake.append('shared', 'beta', 'op-b' || g, '\x02') FROM generate_series(1, 3) g");
+($out, $err) = ('', '');
+$node->psql('postgres', q{SET client_min_messages = log;
+SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;
+SET jit = on; SET jit_above_cost = 0; SET plan_cache_mode = force_custom_plan;
+SELECT count(*) FROM lake.versions('shared', 1)},
+	stdout => \$out, stderr => \$err, extra_params => [ '-U', 'tb' ]);
+my @lake_plans = grep { /Query Text: .*lake_data\./ } split /LOG:  duration/, $err;
+my ($version_plan) = grep { /FROM lake_data\.version v/ } @lake_plans;
+ok(defined $version_plan, "lake's statement on lake_data.version was logged");
+like($version_plan // '', qr/Index Scan/, 'it still scans its index');
+is(scalar(grep { /JIT:/ } @lake_plans), 0, "none of lake's statements is JIT-compiled");
+
 $node->stop;
 done_testing();
