@@ -228,13 +228,13 @@ waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 	enqueue(slot, epoch, seq);
 	PG_TRY();
 	{
+		TimestampTz next_tick;
+
 		/*
 		 * Waiters must not pay the interval: the worker seals now. Not for
 		 * a look with no time left (timeout 0): it does not wait for that
 		 * seal, and a caller polling so must not cut a cycle per poll.
 		 */
-		TimestampTz next_tick;
-
 		if (deadline == 0 || GetCurrentTimestamp() < deadline)
 			cycle_wake_worker();
 		next_tick = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
