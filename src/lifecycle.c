@@ -270,6 +270,7 @@ load(int32 id, Flaw *f)
 							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							 true, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "lake: lifecycle %d is missing", id);
+	store_require_shape_of_plan(plan);
 	/* store_colv: a column read as NULL (damage) is XX001. */
 	cache_init();
 	scratch = AllocSetContextCreate(cache_cxt, "lake lifecycle", ALLOCSET_SMALL_SIZES);

@@ -265,6 +265,7 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							 true, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: receipt lookup failed");
+	store_require_shape_of_plan(plan);
 	if (SPI_processed == 0)
 		return false;
 	cycle = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

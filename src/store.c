@@ -334,8 +334,6 @@ store_plan_once(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
 	return keep_plan(cache, sql, nargs, argtypes, 0);
 }
 
-static void require_shape_of_plan(SPIPlanPtr plan);
-
 void
 store_run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot, int expected)
 {
@@ -346,7 +344,7 @@ store_run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot, int expect
 								  InvalidSnapshot, false, false, 0);
 	else
 		rc = SPI_execute_plan(plan, values, NULL, false, 0);
-	require_shape_of_plan(plan);	/* it locked its tables: see them as they are */
+	store_require_shape_of_plan(plan);	/* it locked its tables: see them as they are */
 	if (rc != expected)
 		elog(ERROR, "lake: SPI returned %s, expected %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
@@ -571,9 +569,13 @@ require_shape_of(Oid relid)
 	}
 }
 
-/* The tables a statement just ran on (and holds locks on). */
-static void
-require_shape_of_plan(SPIPlanPtr plan)
+/*
+ * The tables a statement just ran on (and holds locks on): called by
+ * store_run* and store_fill, and by whoever runs a kept plan directly and
+ * reads its rows.
+ */
+void
+store_require_shape_of_plan(SPIPlanPtr plan)
 {
 	ListCell   *lc;
 
@@ -587,6 +589,8 @@ require_shape_of_plan(SPIPlanPtr plan)
 	}
 }
 
+static void require_shape_of(Oid relid);
+
 void
 store_require_trigger_on(TriggerData *td, const char *table)
 {
@@ -594,6 +598,8 @@ store_require_trigger_on(TriggerData *td, const char *table)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("this trigger function of lake's fires only on lake_data.%s", table)));
+	/* Its rows are read by column: the table must be as lake made it. */
+	require_shape_of(RelationGetRelid(td->tg_relation));
 }
 
 Oid
@@ -1311,7 +1317,7 @@ store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo)
 	Datum	   *row = palloc(sizeof(Datum) * natts);
 	bool	   *nulls = palloc(sizeof(bool) * natts);
 
-	require_shape_of_plan(plan);	/* its tables are locked now */
+	store_require_shape_of_plan(plan);	/* its tables are locked now */
 
 	for (;;)
 	{

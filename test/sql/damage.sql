@@ -178,6 +178,25 @@ SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_renamed
 ROLLBACK;
 SELECT lake.read('d_cols_ds', 1) AS read_as_made;
 
+-- Tables lake reads through statements it runs itself: a lifecycle read
+-- by a cast (and by lake's own trigger on the table), a cycle read for a
+-- receipt. A column retyped crashed the backend there too.
+SELECT lake.create_owner('d_lc');
+SELECT lake.cast('d_lc', 'Planning', 'CognitiveWork') IS NOT NULL AS accepted;
+SELECT lake.seal() > 0 AS sealed;
+-- A new session: no lifecycle is in its cache yet.
+\c
+BEGIN;
+ALTER TABLE lake_data.lifecycle ALTER COLUMN initial_phase TYPE int USING 7;
+SELECT t.err($$SELECT lake.cast('d_lc', 'CognitiveWork', 'Evaluation')$$) AS cast_with_lifecycle_retyped;
+SELECT t.err($$UPDATE lake_data.lifecycle SET name = name WHERE name = 'kanban'$$) AS edit_with_lifecycle_retyped;
+ROLLBACK;
+BEGIN;
+ALTER TABLE lake_data.cycle ALTER COLUMN data TYPE int8 USING 4096;
+SELECT t.err($$SELECT lake.await_durable('(1,1)', 0)$$) AS await_with_cycle_retyped;
+ROLLBACK;
+SELECT phase, "position" FROM lake.owner_state('d_lc');
+
 -- lake's composite types retyped (ALTER TYPE, open to their owner): the
 -- results were formed from datums of the types lake made them with, and
 -- cast_durable crashed the server; a receipt's fields were read as such.
