@@ -7,8 +7,8 @@
 #include "access/tupdesc.h"
 #include "utils/relcache.h"
 
-/* How many of lake_data's tables there are, and the name of table i. */
-extern int	schema_ntables(void);
+/* lake_data's tables, and the name of table i (0 .. SCHEMA_NTABLES - 1). */
+#define SCHEMA_NTABLES 16
 extern const char *schema_table(int i);
 
 /* XX001 unless 'rel', table i, has lake's columns, named and typed as made. */

@@ -221,24 +221,23 @@ store_finish(void)
 }
 
 /*
- * Fix search_path to pg_catalog, pg_temp until the outermost store_finish,
- * as a SET clause would (fmgr_security_definer): a GUC nest level of our
- * own, the value saved in it. Statements name everything with its schema;
- * this is the guard for what PostgreSQL still resolves by name (the
- * operator of an IN (subquery), an implicit cast) and for any statement
- * added later. Set before a statement is planned and kept while it runs:
- * a cached plan is also replanned when the path differs from its own.
+ * Fix the settings lake's statements run with until the outermost
+ * store_finish, as a SET clause would (fmgr_security_definer): a GUC nest
+ * level of our own, the values saved in it. search_path is pg_catalog,
+ * pg_temp: statements name everything with its schema, and this is the
+ * guard for what PostgreSQL still resolves by name (the operator of an
+ * IN (subquery), an implicit cast) and for any statement added later. The
+ * planner settings a session may change, and with them slow lake's
+ * statements while they hold what other tenants wait for (a JIT
+ * compilation per statement, scans without their index), or have a plan
+ * show what a parameter holds (custom plans in nested statements' logged
+ * plans), are the defaults. Set before a statement is planned and kept
+ * while it runs: a cached plan is also replanned when the path differs
+ * from its own.
  */
 static void
-fix_search_path(void)
+fix_statement_settings(void)
 {
-	/*
-	 * The planner settings a session may change, and with them slow lake's
-	 * statements while they hold what other tenants wait for (a JIT
-	 * compilation per statement, scans without their index), or have a
-	 * plan show what a parameter holds (custom plans in nested statements'
-	 * logged plans): lake's statements plan with the defaults.
-	 */
 	static const char *const fixed[][2] = {
 		{"search_path", "pg_catalog, pg_temp"},
 		{"plan_cache_mode", "auto"},
@@ -302,7 +301,7 @@ static SPIPlanPtr
 keep_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes,
 		  int cursor_options)
 {
-	fix_search_path();
+	fix_statement_settings();
 	if (*cache == NULL)
 	{
 		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, cursor_options);
@@ -448,8 +447,7 @@ static uint64 generation = 1;
  * OIDs they outlive an abort: an ALTER rolled back invalidates its table
  * again at the abort.
  */
-#define SHAPE_TABLES_MAX 32
-static Oid	shape_relid[SHAPE_TABLES_MAX];
+static Oid	shape_relid[SCHEMA_NTABLES];
 static uint64 shape_generation = 1;
 
 static void
@@ -468,7 +466,7 @@ forget_rel(Datum arg, Oid relid)
 		shape_generation++;
 		return;
 	}
-	for (int i = 0; i < SHAPE_TABLES_MAX; i++)
+	for (int i = 0; i < SCHEMA_NTABLES; i++)
 		if (shape_relid[i] == relid)
 			shape_generation++;
 	for (int i = 0; i < nkept; i++)
@@ -525,7 +523,7 @@ lake_relid(const char *name)
  * lock, since an ALTER that commits while the call waits for the lock is
  * seen only then. Only the tables a call uses are looked at.
  */
-static uint64 shape_checked[SHAPE_TABLES_MAX];
+static uint64 shape_checked[SCHEMA_NTABLES];
 static uint64 shape_found = 0;	/* the shape_generation shape_relid is of */
 
 static void
@@ -533,18 +531,16 @@ require_shape_of(Oid relid)
 {
 	uint64		at = shape_generation;
 
-	StaticAssertStmt(SHAPE_TABLES_MAX >= 16, "room for every table of lake_data");
-	Assert(schema_ntables() <= SHAPE_TABLES_MAX);
 	/* The install script's own statements: some tables are not made yet. */
 	if (creating_extension)
 		return;
 	if (shape_found != at)
 	{
-		for (int i = 0; i < schema_ntables(); i++)
+		for (int i = 0; i < SCHEMA_NTABLES; i++)
 			shape_relid[i] = lake_relid(schema_table(i));
 		shape_found = at;
 	}
-	for (int i = 0; i < schema_ntables(); i++)
+	for (int i = 0; i < SCHEMA_NTABLES; i++)
 	{
 		Relation	rel;
 
@@ -1028,7 +1024,7 @@ store_bound_lock_waits(long wait_ms, bool *bounded)
 	 * inside it, store_unbound_lock_waits would pop it mid-statement.
 	 */
 	if (depth > 0)
-		fix_search_path();
+		fix_statement_settings();
 	nest = NewGUCNestLevel();
 
 	*bounded = LockTimeout == 0 || LockTimeout > wait_ms;
