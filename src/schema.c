@@ -6,16 +6,26 @@
  * and takes each column's datum for its type. A column an administrator
  * retyped, or dropped and added again (it moves to the end), would be read
  * as another type: a crash, or another column's bytes taken for this
- * one's. store.c checks every table against this before the first use in
- * a backend and after every invalidation that could have changed one, so
- * the regression suites check this list against the install script too.
+ * one's. Its indexes are scanned and filled directly, with keys of the
+ * types lake made them on: an index re-created under the same name on
+ * other columns crashed the server, and one partial, descending or no
+ * longer unique would miss rows or let duplicates in. store.c checks every
+ * table and its indexes against this before the first use in a backend and
+ * after every invalidation that could have changed one, so the regression
+ * suites check this list against the install script too.
  */
 #include "lake.h"
 
+#include "access/htup_details.h"
 #include "access/tupdesc.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/primnodes.h"
 #include "schema.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #define SHAPE_MAX_COLUMNS 14
@@ -160,16 +170,194 @@ static const TableShape shapes[] = {
 
 StaticAssertDecl(lengthof(shapes) == SCHEMA_NTABLES, "SCHEMA_NTABLES counts the shapes");
 
+/*
+ * lake's btree indexes: the key columns in order, each in its type's
+ * default operator class and the column's collation, ascending; none
+ * partial, none with INCLUDE columns. HASH_KEY is version_operation's
+ * expression, lake_data.operation_hash(tenant, operation_id).
+ */
+#define HASH_KEY "operation_hash(tenant, operation_id)"
+#define SHAPE_MAX_KEYS 3
+
+typedef struct IndexShape
+{
+	const char *index;
+	const char *table;
+	bool		unique;
+	int			nkeys;
+	const char *keys[SHAPE_MAX_KEYS];
+} IndexShape;
+
+static const IndexShape index_shapes[] = {
+	{"dataset_pkey", "dataset", true, 1, {"id"}},
+	{"dataset_name", "dataset", true, 1, {"name"}},
+	{"version_pkey", "version", true, 2, {"dataset_id", "version"}},
+	{"version_operation", "version", false, 2, {"dataset_id", HASH_KEY}},
+	{"version_blob_pkey", "version_blob", true, 1, {"blob"}},
+	{"version_blob_version", "version_blob", true, 2, {"dataset_id", "version"}},
+	{"stage_replay_pkey", "stage_replay", true, 1, {"stage"}},
+	{"chunk_pkey", "chunk", true, 2, {"blob", "chunk_no"}},
+	{"stage_pkey", "stage", true, 1, {"id"}},
+	{"stage_dataset_id_tenant_operation_id_key", "stage", true, 3, {"dataset_id", "tenant", "operation_id"}},
+	{"stage_opened_by", "stage", false, 1, {"opened_by"}},
+	{"stage_touched_at", "stage", false, 1, {"touched_at"}},
+	{"blob_gone_pkey", "blob_gone", true, 1, {"blob"}},
+	{"tenant_grant_pkey", "tenant_grant", true, 2, {"tenant", "role"}},
+	{"dictionary_pkey", "dictionary", true, 1, {"id"}},
+	{"dictionary_dataset", "dictionary", false, 2, {"dataset_id", "id"}},
+	{"lifecycle_pkey", "lifecycle", true, 1, {"id"}},
+	{"lifecycle_name_key", "lifecycle", true, 1, {"name"}},
+	{"owner_pkey", "owner", true, 1, {"id"}},
+	{"owner_name_key", "owner", true, 1, {"name"}},
+	{"writer_pkey", "writer", true, 1, {"one"}},
+	{"cycle_pkey", "cycle", true, 1, {"cycle"}},
+	{"cycle_receipt", "cycle", false, 2, {"epoch", "last_seq"}},
+	{"owner_block_pkey", "owner_block", true, 2, {"owner_id", "first_cycle"}},
+	{"cast_operation_pkey", "cast_operation", true, 2, {"owner_id", "operation_id"}},
+	{"snapshot_pkey", "snapshot", true, 1, {"cycle"}},
+};
+
 const char *
 schema_table(int i)
 {
 	return shapes[i].table;
 }
 
+/* The attribute number of 'name' in 'desc', or 0. */
+static AttrNumber
+column_number(TupleDesc desc, const char *name)
+{
+	for (int a = 0; a < desc->natts; a++)
+		if (!TupleDescAttr(desc, a)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, a)->attname), name) == 0)
+			return a + 1;
+	return 0;
+}
+
+/* Is 'expr' lake_data.operation_hash(tenant, operation_id) of 'desc'? */
+static bool
+is_hash_key(Node *expr, TupleDesc desc)
+{
+	FuncExpr   *f = (FuncExpr *) expr;
+	char	   *schema;
+
+	if (expr == NULL || !IsA(expr, FuncExpr) || list_length(f->args) != 2 ||
+		f->funcresulttype != INT4OID ||
+		strcmp(get_func_name(f->funcid), "operation_hash") != 0)
+		return false;
+	schema = get_namespace_name(get_func_namespace(f->funcid));
+	if (schema == NULL || strcmp(schema, LAKE_DATA_SCHEMA) != 0)
+		return false;
+	for (int a = 0; a < 2; a++)
+	{
+		Var		   *v = (Var *) list_nth(f->args, a);
+
+		if (!IsA(v, Var) ||
+			v->varattno != column_number(desc, a == 0 ? "tenant" : "operation_id"))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * What is not as lake made it in index 'irel' of table 'desc', or NULL.
+ * Only what lake relies on is compared: the keys, their order and
+ * equality, uniqueness, completeness; not its tablespace or storage.
+ */
+static const char *
+index_change(Relation irel, TupleDesc desc, const IndexShape *s)
+{
+	Form_pg_index ind = irel->rd_index;
+	List	   *exprs;
+	int			next_expr = 0;
+
+	if (irel->rd_rel->relam != BTREE_AM_OID)
+		return "it is not a btree";
+	if (!ind->indisvalid || !ind->indisready || !ind->indislive)
+		return "it is not valid";
+	if (ind->indisunique != s->unique || (s->unique && !ind->indimmediate))
+		return s->unique ? "it is not unique, or its uniqueness is deferred" : "it is unique";
+	if (ind->indnatts != s->nkeys || ind->indnkeyatts != s->nkeys)
+		return "it has other columns";
+	if (!heap_attisnull(irel->rd_indextuple, Anum_pg_index_indpred, NULL))
+		return "it is partial";
+	exprs = RelationGetIndexExpressions(irel);
+	for (int k = 0; k < s->nkeys; k++)
+	{
+		AttrNumber	at = ind->indkey.values[k];
+		Oid			type;
+		Oid			collation;
+		Oid			opclass;
+
+		if (strcmp(s->keys[k], HASH_KEY) == 0)
+		{
+			if (at != 0 || !is_hash_key(list_nth(exprs, next_expr++), desc))
+				return "it has other columns";
+			type = INT4OID;
+			collation = InvalidOid;
+		}
+		else
+		{
+			if (at <= 0 || at != column_number(desc, s->keys[k]))
+				return "it has other columns";
+			type = TupleDescAttr(desc, at - 1)->atttypid;
+			collation = TupleDescAttr(desc, at - 1)->attcollation;
+		}
+		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+		if (irel->rd_opcintype[k] != type || !OidIsValid(opclass) ||
+			irel->rd_opfamily[k] != get_opclass_family(opclass))
+			return "it compares a column with another operator class";
+		if (irel->rd_indcollation[k] != collation ||
+			(OidIsValid(collation) && !get_collation_isdeterministic(collation)))
+			return "it compares a column in another collation";
+		if (irel->rd_indoption[k] != 0)
+			return "it orders a column otherwise";
+	}
+	return NULL;
+}
+
+/* Refuse table i unless each index lake made on it is there as made. */
+static void
+require_indexes(int i, Relation rel)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+
+	for (int x = 0; x < lengthof(index_shapes); x++)
+	{
+		const IndexShape *s = &index_shapes[x];
+		const char *change = "it is missing";
+		ListCell   *lc;
+
+		if (strcmp(s->table, shapes[i].table) != 0)
+			continue;
+		foreach(lc, indexes)
+		{
+			char	   *name = get_rel_name(lfirst_oid(lc));
+			Relation	irel;
+
+			if (name == NULL || strcmp(name, s->index) != 0)
+				continue;
+			irel = RelationIdGetRelation(lfirst_oid(lc));
+			if (!RelationIsValid(irel))
+				break;
+			change = index_change(irel, RelationGetDescr(rel), s);
+			RelationClose(irel);
+			break;
+		}
+		if (change != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
+					 errdetail("Its index \"%s\" was altered: %s.", s->index, change),
+					 errhint("Undo the change, or re-create the extension.")));
+	}
+	list_free(indexes);
+}
+
 /*
  * Refuse table i's relation unless its leading live columns are lake's,
  * named and typed as made (store.c's table_width then requires any others
- * dropped).
+ * dropped), and its indexes are.
  */
 void
 schema_require(int i, Relation rel)
@@ -199,6 +387,7 @@ schema_require(int i, Relation rel)
 					 errhint("Undo the change, or re-create the extension.")));
 		at++;
 	}
+	require_indexes(i, rel);
 }
 
 /*

@@ -11,7 +11,10 @@
 #define SCHEMA_NTABLES 16
 extern const char *schema_table(int i);
 
-/* XX001 unless 'rel', table i, has lake's columns, named and typed as made. */
+/*
+ * XX001 unless 'rel', table i, has lake's columns, named and typed as made,
+ * and lake's indexes on it as made.
+ */
 extern void schema_require(int i, Relation rel);
 
 /* lake's composite types. */

@@ -472,7 +472,9 @@ forget_rel(Datum arg, Oid relid)
 	for (int i = 0; i < nkept; i++)
 		if (kept[i].relid == relid)
 		{
+			/* An index renamed invalidates only itself, not its table. */
 			forget_all();
+			shape_generation++;
 			return;
 		}
 }
@@ -688,7 +690,9 @@ store_open(const char *name, LOCKMODE mode)
 
 		if (rel != NULL && gen == generation)
 		{
-			require_shape_of(relid);	/* an ALTER it waited for is visible now */
+			/* An ALTER it waited for is visible now; an index is its table's. */
+			require_shape_of(rel->rd_rel->relkind == RELKIND_INDEX ?
+							 rel->rd_index->indrelid : relid);
 			return rel;
 		}
 		if (rel != NULL)

@@ -197,6 +197,78 @@ SELECT t.err($$SELECT lake.await_durable('(1,1)', 0)$$) AS await_with_cycle_rety
 ROLLBACK;
 SELECT phase, "position" FROM lake.owner_state('d_lc');
 
+-- lake's indexes, which it scans and fills itself: one re-created under
+-- its name on other columns crashed the server (the scan's int keys were
+-- compared as text). Every index lake made must be there as made: the
+-- same columns (or expression), order, operator class, uniqueness, no
+-- predicate; anything else is XX001 at the first use of its table.
+BEGIN;
+DROP INDEX lake_data.version_operation;
+CREATE INDEX version_operation ON lake_data.version (tenant, operation_id);
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea)$$) AS append_with_index_on_other_columns;
+ROLLBACK;
+BEGIN;
+DROP INDEX lake_data.version_operation;
+CREATE INDEX version_operation ON lake_data.version (dataset_id, lake_data.operation_hash(operation_id, tenant));
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea)$$) AS append_with_index_on_another_expression;
+ROLLBACK;
+BEGIN;
+DROP INDEX lake_data.version_operation;
+CREATE INDEX version_operation ON lake_data.version (dataset_id, lake_data.operation_hash(tenant, operation_id))
+WHERE version > 1;
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea)$$) AS append_with_index_partial;
+ROLLBACK;
+BEGIN;
+DROP INDEX lake_data.stage_touched_at;
+SELECT t.err($$SELECT lake.begin_append('d_cols_ds', 'acme', 'idx')$$) AS begin_with_index_dropped;
+ROLLBACK;
+BEGIN;
+ALTER TABLE lake_data.version DROP CONSTRAINT version_pkey;
+CREATE INDEX version_pkey ON lake_data.version (dataset_id, version);
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea)$$) AS append_with_key_not_unique;
+ROLLBACK;
+BEGIN;
+ALTER TABLE lake_data.cycle DROP CONSTRAINT cycle_pkey;
+ALTER TABLE lake_data.cycle ADD CONSTRAINT cycle_pkey PRIMARY KEY (cycle) DEFERRABLE;
+SELECT t.err($$SELECT count(*) FROM lake.trajectory('d_lc')$$) AS read_with_key_deferred;
+ROLLBACK;
+BEGIN;
+ALTER TABLE lake_data.owner_block DROP CONSTRAINT owner_block_pkey;
+CREATE UNIQUE INDEX owner_block_pkey ON lake_data.owner_block (owner_id, first_cycle DESC);
+SELECT t.err($$SELECT count(*) FROM lake.trajectory('d_lc')$$) AS read_with_index_descending;
+ROLLBACK;
+BEGIN;
+ALTER TABLE lake_data.tenant_grant DROP CONSTRAINT tenant_grant_pkey;
+CREATE UNIQUE INDEX tenant_grant_pkey ON lake_data.tenant_grant (tenant text_pattern_ops, role);
+SELECT t.err($$SELECT lake.grant_tenant(current_user::regrole, 'idx')$$) AS grant_with_another_operator_class;
+ROLLBACK;
+BEGIN;
+ALTER TABLE lake_data.chunk DROP CONSTRAINT chunk_pkey;
+CREATE UNIQUE INDEX chunk_pkey ON lake_data.chunk (blob, chunk_no) INCLUDE (bytes);
+SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_index_including_more;
+ROLLBACK;
+-- One put in its place by renames alone, after this session checked the
+-- table with it added: renaming an index invalidates only the index.
+BEGIN;
+CREATE INDEX version_other ON lake_data.version (tenant, operation_id);
+SELECT lake.append('d_cols_ds', 'acme', 'idx0', '\x01'::bytea) > 0 AS append_with_it_added;
+ALTER INDEX lake_data.version_operation RENAME TO version_swap;
+ALTER INDEX lake_data.version_other RENAME TO version_operation;
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea)$$) AS append_with_it_renamed_in;
+ROLLBACK;
+-- An index of the administrator's own on lake's table is theirs: lake
+-- goes on, and fills it (read here through it alone).
+CREATE INDEX admin_extra ON lake_data.version (committed_at);
+SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea) > 0 AS append_with_an_extra_index;
+BEGIN;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+SELECT count(*) AS found_through_it FROM lake_data.version
+WHERE committed_at > now() - interval '1 day' AND operation_id = 'idx';
+ROLLBACK;
+DROP INDEX lake_data.admin_extra;
+SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea) > 0 AS replay_as_made;
+
 -- lake's composite types retyped (ALTER TYPE, open to their owner): the
 -- results were formed from datums of the types lake made them with, and
 -- cast_durable crashed the server; a receipt's fields were read as such.
