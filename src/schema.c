@@ -239,11 +239,14 @@ static bool
 is_hash_key(Node *expr, TupleDesc desc)
 {
 	FuncExpr   *f = (FuncExpr *) expr;
+	char	   *name;
 	char	   *schema;
 
 	if (expr == NULL || !IsA(expr, FuncExpr) || list_length(f->args) != 2 ||
-		f->funcresulttype != INT4OID ||
-		strcmp(get_func_name(f->funcid), "operation_hash") != 0)
+		f->funcresulttype != INT4OID)
+		return false;
+	name = get_func_name(f->funcid);
+	if (name == NULL || strcmp(name, "operation_hash") != 0)
 		return false;
 	schema = get_namespace_name(get_func_namespace(f->funcid));
 	if (schema == NULL || strcmp(schema, LAKE_DATA_SCHEMA) != 0)
