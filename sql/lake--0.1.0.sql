@@ -594,6 +594,33 @@ CREATE FUNCTION lake.stats(
     AS 'MODULE_PATHNAME', 'lake_stats'
     LANGUAGE C VOLATILE;
 
+-- No logical replication worker writes a row of lake_data (store.c): the
+-- rows would land under a worker and sessions that know nothing of them.
+-- The triggers fire for the replica role only, the role those workers
+-- run with; for any other session of that role they let the row pass.
+CREATE FUNCTION lake.refuse_logical_apply() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'lake_refuse_logical_apply'
+    LANGUAGE C;
+REVOKE ALL ON FUNCTION lake.refuse_logical_apply() FROM PUBLIC;
+DO $$
+DECLARE
+    t pg_catalog.name;
+BEGIN
+    FOR t IN
+        SELECT c.relname FROM pg_catalog.pg_class c
+         WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
+           AND c.relkind OPERATOR(pg_catalog.=) 'r'
+    LOOP
+        EXECUTE pg_catalog.format('CREATE TRIGGER refuse_logical_apply BEFORE INSERT OR UPDATE OR DELETE '
+                                  'ON lake_data.%I FOR EACH ROW EXECUTE FUNCTION lake.refuse_logical_apply()', t);
+        EXECUTE pg_catalog.format('CREATE TRIGGER refuse_logical_truncate BEFORE TRUNCATE '
+                                  'ON lake_data.%I FOR EACH STATEMENT EXECUTE FUNCTION lake.refuse_logical_apply()', t);
+        EXECUTE pg_catalog.format('ALTER TABLE lake_data.%I ENABLE REPLICA TRIGGER refuse_logical_apply', t);
+        EXECUTE pg_catalog.format('ALTER TABLE lake_data.%I ENABLE REPLICA TRIGGER refuse_logical_truncate', t);
+    END LOOP;
+END
+$$;
+
 -- The installing role's default privileges (ALTER DEFAULT PRIVILEGES)
 -- apply to what this script creates. Of the extension's own objects, lake's
 -- data schema and everything in it, and the trigger functions (which a

@@ -50,6 +50,7 @@
 #include "executor/spi.h"
 #include "guc.h"
 #include "miscadmin.h"
+#include "replication/logicalworker.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "schema.h"
@@ -69,6 +70,7 @@
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(lake_data_changed);
+PG_FUNCTION_INFO_V1(lake_refuse_logical_apply);
 
 /*
  * The caller's identity, saved while the store runs as the schema owner.
@@ -719,6 +721,35 @@ lake_data_changed(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "lake_data_changed: not called as a trigger");
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * Trigger on every lake_data table, enabled for the replica role only: a
+ * logical replication worker (apply or table sync) writes no row of
+ * lake's. The rows would land under a running worker and sessions whose
+ * epoch, live owner states, stages and caches know nothing of them (no
+ * trigger of lake's fires for the replica role): states that contradict
+ * the log, receipts of an epoch the replicated history had used. Other
+ * sessions with that role (pg_restore --disable-triggers) go on.
+ */
+Datum
+lake_refuse_logical_apply(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "lake_refuse_logical_apply: not called as a trigger");
+	if (IsLogicalWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s.%s cannot be a logical replication target", LAKE_DATA_SCHEMA,
+						RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("lake's tables are written by lake alone: its worker and sessions keep state that replicated rows would contradict."),
+				 errhint("Publish the application's tables or schemas, not lake_data's; move lake itself with streaming replication, pg_dump or pg_upgrade.")));
+	if (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+							   trigdata->tg_newtuple : trigdata->tg_trigtuple);
 	return PointerGetDatum(NULL);
 }
 
