@@ -663,8 +663,17 @@ store_next_blob(void)
 	/* Never an id in another partition's class than the data's (SPEC §7). */
 	if (store_fetch("writer", "writer_pkey", InvalidSnapshot, NULL, 0,
 					ForwardScanDirection, writer, nulls))
+	{
 		store_require_partition(nulls[WA_PARTITIONS - 1] ? 0 : DatumGetInt32(writer[WA_PARTITIONS - 1]),
 								nulls[WA_PARTITION_NO - 1] ? 0 : DatumGetInt32(writer[WA_PARTITION_NO - 1]));
+		if (!nulls[WA_TIMELINE - 1] && DatumGetInt64(writer[WA_TIMELINE - 1]) > (int64) tli)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no stage or payload id is given on timeline %u before lake's worker has recovered on it", tli),
+					 errdetail("lake's data was last served on timeline " INT64_FORMAT ": the server's timeline went back (pg_upgrade).",
+							   DatumGetInt64(writer[WA_TIMELINE - 1])),
+					 errhint("Retry once lake.stats() shows the worker serving.")));
+	}
 	n = nextval_internal(lake_relid("blob_seq"), false);
 
 	/* 2^12 timelines of 2^40 ids, times at most 1024 partitions: < 2^63. */
@@ -674,6 +683,23 @@ store_next_blob(void)
 				 errmsg("no stage or payload id is left for timeline %u", tli),
 				 errdetail("Stages and payloads stored in more than one chunk draw 2^40 ids in all, over at most 4096 timelines.")));
 	return lake_partition_handle(((int64) (tli - 1) << 40) + n);
+}
+
+/*
+ * A timeline that went back (pg_upgrade starts the new cluster on timeline
+ * 1) reaches a range whose ids a line lost in an earlier failover may
+ * have handed out past the sequence's value: skip 2^32, far more than a
+ * lost end draws (as LAKE_TIMELINE_EPOCH_SKIP for epochs), out of the
+ * 2^40 of the sequence.
+ */
+void
+store_skip_blob_ids(void)
+{
+	Oid			seq = lake_relid("blob_seq");
+	int64		n = nextval_internal(seq, false);
+
+	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq),
+							   Int64GetDatum(Min(n + ((int64) 1 << 32), ((int64) 1 << 40) - 1)));
 }
 
 /*

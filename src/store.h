@@ -64,6 +64,7 @@ extern Oid	store_sealing_lock_object(void);
 /* lake_data.writer's columns: one, epoch, timeline, partitions, partition_no, encoding. */
 #define WRITER_NATTS 6
 #define WA_EPOCH 2
+#define WA_TIMELINE 3
 #define WA_PARTITIONS 4
 #define WA_PARTITION_NO 5
 /*
@@ -74,8 +75,15 @@ extern void store_require_partition(int32 partitions, int32 partition);
 extern bool store_sealing_lock_held(void);
 /* This transaction holds the object lock (ExclusiveLock) on 'object'. */
 extern bool store_object_lock_held(Oid object);
-/* A new blob (and stage) id, in this partition's residue class. */
+/*
+ * A new blob (and stage) id, in this partition's residue class and this
+ * timeline's range. 55000 while the writer row is on a higher timeline
+ * than the server (pg_upgrade): until the worker's recovery has skipped
+ * the ids a lost line of this timeline may have handed out.
+ */
 extern int64 store_next_blob(void);
+/* Move the blob id sequence past anything a lost line of this timeline drew. */
+extern void store_skip_blob_ids(void);
 /*
  * A relation written through store_open is closed with NoLock: its lock
  * lasts to the end of the transaction, as the executor's does, so that
