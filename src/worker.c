@@ -130,6 +130,13 @@ worker_exit(int code, Datum arg)
 /* The SQLSTATE of the last error run_in_transaction caught. */
 static int	last_error;
 
+/* The worker's errors say what it was doing (a seal that fails, a full disk). */
+static void
+activity_context(void *arg)
+{
+	errcontext("%s", (const char *) arg);
+}
+
 /*
  * Run fn in a transaction of its own. An error is logged and the
  * transaction aborted; the worker carries on (and retries at its next
@@ -139,6 +146,8 @@ static bool
 run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	ErrorContextCallback context = {.previous = error_context_stack,
+		.callback = activity_context,.arg = (void *) activity};
 	bool		ok = true;
 
 	SetCurrentStatementStartTimestamp();
@@ -147,12 +156,15 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 	pgstat_report_activity(STATE_RUNNING, activity);
 	PG_TRY();
 	{
+		error_context_stack = &context;
 		fn(arg);
 		PopActiveSnapshot();
 		store_commit_as_owner();
+		error_context_stack = context.previous;
 	}
 	PG_CATCH();
 	{
+		error_context_stack = context.previous;
 		MemoryContextSwitchTo(cxt);
 		last_error = geterrcode();
 		EmitErrorReport();

@@ -84,6 +84,9 @@ $node->safe_psql('postgres', 'DELETE FROM lake_data.snapshot');
 	like(slurp_file($node->logfile, $offset),
 		qr/lake_data\.owner does not match the log: cycle \d+ has a landing of owner id $id, which it does not hold/,
 		'naming the id the log has and the registry lacks');
+	like(slurp_file($node->logfile, $offset),
+		qr/does not match the log[^\n]*\n(?:[^\n]*\n)*?[^\n]*CONTEXT:  lake: recovering owners/,
+		'the worker\'s error says what it was doing');
 	my ($state, $msg) = sql_error($node, "SELECT lake.cast('a', 'Planning', 'CognitiveWork')");
 	is("$state $msg", '55000 lake owners are not available: the worker could not recover them',
 		'a cast to a is refused, not taken at a second position 1');
