@@ -577,17 +577,29 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 				 "  AND NOT EXISTS (SELECT 1 FROM lake_data.chunk k WHERE k.blob OPERATOR(pg_catalog.=) b.blob) "
 				 "  RETURNING g.blob) "
 				 "SELECT (SELECT pg_catalog.count(*) FROM chunks), "
-				 "       (SELECT pg_catalog.count(*) FROM lake_data.blob_gone) OPERATOR(pg_catalog.>) "
+				 "       (SELECT pg_catalog.count(*) FROM "
+				 "          (SELECT 1 FROM lake_data.blob_gone LIMIT 65) g) OPERATOR(pg_catalog.>) "
 				 "       (SELECT pg_catalog.count(*) FROM done)",
 				 1, chunk_types),
 		chunk_values, SPI_OK_SELECT);
 	*chunks = DatumGetInt64(store_colv(0, 1));
+
+	/*
+	 * Gone blobs left to clear (this call's included: it sees the table
+	 * before its deletes, and 'done' is at most 64 of them), or more
+	 * stages. Only the last call of a pass counts the open stages: a count
+	 * per batch made expiring N stages O(N^2), the seals held back as long.
+	 */
 	more_blobs = DatumGetBool(store_colv(0, 2));
+	if (more_blobs || *stages == 64)
+	{
+		*open = -1;
+		return true;
+	}
 	store_run(store_plan(&plan_open, "SELECT pg_catalog.count(*) FROM lake_data.stage", 0, NULL),
 		NULL, SPI_OK_SELECT);
 	*open = DatumGetInt64(store_colv(0, 1));
-	/* Gone blobs left to clear (this call's included), or more stages. */
-	return more_blobs || *stages == 64;
+	return false;
 }
 
 

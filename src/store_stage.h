@@ -69,6 +69,11 @@ extern void store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t
 extern void store_stage_summary(int64 blob, StageSummary *sum);
 extern int64 store_first_missing_chunk(int64 blob);
 extern void store_drop_stage(int64 stage, bool with_chunks);
+/*
+ * One batch of the expiry of stages idle since 'idle_before'; true if more
+ * are left. 'open' counts the stages left open, after a pass's last batch
+ * only (-1 otherwise).
+ */
 extern bool store_expire_stages(TimestampTz idle_before, int64 batch_bytes,
 								int64 *stages, int64 *chunks, int64 *open);
 /* The stage's chunks become the version's: insert its row, retire the stage. */

@@ -220,7 +220,8 @@ expire_idle_stages(void)
 
 	if (!run_in_transaction("lake: expiring idle stages", expire_stages, &e))
 		return false;
-	pg_atomic_write_u64(&ws->stages_open, (uint64) e.open);
+	if (e.open >= 0)
+		pg_atomic_write_u64(&ws->stages_open, (uint64) e.open);
 	pg_atomic_fetch_add_u64(&ws->stages_expired, (uint64) e.stages);
 	pg_atomic_fetch_add_u64(&ws->chunks_expired, (uint64) e.chunks);
 	if (e.chunks > 0 || e.stages > 0)
