@@ -179,6 +179,7 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	Datum		values[3];
 	bool		isnull;
 	int64		registered;
+	int32		id;
 
 	lake_require_preload();
 	name = lake_arg_short_name(fcinfo, 0, "owner");
@@ -216,9 +217,9 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	 * snapshot, not the statement's (or, in REPEATABLE READ, the
 	 * transaction's): otherwise queued creators all pass the limit.
 	 */
-	registered = store_owner_lock_and_count(lake_max_owners);
+	registered = store_owner_lock_and_count(lake_max_owners, &id);
 	/* An existing owner is 42710 even when the registry is full. */
-	if (!store_owner_insert(name, DatumGetInt32(values[1]), tenant))
+	if (!store_owner_insert(id, name, DatumGetInt32(values[1]), tenant))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("owner \"%s\" already exists", name)));

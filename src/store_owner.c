@@ -29,7 +29,7 @@
 #include "utils/snapmgr.h"
 
 int64
-store_owner_lock_and_count(int64 limit)
+store_owner_lock_and_count(int64 limit, int32 *next_id)
 {
 	static SPIPlanPtr bounds_plan;
 	static SPIPlanPtr count_plan;
@@ -56,7 +56,10 @@ store_owner_lock_and_count(int64 limit)
 	 * Ids are distinct: with none below 1, there are at most as many owners
 	 * as the highest id. Read from the primary key's ends, that bound
 	 * spares a count of every owner (a creation cost O(owners), under the
-	 * lock every creator takes) until the ids near the limit.
+	 * lock every creator takes) until the ids near the limit. The next id
+	 * is the highest plus one, given under the lock: a creation refused or
+	 * rolled back takes none (a sequence's would be gone, and a tenant's
+	 * failing creations would use up the ids and push them past the limit).
 	 */
 	store_run_snapshot(store_plan(&bounds_plan,
 								  "SELECT pg_catalog.min(o.id)::pg_catalog.int8, pg_catalog.max(o.id)::pg_catalog.int8 "
@@ -64,8 +67,17 @@ store_owner_lock_and_count(int64 limit)
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
 	lowest = DatumGetInt64(store_col(0, 1, &isnull));
 	if (isnull)
+	{
+		*next_id = 1;
 		return 0;
+	}
 	highest = DatumGetInt64(store_colv(0, 2));
+	if (highest >= PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("no owner id is left"),
+				 errdetail("lake_data.owner holds id %d, the highest an owner can have.", PG_INT32_MAX)));
+	*next_id = (int32) Max(highest + 1, 1);
 	if (lowest >= 1 && highest < limit)
 		return highest;
 	store_run_snapshot(store_plan(&count_plan, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
@@ -74,19 +86,24 @@ store_owner_lock_and_count(int64 limit)
 }
 
 bool
-store_owner_insert(const char *name, int32 lifecycle, const char *tenant)
+store_owner_insert(int32 id, const char *name, int32 lifecycle, const char *tenant)
 {
 	static SPIPlanPtr plan;
-	Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
-	Datum		values[3] = {CStringGetTextDatum(name), Int32GetDatum(lifecycle),
-	CStringGetTextDatum(tenant)};
+	Oid			types[4] = {TEXTOID, INT4OID, TEXTOID, INT4OID};
+	Datum		values[4] = {CStringGetTextDatum(name), Int32GetDatum(lifecycle),
+	CStringGetTextDatum(tenant), Int32GetDatum(id)};
 
 	store_run(store_plan(&plan,
-						 "INSERT INTO lake_data.owner (name, lifecycle, tenant) VALUES ($1, $2, $3) "
-						 "ON CONFLICT (name) DO NOTHING",
-						 3, types),
+						 "INSERT INTO lake_data.owner (id, name, lifecycle, tenant) OVERRIDING SYSTEM VALUE "
+						 "VALUES ($4, $1, $2, $3) ON CONFLICT (name) DO NOTHING",
+						 4, types),
 			  values, SPI_OK_INSERT);
-	return SPI_processed > 0;
+	if (SPI_processed == 0)
+		return false;
+	/* The identity's sequence stays past every id, for a row added by hand. */
+	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(store_relid("owner_id_seq")),
+							   Int64GetDatum(id));
+	return true;
 }
 
 bool

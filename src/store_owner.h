@@ -23,10 +23,11 @@ typedef struct OwnerRow
  * Lock the registry against other creators (to commit) and count its
  * owners with the latest snapshot: every creation committed while this one
  * waited is counted. Below 'limit' the figure may be an upper bound only.
+ * 'next_id' is the id the next owner takes: the highest registered plus one.
  */
-extern int64 store_owner_lock_and_count(int64 limit);
-/* Register an owner; false if the name is taken. */
-extern bool store_owner_insert(const char *name, int32 lifecycle, const char *tenant);
+extern int64 store_owner_lock_and_count(int64 limit, int32 *next_id);
+/* Register an owner under 'id'; false if the name is taken. */
+extern bool store_owner_insert(int32 id, const char *name, int32 lifecycle, const char *tenant);
 /*
  * An owner's id, lifecycle and tenant by name; false if there is none.
  * written_here (if not NULL): whether this transaction wrote its row.
