@@ -172,9 +172,10 @@ lake_cast(PG_FUNCTION_ARGS)
 static const char *
 registered_tenant(int32 owner_id)
 {
-	char	   *tenant = store_owner_tenant(owner_id);
+	char	   *name;
+	char	   *tenant;
 
-	return tenant ? tenant : "";
+	return store_owner_by_id(owner_id, &name, &tenant) ? tenant : "";
 }
 
 /*

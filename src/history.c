@@ -15,7 +15,9 @@
 #include "cycle.h"
 #include "funcapi.h"
 #include "logread.h"
+#include "store_grant.h"
 #include "store_owner.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 
@@ -26,15 +28,75 @@ typedef struct Emit
 	LogCycle	at;
 	int32		owner_id;		/* trajectory: only this owner; else 0 */
 	int64		after_position;
-	HTAB	   *names;			/* log: owner id -> name, of owners shown */
-	bool		all;			/* log: also landings of unregistered owners */
+	/* log: */
+	HTAB	   *names;			/* owner id -> OwnerName, as landings name them */
+	bool		all;			/* every tenant, and unregistered owners too */
+	char	  **tenants;		/* else: the tenants the caller holds */
+	int			ntenants;
+	int			lookups;		/* owners looked up one by one so far */
+	bool		loaded;			/* every owner the caller may see is in 'names' */
 } Emit;
 
 typedef struct OwnerName
 {
 	int32		id;
+	bool		shown;			/* its landings are the caller's to see */
+	bool		named;			/* registered: 'name' holds its name */
 	char		name[NAMEDATALEN];
 } OwnerName;
+
+/*
+ * Owners are looked up as the log names them, so that a read of its tail
+ * costs what it returns, not the whole registry; past this many the rest
+ * are read in one pass over the registry, cheaper per owner.
+ */
+#define LAZY_OWNER_LOOKUPS 1024
+
+static void
+load_owners(Emit *e)
+{
+	uint64		n;
+	OwnerRow   *rows = store_owner_rows(e->all ? InvalidOid : store_caller(), false, &n);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		OwnerName  *on = hash_search(e->names, &rows[i].id, HASH_ENTER, NULL);
+
+		on->shown = on->named = true;
+		strlcpy(on->name, rows[i].name, NAMEDATALEN);
+	}
+	e->loaded = true;
+}
+
+/* The name and visibility of the owner with this id (lake.log). */
+static OwnerName *
+owner_named(Emit *e, int32 id)
+{
+	bool		found;
+	OwnerName  *on = hash_search(e->names, &id, HASH_ENTER, &found);
+	char	   *name;
+	char	   *tenant;
+
+	if (found)
+		return on;
+	/* Until shown otherwise: not registered, seen only by those who see all. */
+	on->named = false;
+	on->shown = e->all;
+	if (e->loaded)
+		return on;
+	if (e->lookups++ == LAZY_OWNER_LOOKUPS)
+	{
+		load_owners(e);
+		return on;
+	}
+	if (!store_owner_by_id(id, &name, &tenant))
+		return on;
+	on->named = true;
+	strlcpy(on->name, name, NAMEDATALEN);
+	for (int t = 0; !on->shown && t < e->ntenants; t++)
+		on->shown = strcmp(e->tenants[t], tenant) == 0;
+	return on;
+}
 
 static Datum
 text_or_null(const char *s, size_t len, bool present, bool *isnull)
@@ -55,13 +117,13 @@ emit_landing(const LakeLanding *l, void *arg)
 		return 0;
 	if (e->owner_id == 0)
 	{
-		OwnerName  *on = hash_search(e->names, &l->owner_id, HASH_FIND, NULL);
+		OwnerName  *on = owner_named(e, l->owner_id);
 
-		if (on == NULL && !e->all)
+		if (!on->shown)
 			return 0;
 		v[i++] = Int64GetDatum(e->at.cycle);
-		v[i] = on ? CStringGetTextDatum(on->name) : (Datum) 0;
-		n[i++] = (on == NULL);
+		v[i] = on->named ? CStringGetTextDatum(on->name) : (Datum) 0;
+		n[i++] = !on->named;
 		v[i++] = Int64GetDatum(l->position);
 	}
 	else
@@ -143,8 +205,6 @@ lake_log(PG_FUNCTION_ARGS)
 	Emit		e = {0};
 	int64		after_cycle;
 	HASHCTL		ctl;
-	OwnerRow   *rows;
-	uint64		n;
 
 	lake_require_preload();
 	cycle_require_no_cut("lake.log()");
@@ -158,17 +218,20 @@ lake_log(PG_FUNCTION_ARGS)
 	e.names = hash_create("lake owner names", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	/*
-	 * Only the landings of owners whose tenant the caller holds: the names
-	 * looked up are those owners'; every landing of another is skipped.
+	 * Only the landings of owners whose tenant the caller holds; every
+	 * landing of another is skipped.
 	 */
 	store_connect();
 	e.all = access_all_tenants();
-	rows = store_owner_rows(e.all ? InvalidOid : store_caller(), false, &n);
-	for (uint64 i = 0; i < n; i++)
+	if (!e.all)
 	{
-		OwnerName  *on = hash_search(e.names, &rows[i].id, HASH_ENTER, NULL);
+		Datum	   *held;
 
-		strlcpy(on->name, rows[i].name, NAMEDATALEN);
+		deconstruct_array(DatumGetArrayTypeP(store_granted_tenants(store_caller())),
+						  TEXTOID, -1, false, TYPALIGN_INT, &held, NULL, &e.ntenants);
+		e.tenants = palloc(sizeof(char *) * Max(e.ntenants, 1));
+		for (int t = 0; t < e.ntenants; t++)
+			e.tenants[t] = TextDatumGetCString(held[t]);
 	}
 	log_scan_cycles(after_cycle, &e.at, emit_landing, NULL, &e);
 	store_finish();

@@ -134,18 +134,22 @@ store_owner_lookup(const char *name, int32 *id, int32 *lifecycle, char **tenant,
 	return true;
 }
 
-char *
-store_owner_tenant(int32 owner_id)
+bool
+store_owner_by_id(int32 owner_id, char **name, char **tenant)
 {
 	static SPIPlanPtr plan;
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(owner_id)};
 
 	store_run(store_plan(&plan,
-						 "SELECT o.tenant FROM lake_data.owner o WHERE o.id OPERATOR(pg_catalog.=) $1",
+						 "SELECT o.name, o.tenant FROM lake_data.owner o WHERE o.id OPERATOR(pg_catalog.=) $1",
 						 1, types),
 			  values, SPI_OK_SELECT);
-	return SPI_processed == 0 ? NULL : store_col_text(0, 1);
+	if (SPI_processed == 0)
+		return false;
+	*name = store_col_text(0, 1);
+	*tenant = store_col_text(0, 2);
+	return true;
 }
 
 /*

@@ -34,8 +34,8 @@ extern bool store_owner_insert(int32 id, const char *name, int32 lifecycle, cons
  */
 extern bool store_owner_lookup(const char *name, int32 *id, int32 *lifecycle,
 							   char **tenant, bool *written_here);
-/* The tenant of the owner with this id; NULL if there is none. */
-extern char *store_owner_tenant(int32 owner_id);
+/* The name and tenant of the owner with this id; false if there is none. */
+extern bool store_owner_by_id(int32 owner_id, char **name, char **tenant);
 /*
  * Visit every owner, in the given order, with the caller's active
  * snapshot; the row's strings are valid during the call.

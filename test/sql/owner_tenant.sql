@@ -56,6 +56,20 @@ SELECT owner, count(*) FROM lake.log() GROUP BY owner ORDER BY owner;
 SELECT count(*) > 0 AS cycles_visible FROM lake.cycles();
 RESET ROLE;
 
+-- More owners in the log than lake.log() looks up one by one (1,024): it
+-- reads the rest of the registry at once, and shows the same.
+SELECT count(lake.create_owner('ot_many_' || g, 'kanban',
+                               CASE WHEN g % 2 = 1 THEN 'ot_acme' ELSE 'ot_globex' END))
+FROM generate_series(1, 1100) AS g;
+SELECT count(lake.cast('ot_many_' || g, 'Planning', 'CognitiveWork')) FROM generate_series(1, 1100) AS g;
+SELECT lake.seal() > 0 AS sealed;
+SELECT count(*) AS landings, count(DISTINCT owner) AS owners FROM lake.log() WHERE owner LIKE 'ot\_many\_%';
+SET ROLE lake_ot_app;
+SELECT count(*) AS landings, bool_and(substr(owner, 9)::int % 2 = 1) AS all_acme
+FROM lake.log() WHERE owner LIKE 'ot\_many\_%';
+SELECT count(*) AS others FROM lake.log() WHERE owner IS NULL OR owner NOT LIKE 'ot\_acme%' AND owner NOT LIKE 'ot\_app%' AND owner NOT LIKE 'ot\_many\_%';
+RESET ROLE;
+
 -- lake_admin alone no longer creates owners: it needs the tenant.
 SET ROLE lake_ot_admin;
 SELECT t.err($$SELECT lake.create_owner('ot_admin_owner', 'kanban', 'ot_acme')$$);
