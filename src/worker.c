@@ -26,6 +26,7 @@
 #include "guc.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "checkpoint.h"
 #include "cycle.h"
@@ -210,6 +211,56 @@ expire_stages(void *arg)
 }
 
 /*
+ * A stage's idleness is measured on the wall clock (touched_at, which the
+ * sessions write): a clock stepped forward past lake.stage_ttl made every
+ * stage look idle, and expired uploads still going on. Expiry waits for
+ * lake.stage_ttl of the monotonic clock after the worker starts and after
+ * a forward step it sees, so that a client still uploading has touched
+ * its stage on the clock as it is now; a step back only delays expiry.
+ */
+static instr_time clock_mono;	/* the last look at both clocks */
+static TimestampTz clock_wall = 0;
+static instr_time expiry_from;	/* no expiry until stage_ttl after this */
+
+static void
+watch_clock(void)
+{
+	instr_time	now_mono;
+	TimestampTz now_wall = GetCurrentTimestamp();
+
+	INSTR_TIME_SET_CURRENT(now_mono);
+	if (clock_wall == 0)
+		expiry_from = now_mono;
+	else
+	{
+		instr_time	passed = now_mono;
+		int64		ahead;
+
+		INSTR_TIME_SUBTRACT(passed, clock_mono);
+		ahead = (now_wall - clock_wall) - (int64) INSTR_TIME_GET_MICROSEC(passed);
+		if (ahead > USECS_PER_SEC)
+		{
+			expiry_from = now_mono;
+			ereport(LOG,
+					(errmsg("lake worker: the wall clock stepped forward by " INT64_FORMAT " s; stages are expired again from lake.stage_ttl (%d s) on",
+							ahead / USECS_PER_SEC, lake_stage_ttl_s)));
+		}
+	}
+	clock_mono = now_mono;
+	clock_wall = now_wall;
+}
+
+static bool
+expiry_held(void)
+{
+	instr_time	since;
+
+	INSTR_TIME_SET_CURRENT(since);
+	INSTR_TIME_SUBTRACT(since, expiry_from);
+	return INSTR_TIME_GET_MILLISEC(since) < (double) lake_stage_ttl_s * 1000.0;
+}
+
+/*
  * Remove stages idle for longer than lake.stage_ttl, one batch; true if
  * more are left (the caller seals before the next batch).
  */
@@ -218,6 +269,9 @@ expire_idle_stages(void)
 {
 	Expiry		e = {0};
 
+	watch_clock();
+	if (expiry_held())
+		return false;
 	if (!run_in_transaction("lake: expiring idle stages", expire_stages, &e))
 		return false;
 	if (e.open >= 0)
