@@ -29,7 +29,7 @@
 #include "utils/snapmgr.h"
 
 int64
-store_owner_lock_and_count(int64 limit, int32 *next_id)
+store_owner_lock_and_count(int64 limit, int32 above, int32 *next_id)
 {
 	static SPIPlanPtr bounds_plan;
 	static SPIPlanPtr count_plan;
@@ -66,18 +66,15 @@ store_owner_lock_and_count(int64 limit, int32 *next_id)
 								  "FROM lake_data.owner o", 0, NULL),
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
 	lowest = DatumGetInt64(store_col(0, 1, &isnull));
-	if (isnull)
-	{
-		*next_id = 1;
-		return 0;
-	}
-	highest = DatumGetInt64(store_colv(0, 2));
-	if (highest >= PG_INT32_MAX)
+	highest = isnull ? 0 : DatumGetInt64(store_colv(0, 2));
+	if (Max(highest, above) >= PG_INT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 				 errmsg("no owner id is left"),
-				 errdetail("lake_data.owner holds id %d, the highest an owner can have.", PG_INT32_MAX)));
-	*next_id = (int32) Max(highest + 1, 1);
+				 errdetail("An owner has had id %d, the highest an owner can have.", PG_INT32_MAX)));
+	*next_id = (int32) Max(Max(highest, above) + 1, 1);
+	if (isnull)
+		return 0;
 	if (lowest >= 1 && highest < limit)
 		return highest;
 	store_run_snapshot(store_plan(&count_plan, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),

@@ -191,5 +191,24 @@ UPDATE lake_data.cycle SET data = '\\x5a0000000028b52ffd00' WHERE cycle = $damag
 	$node->safe_psql('postgres', 'INSERT INTO lake_data.cycle SELECT * FROM lost');
 }
 
+# --- the newest owner's row removed by hand, then an owner created ----------
+# Ids are the registry's highest plus one (a refused or rolled-back creation
+# takes none), but never one an owner has had since the server started:
+# the new owner would take over the removed one's log.
+{
+	$node->safe_psql('postgres',
+		"SELECT lake.create_owner('top'); SELECT lake.cast_durable('top', 'Planning', 'CognitiveWork')");
+	my $top = $node->safe_psql('postgres', "SELECT id FROM lake_data.owner WHERE name = 'top'");
+	is($node->safe_psql('postgres', 'SELECT max(id) FROM lake_data.owner'), $top, 'top has the highest id');
+	$node->safe_psql('postgres',
+		"CREATE TABLE top_row AS SELECT * FROM lake_data.owner WHERE name = 'top'; "
+		  . "DELETE FROM lake_data.owner WHERE name = 'top'");
+	$node->safe_psql('postgres', "SELECT lake.create_owner('after_top')");
+	cmp_ok($node->safe_psql('postgres', "SELECT id FROM lake_data.owner WHERE name = 'after_top'"),
+		'>', $top, 'the owner created next does not get the removed owner\'s id');
+	$node->safe_psql('postgres',
+		'INSERT INTO lake_data.owner OVERRIDING SYSTEM VALUE SELECT * FROM top_row');
+}
+
 $node->stop;
 done_testing();
