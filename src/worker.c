@@ -189,6 +189,8 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 
 typedef struct Expiry
 {
+	bool		held;			/* expire nothing this pass: just started */
+	int64		steps_us;		/* idle this much longer (the clock's steps) */
 	int64		stages;
 	int64		chunks;
 	int64		open;
@@ -204,23 +206,46 @@ expire_stages(void *arg)
 	Expiry	   *e = (Expiry *) arg;
 
 	store_connect();
-	e->more = store_expire_stages(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-															  -(int64) lake_stage_ttl_s * 1000),
+	e->more = store_expire_stages(e->held ? DT_NOBEGIN :
+								  GetCurrentTimestamp() - (int64) lake_stage_ttl_s * USECS_PER_SEC - e->steps_us,
 								  EXPIRY_BATCH_BYTES, &e->stages, &e->chunks, &e->open);
 	store_finish();
 }
 
 /*
  * A stage's idleness is measured on the wall clock (touched_at, which the
- * sessions write): a clock stepped forward past lake.stage_ttl made every
- * stage look idle, and expired uploads still going on. Expiry waits for
- * lake.stage_ttl of the monotonic clock after the worker starts and after
- * a forward step it sees, so that a client still uploading has touched
- * its stage on the clock as it is now; a step back only delays expiry.
+ * sessions write): a clock stepped forward makes every stage touched
+ * before the step look idle longer by the step, and expired uploads still
+ * going on. The worker keeps the forward steps it sees against the
+ * monotonic clock over the last lake.stage_ttl, and expires only stages
+ * idle for the TTL plus those steps: one touched before a step goes after
+ * a TTL of real time, one touched after it at most the steps late. At its
+ * start it cannot tell a step from downtime, so it expires nothing for one
+ * TTL (clients resuming after a restart touch their stages meanwhile).
  */
+#define CLOCK_STEPS_KEPT 32
+
+typedef struct ClockStep
+{
+	instr_time	at;				/* monotonic */
+	int64		us;				/* how far the wall clock jumped ahead */
+} ClockStep;
+
+static ClockStep clock_steps[CLOCK_STEPS_KEPT];
+static int	nclock_steps = 0;
 static instr_time clock_mono;	/* the last look at both clocks */
 static TimestampTz clock_wall = 0;
-static instr_time expiry_from;	/* no expiry until stage_ttl after this */
+static instr_time watching_since;
+
+static double
+ms_since(instr_time then)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, then);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
 
 static void
 watch_clock(void)
@@ -230,7 +255,7 @@ watch_clock(void)
 
 	INSTR_TIME_SET_CURRENT(now_mono);
 	if (clock_wall == 0)
-		expiry_from = now_mono;
+		watching_since = now_mono;
 	else
 	{
 		instr_time	passed = now_mono;
@@ -240,9 +265,18 @@ watch_clock(void)
 		ahead = (now_wall - clock_wall) - (int64) INSTR_TIME_GET_MICROSEC(passed);
 		if (ahead > USECS_PER_SEC)
 		{
-			expiry_from = now_mono;
+			/* Full: the oldest goes into the next, kept as long as that one. */
+			if (nclock_steps == CLOCK_STEPS_KEPT)
+			{
+				clock_steps[1].us += clock_steps[0].us;
+				memmove(&clock_steps[0], &clock_steps[1], sizeof(ClockStep) * (CLOCK_STEPS_KEPT - 1));
+				nclock_steps--;
+			}
+			clock_steps[nclock_steps].at = now_mono;
+			clock_steps[nclock_steps].us = ahead;
+			nclock_steps++;
 			ereport(LOG,
-					(errmsg("lake worker: the wall clock stepped forward by " INT64_FORMAT " s; stages are expired again from lake.stage_ttl (%d s) on",
+					(errmsg("lake worker: the wall clock stepped forward by " INT64_FORMAT " s; stages are expired that much later until lake.stage_ttl (%d s) has passed",
 							ahead / USECS_PER_SEC, lake_stage_ttl_s)));
 		}
 	}
@@ -250,14 +284,20 @@ watch_clock(void)
 	clock_wall = now_wall;
 }
 
-static bool
-expiry_held(void)
+/* The forward steps of the last lake.stage_ttl, in microseconds. */
+static int64
+recent_clock_steps(void)
 {
-	instr_time	since;
+	int64		sum = 0;
 
-	INSTR_TIME_SET_CURRENT(since);
-	INSTR_TIME_SUBTRACT(since, expiry_from);
-	return INSTR_TIME_GET_MILLISEC(since) < (double) lake_stage_ttl_s * 1000.0;
+	while (nclock_steps > 0 && ms_since(clock_steps[0].at) >= (double) lake_stage_ttl_s * 1000.0)
+	{
+		memmove(&clock_steps[0], &clock_steps[1], sizeof(ClockStep) * (nclock_steps - 1));
+		nclock_steps--;
+	}
+	for (int i = 0; i < nclock_steps; i++)
+		sum += clock_steps[i].us;
+	return sum;
 }
 
 /*
@@ -269,9 +309,10 @@ expire_idle_stages(void)
 {
 	Expiry		e = {0};
 
+	/* Held, a pass still clears what earlier passes expired, and counts. */
 	watch_clock();
-	if (expiry_held())
-		return false;
+	e.held = ms_since(watching_since) < (double) lake_stage_ttl_s * 1000.0;
+	e.steps_us = recent_clock_steps();
 	if (!run_in_transaction("lake: expiring idle stages", expire_stages, &e))
 		return false;
 	if (e.open >= 0)

@@ -64,5 +64,18 @@ is($node->safe_psql('postgres', "SELECT encode(lake.read('ds', lake.commit_appen
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM lake_data.stage WHERE id = $abandoned"),
 	'an abandoned stage is still expired, after lake.stage_ttl on the new clock');
 
+# While expiry waits, its passes still count the open stages: after a
+# start with lake.stage_ttl = 1h, lake.stats() said 0 for an hour.
+$node->safe_psql('postgres',
+	q{SELECT lake.begin_append('ds', 'default', 'open-1'), lake.begin_append('ds', 'default', 'open-2')});
+$node->append_conf('postgresql.conf', "lake.stage_ttl = '1h'");
+{
+	local $ENV{LD_PRELOAD} = $so;
+	local $ENV{LAKE_CLOCK_SHIFT} = $shift;
+	$node->restart;
+}
+ok($node->poll_query_until('postgres', 'SELECT stages_open = 2 FROM lake.stats()'),
+	'lake.stats() counts the open stages while expiry waits after a start');
+
 $node->stop;
 done_testing();
