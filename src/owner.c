@@ -43,18 +43,7 @@ static HTAB *owners = NULL;
  * chain (quadratic). The table hashes with a seed drawn when shared memory
  * is made, which no client can learn.
  */
-typedef struct OwnerShared
-{
-	uint64		seed;
-	/*
-	 * The highest owner id entered since the server started: a creation
-	 * takes an id above it, so an owner whose row was removed by hand after
-	 * it had casts never lends its id (and its log) to a new one.
-	 */
-	pg_atomic_uint32 highest_id;
-} OwnerShared;
-
-static OwnerShared *owner_shared = NULL;
+static uint64 *owner_seed = NULL;
 
 static uint32
 owner_name_hash(const void *key, Size keysize)
@@ -62,7 +51,7 @@ owner_name_hash(const void *key, Size keysize)
 	const char *name = key;
 
 	return (uint32) hash_bytes_extended((const unsigned char *) name,
-										(int) strnlen(name, keysize - 1), owner_shared->seed);
+										(int) strnlen(name, keysize - 1), *owner_seed);
 }
 
 static int
@@ -81,7 +70,7 @@ owner_name_copy(void *dest, const void *src, Size keysize)
 void
 owner_shmem_request(void)
 {
-	RequestAddinShmemSpace(add_size(sizeof(OwnerShared),
+	RequestAddinShmemSpace(add_size(sizeof(uint64),
 									hash_estimate_size(lake_max_owners, sizeof(OwnerState))));
 }
 
@@ -91,14 +80,10 @@ owner_shmem_startup(void)
 	HASHCTL		info;
 	bool		found;
 
-	owner_shared = ShmemInitStruct("lake owner hash seed", sizeof(OwnerShared), &found);
-	if (!found)
-	{
-		if (!pg_strong_random(&owner_shared->seed, sizeof(uint64)))
-			ereport(FATAL,
-					(errmsg("lake: could not generate a random seed for the owner table")));
-		pg_atomic_init_u32(&owner_shared->highest_id, 0);
-	}
+	owner_seed = ShmemInitStruct("lake owner hash seed", sizeof(uint64), &found);
+	if (!found && !pg_strong_random(owner_seed, sizeof(uint64)))
+		ereport(FATAL,
+				(errmsg("lake: could not generate a random seed for the owner table")));
 	info.keysize = NAMEDATALEN;
 	info.entrysize = sizeof(OwnerState);
 	info.hash = owner_name_hash;
@@ -133,9 +118,6 @@ owner_enter(const char *name, int32 id, int32 lifecycle, const char *tenant,
 	*full = (o == NULL);
 	if (o == NULL || found)
 		return o;
-	/* Under the exclusive cycle lock: no other writer of highest_id. */
-	if ((uint32) id > pg_atomic_read_u32(&owner_shared->highest_id))
-		pg_atomic_write_u32(&owner_shared->highest_id, (uint32) id);
 	o->id = id;
 	o->lifecycle = lifecycle;
 	strlcpy(o->tenant, tenant, NAMEDATALEN);
@@ -198,6 +180,9 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	bool		isnull;
 	int64		registered;
 	int32		id;
+	int32		existing;
+	int32		existing_lc;
+	char	   *existing_tenant;
 
 	lake_require_preload();
 	name = lake_arg_short_name(fcinfo, 0, "owner");
@@ -235,20 +220,25 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	 * snapshot, not the statement's (or, in REPEATABLE READ, the
 	 * transaction's): otherwise queued creators all pass the limit.
 	 */
-	registered = store_owner_lock_and_count(lake_max_owners,
-											(int32) pg_atomic_read_u32(&owner_shared->highest_id),
-											&id);
-	/* An existing owner is 42710 even when the registry is full. */
-	if (!store_owner_insert(id, name, DatumGetInt32(values[1]), tenant))
+	registered = store_owner_lock_and_count(lake_max_owners, &id);
+	/*
+	 * An existing owner is 42710 even when the registry is full; neither
+	 * refusal inserts, so neither takes an id.
+	 */
+	if (store_owner_lookup(name, &existing, &existing_lc, &existing_tenant, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("owner \"%s\" already exists", name)));
-	if (registered >= lake_max_owners)	/* the insert goes with the error */
+	if (registered >= lake_max_owners)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("cannot create owner \"%s\": lake.max_owners (%d) owners exist",
 						name, lake_max_owners),
 				 errhint("Raise lake.max_owners and restart the server.")));
+	if (!store_owner_insert(id, name, DatumGetInt32(values[1]), tenant))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("owner \"%s\" already exists", name)));
 	store_finish();
 	PG_RETURN_VOID();
 }

@@ -29,13 +29,14 @@
 #include "utils/snapmgr.h"
 
 int64
-store_owner_lock_and_count(int64 limit, int32 above, int32 *next_id)
+store_owner_lock_and_count(int64 limit, int32 *next_id)
 {
 	static SPIPlanPtr bounds_plan;
 	static SPIPlanPtr count_plan;
 	bool		isnull;
 	int64		lowest;
 	int64		highest;
+	int64		above;
 
 	/*
 	 * Creations serialize on an object lock, not on the table: a creator
@@ -57,16 +58,25 @@ store_owner_lock_and_count(int64 limit, int32 above, int32 *next_id)
 	 * as the highest id. Read from the primary key's ends, that bound
 	 * spares a count of every owner (a creation cost O(owners), under the
 	 * lock every creator takes) until the ids near the limit. The next id
-	 * is the highest plus one, given under the lock: a creation refused or
-	 * rolled back takes none (a sequence's would be gone, and a tenant's
-	 * failing creations would use up the ids and push them past the limit).
+	 * is given under the lock, not drawn from the sequence ahead of the
+	 * checks: a refused creation takes none (a tenant's failing creations
+	 * used up the ids and pushed them past the limit); only one rolled back
+	 * after its insert does.
 	 */
 	store_run_snapshot(store_plan(&bounds_plan,
-								  "SELECT pg_catalog.min(o.id)::pg_catalog.int8, pg_catalog.max(o.id)::pg_catalog.int8 "
+								  "SELECT pg_catalog.min(o.id)::pg_catalog.int8, pg_catalog.max(o.id)::pg_catalog.int8, "
+								  "       (SELECT s.last_value FROM lake_data.owner_id_seq s) "
 								  "FROM lake_data.owner o", 0, NULL),
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
 	lowest = DatumGetInt64(store_col(0, 1, &isnull));
 	highest = isnull ? 0 : DatumGetInt64(store_colv(0, 2));
+	/*
+	 * Nor at or below the identity's sequence, which every creation moves
+	 * to its id (store_owner_insert) and which keeps it, unlike the
+	 * registry, when an owner's row is removed by hand: a new owner would
+	 * take over that owner's log.
+	 */
+	above = Min(DatumGetInt64(store_colv(0, 3)), (int64) PG_INT32_MAX);
 	if (Max(highest, above) >= PG_INT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),

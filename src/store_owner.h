@@ -24,9 +24,9 @@ typedef struct OwnerRow
  * owners with the latest snapshot: every creation committed while this one
  * waited is counted. Below 'limit' the figure may be an upper bound only.
  * 'next_id' is the id the next owner takes: one above the highest
- * registered and above 'above' (the highest the live table has held).
+ * registered and above the identity sequence's value.
  */
-extern int64 store_owner_lock_and_count(int64 limit, int32 above, int32 *next_id);
+extern int64 store_owner_lock_and_count(int64 limit, int32 *next_id);
 /* Register an owner under 'id'; false if the name is taken. */
 extern bool store_owner_insert(int32 id, const char *name, int32 lifecycle, const char *tenant);
 /*

@@ -36,9 +36,10 @@ SELECT t.err($$SELECT lake.create_owner('delta', NULL)$$);
 SELECT t.err($$SELECT lake.create_owner('')$$);
 SELECT t.err(format('SELECT lake.create_owner(%L)', repeat('o', 64)));
 SELECT lake.create_owner(repeat('o', 63));
--- A refused or rolled-back creation takes no id (each took one from a
--- sequence: a tenant's failing creations used up the int ids in hours,
--- and past lake.max_owners every creation counted the registry).
+-- A refused creation takes no id (each took one from the sequence: a
+-- tenant's failing creations used up the int ids in hours, and past
+-- lake.max_owners every creation counted the registry); one rolled back
+-- after its insert takes one.
 SELECT max(id) AS top_id FROM lake_data.owner \gset
 DO $$
 BEGIN

@@ -192,9 +192,11 @@ UPDATE lake_data.cycle SET data = '\\x5a0000000028b52ffd00' WHERE cycle = $damag
 }
 
 # --- the newest owner's row removed by hand, then an owner created ----------
-# Ids are the registry's highest plus one (a refused or rolled-back creation
-# takes none), but never one an owner has had since the server started:
-# the new owner would take over the removed one's log.
+# Ids are given under the creation lock (a refused creation takes none),
+# but never one an owner has had, even when its row is gone and the server
+# restarted: the new owner would take over the removed one's log (and the
+# recovery, which refuses a log naming an id the registry lacks, would
+# then find nothing wrong).
 {
 	$node->safe_psql('postgres',
 		"SELECT lake.create_owner('top'); SELECT lake.cast_durable('top', 'Planning', 'CognitiveWork')");
@@ -203,11 +205,14 @@ UPDATE lake_data.cycle SET data = '\\x5a0000000028b52ffd00' WHERE cycle = $damag
 	$node->safe_psql('postgres',
 		"CREATE TABLE top_row AS SELECT * FROM lake_data.owner WHERE name = 'top'; "
 		  . "DELETE FROM lake_data.owner WHERE name = 'top'");
+	$node->restart;
 	$node->safe_psql('postgres', "SELECT lake.create_owner('after_top')");
 	cmp_ok($node->safe_psql('postgres', "SELECT id FROM lake_data.owner WHERE name = 'after_top'"),
-		'>', $top, 'the owner created next does not get the removed owner\'s id');
+		'>', $top, 'the owner created next, after a restart, does not get the removed owner\'s id');
 	$node->safe_psql('postgres',
 		'INSERT INTO lake_data.owner OVERRIDING SYSTEM VALUE SELECT * FROM top_row');
+	ok($node->poll_query_until('postgres', "SELECT phase = 'CognitiveWork' FROM lake.owner_state('top')"),
+		'with the row put back, top recovers at its durable state');
 }
 
 $node->stop;
