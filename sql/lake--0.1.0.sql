@@ -598,6 +598,8 @@ CREATE FUNCTION lake.stats(
 -- rows would land under a worker and sessions that know nothing of them.
 -- The triggers fire for the replica role only, the role those workers
 -- run with; for any other session of that role they let the row pass.
+-- AFTER, not BEFORE: a BEFORE ROW UPDATE or DELETE trigger, even one that
+-- does not fire, makes every such row be locked first (and logged).
 CREATE FUNCTION lake.refuse_logical_apply() RETURNS trigger
     AS 'MODULE_PATHNAME', 'lake_refuse_logical_apply'
     LANGUAGE C;
@@ -611,7 +613,7 @@ BEGIN
          WHERE c.relnamespace OPERATOR(pg_catalog.=) 'lake_data'::pg_catalog.regnamespace
            AND c.relkind OPERATOR(pg_catalog.=) 'r'
     LOOP
-        EXECUTE pg_catalog.format('CREATE TRIGGER refuse_logical_apply BEFORE INSERT OR UPDATE OR DELETE '
+        EXECUTE pg_catalog.format('CREATE TRIGGER refuse_logical_apply AFTER INSERT OR UPDATE OR DELETE '
                                   'ON lake_data.%I FOR EACH ROW EXECUTE FUNCTION lake.refuse_logical_apply()', t);
         EXECUTE pg_catalog.format('CREATE TRIGGER refuse_logical_truncate BEFORE TRUNCATE '
                                   'ON lake_data.%I FOR EACH STATEMENT EXECUTE FUNCTION lake.refuse_logical_apply()', t);

@@ -657,11 +657,15 @@ advance_epoch(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("the writer epoch cannot advance past %d", PG_INT32_MAX)));
-	if (!nulls[tli_att - 1] && DatumGetInt64(values[tli_att - 1]) > (int64) tli)
+	if (nulls[tli_att - 1] || DatumGetInt64(values[tli_att - 1]) > (int64) tli)
 	{
-		ereport(LOG,
-				(errmsg("lake: the timeline went back from " INT64_FORMAT " to %u (pg_upgrade): stage and payload ids skip 2^32",
-						DatumGetInt64(values[tli_att - 1]), tli)));
+		if (nulls[tli_att - 1])
+			ereport(LOG,
+					(errmsg("lake: a restored history: stage and payload ids skip 2^32")));
+		else
+			ereport(LOG,
+					(errmsg("lake: the timeline went back from " INT64_FORMAT " to %u (pg_upgrade): stage and payload ids skip 2^32",
+							DatumGetInt64(values[tli_att - 1]), tli)));
 		store_skip_blob_ids();
 	}
 	values[epoch_att - 1] = Int32GetDatum((int32) next);

@@ -512,6 +512,12 @@ lake_relid(const char *name)
 	relid = get_relname_relid(name, get_namespace_oid(LAKE_DATA_SCHEMA, false));
 	if (!OidIsValid(relid))
 		elog(ERROR, "lake: relation %s.%s is missing", LAKE_DATA_SCHEMA, name);
+	/*
+	 * A name resolved afresh may name another relation than when the shapes
+	 * were checked: an index renamed into place invalidates only itself,
+	 * and this backend may never have kept the one it replaced.
+	 */
+	shape_generation++;
 	if (nkept == KEPT_RELS_MAX)
 		forget_all();
 	kept[nkept].name = name;
@@ -666,10 +672,12 @@ store_next_blob(void)
 	{
 		store_require_partition(nulls[WA_PARTITIONS - 1] ? 0 : DatumGetInt32(writer[WA_PARTITIONS - 1]),
 								nulls[WA_PARTITION_NO - 1] ? 0 : DatumGetInt32(writer[WA_PARTITION_NO - 1]));
-		if (!nulls[WA_TIMELINE - 1] && DatumGetInt64(writer[WA_TIMELINE - 1]) > (int64) tli)
+		if (nulls[WA_TIMELINE - 1] || DatumGetInt64(writer[WA_TIMELINE - 1]) > (int64) tli)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("no stage or payload id is given on timeline %u before lake's worker has recovered on it", tli),
+					 nulls[WA_TIMELINE - 1] ?
+					 errdetail("lake's data was restored from a dump.") :
 					 errdetail("lake's data was last served on timeline " INT64_FORMAT ": the server's timeline went back (pg_upgrade).",
 							   DatumGetInt64(writer[WA_TIMELINE - 1])),
 					 errhint("Retry once lake.stats() shows the worker serving.")));
@@ -687,19 +695,29 @@ store_next_blob(void)
 
 /*
  * A timeline that went back (pg_upgrade starts the new cluster on timeline
- * 1) reaches a range whose ids a line lost in an earlier failover may
- * have handed out past the sequence's value: skip 2^32, far more than a
- * lost end draws (as LAKE_TIMELINE_EPOCH_SKIP for epochs), out of the
- * 2^40 of the sequence.
+ * 1), or a restore, reaches ids that another line of history (a primary
+ * lost in an earlier failover, the dumped database going on) may have
+ * handed out past the sequence's value: move it to the second 2^32
+ * boundary above, at least 2^32 ahead, far more than such a line draws
+ * (as LAKE_TIMELINE_EPOCH_SKIP for epochs). setval outlives a recovery
+ * that fails after it, and the next try comes here again: a value on a
+ * boundary is a skip already made (no id is given in between, see
+ * store_next_blob), so the tries take 2^33 ids at most, not 2^32 each.
  */
 void
 store_skip_blob_ids(void)
 {
-	Oid			seq = lake_relid("blob_seq");
-	int64		n = nextval_internal(seq, false);
+	static SPIPlanPtr plan;
+	const int64 block = (int64) 1 << 32;
+	int64		n;
 
-	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq),
-							   Int64GetDatum(Min(n + ((int64) 1 << 32), ((int64) 1 << 40) - 1)));
+	store_run(store_plan(&plan, "SELECT s.last_value FROM lake_data.blob_seq s", 0, NULL),
+			  NULL, SPI_OK_SELECT);
+	n = DatumGetInt64(store_colv(0, 1));
+	if (n % block == 0)
+		return;
+	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(lake_relid("blob_seq")),
+							   Int64GetDatum(Min((n / block + 2) * block, ((int64) 1 << 40) - 1)));
 }
 
 /*
@@ -751,13 +769,14 @@ lake_data_changed(PG_FUNCTION_ARGS)
 }
 
 /*
- * Trigger on every lake_data table, enabled for the replica role only: a
- * logical replication worker (apply or table sync) writes no row of
- * lake's. The rows would land under a running worker and sessions whose
- * epoch, live owner states, stages and caches know nothing of them (no
- * trigger of lake's fires for the replica role): states that contradict
- * the log, receipts of an epoch the replicated history had used. Other
- * sessions with that role (pg_restore --disable-triggers) go on.
+ * Trigger (AFTER ROW, BEFORE TRUNCATE) on every lake_data table, enabled
+ * for the replica role only: a logical replication worker (apply or table
+ * sync) writes no row of lake's. The rows would land under a running
+ * worker and sessions whose epoch, live owner states, stages and caches
+ * know nothing of them (no other trigger of lake's fires for the replica
+ * role): states that contradict the log, receipts of an epoch the
+ * replicated history had used. Any other session with
+ * session_replication_role = replica goes on.
  */
 Datum
 lake_refuse_logical_apply(PG_FUNCTION_ARGS)
@@ -766,16 +785,14 @@ lake_refuse_logical_apply(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "lake_refuse_logical_apply: not called as a trigger");
-	if (IsLogicalWorker())
+	/* lake's own writes go on: a lake call in a trigger of the application's. */
+	if (IsLogicalWorker() && depth == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s.%s cannot be a logical replication target", LAKE_DATA_SCHEMA,
 						RelationGetRelationName(trigdata->tg_relation)),
 				 errdetail("lake's tables are written by lake alone: its worker and sessions keep state that replicated rows would contradict."),
 				 errhint("Publish the application's tables or schemas, not lake_data's; move lake itself with streaming replication, pg_dump or pg_upgrade.")));
-	if (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
-		return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
-							   trigdata->tg_newtuple : trigdata->tg_trigtuple);
 	return PointerGetDatum(NULL);
 }
 

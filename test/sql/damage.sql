@@ -256,6 +256,18 @@ ALTER INDEX lake_data.version_operation RENAME TO version_swap;
 ALTER INDEX lake_data.version_other RENAME TO version_operation;
 SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea)$$) AS append_with_it_renamed_in;
 ROLLBACK;
+-- The same in a session that has read the table but never opened that
+-- index: its old name was never resolved here, so no invalidation it gets
+-- names anything it kept (the server crashed).
+CREATE INDEX version_other ON lake_data.version (tenant, operation_id);
+\c
+SELECT lake.read('d_cols_ds', 1) AS read_first;
+BEGIN;
+ALTER INDEX lake_data.version_operation RENAME TO version_swap;
+ALTER INDEX lake_data.version_other RENAME TO version_operation;
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea)$$) AS append_with_it_renamed_in_unseen;
+ROLLBACK;
+DROP INDEX lake_data.version_other;
 -- An index of the administrator's own on lake's table is theirs: lake
 -- goes on, and fills it (read here through it alone).
 CREATE INDEX admin_extra ON lake_data.version (committed_at);

@@ -86,6 +86,34 @@ is($sub->safe_psql('postgres', "SELECT phase || '|' || position FROM lake.owner_
 is($sub->safe_psql('postgres', 'SELECT epoch FROM lake.stats()'), $epoch,
 	'its worker was never fenced out by replicated rows');
 
+# lake called by the application's own trigger on a replicated table (one
+# enabled ALWAYS, so the apply worker fires it): lake's own writes go on.
+$pub->safe_psql('postgres', 'CREATE PUBLICATION apponly FOR TABLE app');
+$sub->safe_psql('postgres', q{
+CREATE FUNCTION app_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM lake.create_owner('from_app_' || NEW.id);
+    PERFORM lake.begin_append('r0', 'default', 'from_app_' || NEW.id);
+    RETURN NEW;
+END $$;
+SELECT lake.create_dataset('r0');
+CREATE TRIGGER app_owner AFTER INSERT ON app FOR EACH ROW EXECUTE FUNCTION app_owner();
+ALTER TABLE app ENABLE ALWAYS TRIGGER app_owner;
+});
+$sub->safe_psql('postgres',
+	"CREATE SUBSCRIPTION s3 CONNECTION '$conn' PUBLICATION apponly WITH (copy_data = false)");
+ok($sub->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid "
+		  . "WHERE s.subname = 's3' AND r.srsubstate = 'r'"),
+	'the application\'s subscription is ready');
+$pub->safe_psql('postgres', "INSERT INTO app VALUES (2, 'replicated')");
+ok($sub->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM lake_data.owner WHERE name = 'from_app_2'"),
+	'an owner and a stage created by lake in the apply worker, from the application\'s trigger');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM lake_data.stage WHERE operation_id = 'from_app_2'"),
+	'1', 'the stage is there too');
+$sub->safe_psql('postgres', 'DROP SUBSCRIPTION s3');
+
 # A session of the subscriber's with session_replication_role = replica
 # (as pg_restore --disable-triggers runs) is not a logical worker: lake's
 # own writes go on.

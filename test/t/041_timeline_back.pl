@@ -92,5 +92,33 @@ $new->safe_psql('postgres', 'UPDATE lake_data.writer SET timeline = 1');
 like($new->safe_psql('postgres', q{SELECT lake.begin_append('ds', 'default', 'early')}),
 	qr/^\d+$/, 'and given once the row is on it');
 
+# A recovery that fails after the skip (here: a registry that does not
+# match the log) is tried again every second, and the skip's setval
+# outlives each failed try: the tries used up every id in minutes (then
+# 2200H for every upload). A skip already made is not made again.
+$new->safe_psql('postgres', q{
+SELECT lake.create_owner('o');
+SELECT lake.cast_durable('o', 'Planning', 'CognitiveWork');
+CREATE TABLE o_row AS SELECT * FROM lake_data.owner WHERE name = 'o';
+DELETE FROM lake_data.owner WHERE name = 'o';
+UPDATE lake_data.writer SET timeline = 2;
+});
+my $seq_before = $new->safe_psql('postgres', 'SELECT last_value FROM lake_data.blob_seq');
+my $offset = -s $new->logfile;
+$new->restart;
+ok(wait_until(60, sub {
+			my $n = () = slurp_file($new->logfile, $offset) =~ /does not match the log/g;
+			$n >= 3;
+		}),
+	'the recovery fails, and is tried again, three times');
+my $seq_after = $new->safe_psql('postgres', 'SELECT last_value FROM lake_data.blob_seq');
+cmp_ok($seq_after - $seq_before, '<=', 2**33, 'the ids skipped once, not once a try');
+cmp_ok($seq_after - $seq_before, '>=', 2**32, 'by 2^32 at least');
+$new->safe_psql('postgres', 'INSERT INTO lake_data.owner OVERRIDING SYSTEM VALUE SELECT * FROM o_row');
+ok($new->poll_query_until('postgres', 'SELECT timeline = 1 FROM lake_data.writer'),
+	'with the registry repaired the worker recovers');
+like($new->safe_psql('postgres', q{SELECT lake.begin_append('ds', 'default', 'after-repair')}),
+	qr/^\d+$/, 'and stage ids are given');
+
 $new->stop;
 done_testing();
