@@ -697,27 +697,27 @@ store_next_blob(void)
  * A timeline that went back (pg_upgrade starts the new cluster on timeline
  * 1), or a restore, reaches ids that another line of history (a primary
  * lost in an earlier failover, the dumped database going on) may have
- * handed out past the sequence's value: move it to the second 2^32
- * boundary above, at least 2^32 ahead, far more than such a line draws
- * (as LAKE_TIMELINE_EPOCH_SKIP for epochs). setval outlives a recovery
- * that fails after it, and the next try comes here again: a value on a
- * boundary is a skip already made (no id is given in between, see
- * store_next_blob), so the tries take 2^33 ids at most, not 2^32 each.
+ * handed out past the sequence's value: move it 2^32 ahead, far more than
+ * such a line draws (as LAKE_TIMELINE_EPOCH_SKIP for epochs). setval
+ * outlives a recovery that fails after it, and the worker's next try comes
+ * here again: the sequence still where this process put it is a skip
+ * already made (no id is given in between, see store_next_blob).
  */
 void
 store_skip_blob_ids(void)
 {
 	static SPIPlanPtr plan;
-	const int64 block = (int64) 1 << 32;
+	static int64 skipped_to = -1;
 	int64		n;
 
 	store_run(store_plan(&plan, "SELECT s.last_value FROM lake_data.blob_seq s", 0, NULL),
 			  NULL, SPI_OK_SELECT);
 	n = DatumGetInt64(store_colv(0, 1));
-	if (n % block == 0)
+	if (n == skipped_to)
 		return;
+	skipped_to = Min(n + ((int64) 1 << 32), ((int64) 1 << 40) - 1);
 	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(lake_relid("blob_seq")),
-							   Int64GetDatum(Min((n / block + 2) * block, ((int64) 1 << 40) - 1)));
+							   Int64GetDatum(skipped_to));
 }
 
 /*

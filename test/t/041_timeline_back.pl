@@ -112,7 +112,7 @@ ok(wait_until(60, sub {
 		}),
 	'the recovery fails, and is tried again, three times');
 my $seq_after = $new->safe_psql('postgres', 'SELECT last_value FROM lake_data.blob_seq');
-cmp_ok($seq_after - $seq_before, '<=', 2**33, 'the ids skipped once, not once a try');
+cmp_ok($seq_after - $seq_before, '<', 2**33, 'the ids skipped once, not once a try');
 cmp_ok($seq_after - $seq_before, '>=', 2**32, 'by 2^32 at least');
 $new->safe_psql('postgres', 'INSERT INTO lake_data.owner OVERRIDING SYSTEM VALUE SELECT * FROM o_row');
 ok($new->poll_query_until('postgres', 'SELECT timeline = 1 FROM lake_data.writer'),
