@@ -474,9 +474,7 @@ forget_rel(Datum arg, Oid relid)
 	for (int i = 0; i < nkept; i++)
 		if (kept[i].relid == relid)
 		{
-			/* An index renamed invalidates only itself, not its table. */
-			forget_all();
-			shape_generation++;
+			forget_all();		/* names resolved again check the shapes again */
 			return;
 		}
 }

@@ -165,7 +165,7 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 	}
 	PG_CATCH();
 	{
-		error_context_stack = context.previous;
+		/* (PG_TRY has put error_context_stack back.) */
 		MemoryContextSwitchTo(cxt);
 		last_error = geterrcode();
 		EmitErrorReport();

@@ -30,6 +30,15 @@ CREATE TABLE app (id int PRIMARY KEY, note text);
 INSERT INTO app VALUES (1, 'before');
 CREATE PUBLICATION everything FOR ALL TABLES;
 });
+# Whether the subscriber's subscription 'name' streams its tables.
+sub subscription_ready
+{
+	my ($name) = @_;
+	return $sub->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid "
+		  . "WHERE s.subname = '$name' AND r.srsubstate = 'r'");
+}
+
 $sub->safe_psql('postgres', q{
 CREATE EXTENSION lake;
 SELECT lake.create_owner('a');
@@ -62,10 +71,7 @@ SELECT (SELECT count(*) FROM lake_data.dataset) || '|' ||
 $sub->safe_psql('postgres', 'DROP SUBSCRIPTION s');
 $sub->safe_psql('postgres',
 	"CREATE SUBSCRIPTION s2 CONNECTION '$conn' PUBLICATION everything WITH (copy_data = false)");
-ok($sub->poll_query_until('postgres',
-		"SELECT count(*) > 0 FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid "
-		  . "WHERE s.subname = 's2' AND r.srsubstate = 'r'"),
-	'the streaming subscription is ready');
+ok(subscription_ready('s2'), 'the streaming subscription is ready');
 my $offset = -s $sub->logfile;
 $pub->safe_psql('postgres', q{
 SELECT lake.append('d', 'default', 'op2', '\x02'::bytea);
@@ -102,10 +108,7 @@ ALTER TABLE app ENABLE ALWAYS TRIGGER app_owner;
 });
 $sub->safe_psql('postgres',
 	"CREATE SUBSCRIPTION s3 CONNECTION '$conn' PUBLICATION apponly WITH (copy_data = false)");
-ok($sub->poll_query_until('postgres',
-		"SELECT count(*) > 0 FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid "
-		  . "WHERE s.subname = 's3' AND r.srsubstate = 'r'"),
-	'the application\'s subscription is ready');
+ok(subscription_ready('s3'), 'the application\'s subscription is ready');
 $pub->safe_psql('postgres', "INSERT INTO app VALUES (2, 'replicated')");
 ok($sub->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM lake_data.owner WHERE name = 'from_app_2'"),
