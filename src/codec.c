@@ -376,6 +376,35 @@ lake_chunk_view(const uint8_t *in, size_t len, bool bare, uint32_t place,
 	return LAKE_CODEC_OK;
 }
 
+bool
+lake_chunk_is_bare(const uint8_t *in, size_t len)
+{
+	return len > 0 && (in[0] == LAKE_CODEC_RAW + LAKE_CODEC_BARE ||
+					   in[0] == LAKE_CODEC_ZSTD + LAKE_CODEC_BARE);
+}
+
+LakeCodecStatus
+lake_chunk_holds(const uint8_t *in, size_t len, uint32_t place,
+				 const uint8_t *expect, size_t expectlen)
+{
+	size_t		size;
+	size_t		header = 0;
+	LakeCodecStatus st = lake_chunk_decoded_size(in, len, false, &size);
+	bool		raw;
+
+	if (st != LAKE_CODEC_OK)
+		return st;
+	if (size != expectlen)
+		return LAKE_CODEC_SIZE_MISMATCH;
+	raw = tag_of(in, len, false, &header) == LAKE_CODEC_RAW;
+	if (raw && size > 0 && memcmp(in + header, expect, size) != 0)
+		return LAKE_CODEC_BAD_CHECKSUM;
+	if (checksum(place, in + header, len - header, raw ? NULL : expect, expectlen) !=
+		get_checksum(in))
+		return LAKE_CODEC_BAD_CHECKSUM;
+	return LAKE_CODEC_OK;
+}
+
 const char *
 lake_codec_status_text(LakeCodecStatus status)
 {

@@ -30,13 +30,15 @@
  * them.
  *
  * A bare chunk ('r', 'z': the tag's lower case) is the same without the
- * checksum: one tag byte, then the body. It is for a record whose reader
- * verifies the raw bytes by other means, and only for that: a version's
- * chunk 0 in its row, which every read verifies against the version's
- * SHA-256 digest (store_version.c), so its CRC-32C was four bytes of WAL
- * per append that caught nothing the digest does not. Every read names the
- * form it expects and refuses the other, so a flipped tag bit never turns
- * a checked chunk into one read unverified.
+ * checksum: one tag byte, then the body. Earlier builds stored a version's
+ * chunk 0 in its row so, to save four bytes of WAL per append, since every
+ * read verifies that chunk against the version's SHA-256 digest anyway.
+ * It is stored checked now (at LAKE_PLACE_NONE), because a replay, which
+ * holds the payload the chunk must hold, then verifies it by its checksum
+ * (lake_chunk_holds) instead of decoding a zstd frame. A row's chunk 0 is
+ * read in the form its tag names, either (the digest verifies both);
+ * every other reader names the form it expects and refuses the other, so
+ * a flipped tag bit never turns a checked chunk into one read unverified.
  *
  * Payload chunks are stored so, and so is every cycle record and owner
  * snapshot (landing.h) as one chunk.
@@ -171,6 +173,22 @@ extern LakeCodecStatus lake_chunk_decode_dict(struct ZSTD_DCtx_s *dctx,
 extern LakeCodecStatus lake_chunk_view(const uint8_t *in, size_t len, bool bare,
 									   uint32_t place, const uint8_t **view,
 									   size_t *viewlen);
+
+/* Whether a stored chunk is of the bare form, by its tag. */
+extern bool lake_chunk_is_bare(const uint8_t *in, size_t len);
+
+/*
+ * Whether a checked chunk holds exactly the bytes 'expect', told without
+ * decoding it: its declared size is theirs and its checksum, computed over
+ * its body and them, is the stored one. A chunk intact and holding them
+ * passes; any other is refused as damaged (LAKE_CODEC_BAD_CHECKSUM when
+ * the bytes are other bytes or the chunk's are altered: the checksum
+ * cannot tell which). A replay uses it: the caller's payload is what the
+ * version's chunk 0 must hold, and a zstd frame costs microseconds to
+ * decode where a checksum costs nanoseconds.
+ */
+extern LakeCodecStatus lake_chunk_holds(const uint8_t *in, size_t len, uint32_t place,
+										const uint8_t *expect, size_t expectlen);
 
 extern const char *lake_codec_status_text(LakeCodecStatus status);
 

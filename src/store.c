@@ -1324,12 +1324,11 @@ store_encode_raw(const char *data, size_t len)
  * staged chunk (its size is the client's, up to lake.max_stream_bytes) is
  * encoded into memory of the current context instead, so no backend keeps
  * its size for good. With a prepared
- * dictionary (store_dict.h) the chunk is compressed with it, at its level;
- * 'bare' leaves out the checksum (codec.h: a version's chunk 0 only).
+ * dictionary (store_dict.h) the chunk is compressed with it, at its level.
  */
 bytea *
 store_encode_chunk_dict(const char *data, size_t len,
-						const struct ZSTD_CDict_s *cdict, bool bare, uint32 place)
+						const struct ZSTD_CDict_s *cdict, uint32 place)
 {
 	static bytea *buffer = NULL;
 	static size_t capacity = 0;
@@ -1362,9 +1361,9 @@ store_encode_chunk_dict(const char *data, size_t len,
 	large_in_progress = out != buffer;
 	n = cdict != NULL ?
 		lake_chunk_encode_dict(ctx, cdict,
-							   (const uint8_t *) data, len, bare, place, (uint8_t *) VARDATA(out)) :
+							   (const uint8_t *) data, len, false, place, (uint8_t *) VARDATA(out)) :
 		lake_chunk_encode(ctx, lake_compression_level,
-						  (const uint8_t *) data, len, bare, place, (uint8_t *) VARDATA(out));
+						  (const uint8_t *) data, len, false, place, (uint8_t *) VARDATA(out));
 	SET_VARSIZE(out, VARHDRSZ + n);
 	drop_large_context();
 	return out;
@@ -1373,7 +1372,7 @@ store_encode_chunk_dict(const char *data, size_t len,
 bytea *
 store_encode_chunk(const char *data, size_t len, uint32 place)
 {
-	return store_encode_chunk_dict(data, len, NULL, false, place);
+	return store_encode_chunk_dict(data, len, NULL, place);
 }
 
 /*

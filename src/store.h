@@ -149,14 +149,10 @@ extern struct ZSTD_DCtx_s *store_decompression_context(void);
  * the row of lake_data.chunk at 'place' (lake_chunk_place).
  */
 extern bytea *store_encode_chunk(const char *data, size_t len, uint32 place);
-/*
- * The same, compressed with a prepared dictionary (NULL: none), checked at
- * 'place' or bare (codec.h).
- */
+/* The same, compressed with a prepared dictionary (NULL: none). */
 struct ZSTD_CDict_s;
 extern bytea *store_encode_chunk_dict(const char *data, size_t len,
-									  const struct ZSTD_CDict_s *cdict, bool bare,
-									  uint32 place);
+									  const struct ZSTD_CDict_s *cdict, uint32 place);
 
 /* SPI helpers for the table families' statements. */
 extern void store_run(SPIPlanPtr plan, Datum *values, int expected);

@@ -225,7 +225,7 @@ store_dict_encode_chunk(int32 dataset_id, const char *data, size_t len)
 	const char *why = NULL;
 
 	if (len > LAKE_DICT_MAX_INPUT || (id = dataset_dict_id(dataset_id)) == 0)
-		return store_encode_chunk_dict(data, len, NULL, true, LAKE_PLACE_NONE);
+		return store_encode_chunk_dict(data, len, NULL, LAKE_PLACE_NONE);
 	if ((d = kept_dict(id, &why)) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -247,7 +247,7 @@ store_dict_encode_chunk(int32 dataset_id, const char *data, size_t len)
 					 errmsg("out of memory"),
 					 errdetail("Could not prepare zstd dictionary %d.", id)));
 	}
-	return store_encode_chunk_dict(data, len, d->cdict, true, LAKE_PLACE_NONE);
+	return store_encode_chunk_dict(data, len, d->cdict, LAKE_PLACE_NONE);
 }
 
 const char *

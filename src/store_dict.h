@@ -32,8 +32,8 @@
 #define LAKE_DICT_BYTES (16 * 1024)
 
 /*
- * Encode a version's chunk 0, bare (codec.h: the version's digest verifies
- * it), into store_encode_chunk's buffer, with the dataset's dictionary when
+ * Encode a version's chunk 0 (checked at LAKE_PLACE_NONE: codec.h) into
+ * store_encode_chunk's buffer, with the dataset's dictionary when
  * it has one and the chunk is small enough. XX001 if that dictionary is
  * damaged.
  */

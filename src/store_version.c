@@ -12,9 +12,10 @@
  * keep their chunks in lake_data.chunk under a blob id, which a
  * version_blob row names; a stage's id is the blob its chunks are uploaded
  * to, so committing a stage hands them to the version as they are.
- * Chunk 0 in the row is bare (codec.h): the version's SHA-256 digest,
- * checked at every read, verifies it, and its decoded size, which its
- * header records, is the payload's unless a version_blob row says more.
+ * Chunk 0 in the row is checked at LAKE_PLACE_NONE, or bare in rows of
+ * earlier builds (codec.h); the version's SHA-256 digest, checked at every
+ * read, verifies either, and its decoded size, which its header records,
+ * is the payload's unless a version_blob row says more.
  *
  * An operation's version is found through version_operation, an index on
  * (dataset_id, operation_hash(tenant, operation_id)): equal hashes are
@@ -263,7 +264,7 @@ lake_operation_hash(PG_FUNCTION_ARGS)
 								   VARSIZE_ANY_EXHDR(operation_id)));
 }
 
-/* lake_data.chunk_bytes(data): a bare chunk 0's decoded size (lake.versions). */
+/* lake_data.chunk_bytes(data): a chunk 0's decoded size (lake.versions). */
 Datum
 lake_chunk_bytes(PG_FUNCTION_ARGS)
 {
@@ -278,7 +279,9 @@ lake_chunk_bytes(PG_FUNCTION_ARGS)
 	LakeCodecStatus st;
 
 	Assert(VARSIZE_ANY_EXHDR(head) == Min(len, 32));
-	st = lake_chunk_decoded_size((const uint8 *) VARDATA_ANY(head), len, true, &size);
+	st = lake_chunk_decoded_size((const uint8 *) VARDATA_ANY(head), len,
+								 lake_chunk_is_bare((const uint8 *) VARDATA_ANY(head), len),
+								 &size);
 	if (st == LAKE_CODEC_OK && size > LAKE_CHUNK_BYTES)
 		st = LAKE_CODEC_TOO_BIG;
 
@@ -372,16 +375,20 @@ head_from_row(Datum *values, bool *nulls, VersionHead *head)
 	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
 	head->inline_chunk = nulls[VA_DATA - 1] ? NULL :
 		detoast_chunk(values[VA_DATA - 1], head->version);
+	head->inline_bare = false;
 	head->blob = 0;
 	head->nchunks = 1;
 	head->bytes = 0;
 	head->damage = NULL;
 	if (head->inline_chunk != NULL)
 	{
+		const uint8 *in = (const uint8 *) VARDATA_ANY(head->inline_chunk);
+		size_t		inlen = VARSIZE_ANY_EXHDR(head->inline_chunk);
 		size_t		size = 0;
-		LakeCodecStatus st =
-			lake_chunk_decoded_size((const uint8 *) VARDATA_ANY(head->inline_chunk),
-									VARSIZE_ANY_EXHDR(head->inline_chunk), true, &size);
+		LakeCodecStatus st;
+
+		head->inline_bare = lake_chunk_is_bare(in, inlen);
+		st = lake_chunk_decoded_size(in, inlen, head->inline_bare, &size);
 
 		if (st == LAKE_CODEC_OK && size > LAKE_CHUNK_BYTES)
 			st = LAKE_CODEC_TOO_BIG;
@@ -982,8 +989,8 @@ visit_version_chunks(const VersionHead *head, ChunkVisitor visit, void *arg)
 		return store_visit_chunks(head->blob, 0, head->nchunks, head->bytes, head->version,
 								  visit, arg);
 
-	why = visit_stored(head->inline_chunk, true, LAKE_PLACE_NONE, (size_t) head->bytes,
-					   NULL, visit, arg, &first_len);
+	why = visit_stored(head->inline_chunk, head->inline_bare, LAKE_PLACE_NONE,
+					   (size_t) head->bytes, NULL, visit, arg, &first_len);
 	if (why != NULL || first_len == (size_t) head->bytes)
 		return why;
 	if (head->blob == 0)
@@ -1059,12 +1066,37 @@ store_version_largest_chunk(const VersionHead *head)
 			   head->inline_chunk != NULL ? Min(head->bytes, LAKE_CHUNK_BYTES) : 0);
 }
 
+/*
+ * Whether a version whose digest is the payload's lies whole in its row, a
+ * checked chunk 0 holding the payload (codec.h: lake_chunk_holds), so that
+ * a replay verifies it without decoding. Anything else (a bare chunk of an
+ * earlier build, a frame that needs a dictionary, more chunks, damage)
+ * is for the decoding check, which names what is wrong.
+ */
+static bool
+holds_in_row(const VersionHead *head, const char *payload, int64 len)
+{
+	const uint8 *in;
+	size_t		inlen;
+
+	if (head->damage != NULL || head->inline_chunk == NULL || head->inline_bare ||
+		head->blob != 0 || head->bytes != len)
+		return false;
+	in = (const uint8 *) VARDATA_ANY(head->inline_chunk);
+	inlen = VARSIZE_ANY_EXHDR(head->inline_chunk);
+	return lake_chunk_dict_id(in, inlen, false) == 0 &&
+		lake_chunk_holds(in, inlen, LAKE_PLACE_NONE, (const uint8 *) payload,
+						 (size_t) len) == LAKE_CODEC_OK;
+}
+
 void
 store_check_lineage(const char *dataset, const OperationLookup *op,
 					const char *payload, int64 len)
 {
 	const char *why;
 
+	if (payload != NULL && holds_in_row(&op->head, payload, len))
+		return;
 	if (payload != NULL)
 	{
 		/*

@@ -17,6 +17,7 @@ typedef struct VersionHead
 	uint8		digest[LAKE_DIGEST_LEN];
 	bool		digest_ok;		/* false: the stored digest is unreadable */
 	bytea	   *inline_chunk;	/* chunk 0 when stored in the row, else NULL */
+	bool		inline_bare;	/* and of the bare form (earlier builds) */
 	int64		blob;			/* the blob of the other chunks, 0: none */
 	int32		nchunks;		/* chunks in all */
 	const char *damage;			/* why the size is unknown (chunk 0 damaged) */

@@ -10,7 +10,8 @@
  * growing by at most the header; a checked chunk with any one of its bits
  * flipped must be refused (the checksum covers every stored bit), so must
  * a checked chunk read at another place than it was written for, and
- * neither form is accepted by a reader of the other. The corpus is read at
+ * neither form is accepted by a reader of the other. A checked chunk holds
+ * (lake_chunk_holds) exactly the bytes it decodes to. The corpus is read at
  * LAKE_PLACE_NONE (the place of cycle records and snapshots); re-encoded
  * chunks at a row's place of lake_data.chunk.
  */
@@ -93,8 +94,35 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_CHECK(got == declared);
+	FUZZ_CHECK(lake_chunk_is_bare(data, size) == bare);
 	if (data[0] == LAKE_CODEC_RAW || data[0] == LAKE_CODEC_RAW + LAKE_CODEC_BARE)
 		FUZZ_CHECK(memcmp(out, data + header, got) == 0);
+
+	/*
+	 * What a checked chunk decodes to, it holds (a replay's check without
+	 * decoding); one flipped byte of those bytes, or one byte more, it
+	 * does not. A bare chunk holds nothing: it has no checksum to tell.
+	 */
+	if (bare)
+		FUZZ_CHECK(lake_chunk_holds(data, size, LAKE_PLACE_NONE, out, got) == LAKE_CODEC_BAD_TAG);
+	else
+	{
+		uint8_t    *other = malloc(got + 1);
+
+		FUZZ_CHECK(lake_chunk_holds(data, size, LAKE_PLACE_NONE, out, got) == LAKE_CODEC_OK);
+		FUZZ_CHECK(lake_chunk_holds(data, size, row, out, got) == LAKE_CODEC_BAD_CHECKSUM);
+		memcpy(other, out, got);
+		other[got] = 0;
+		FUZZ_CHECK(lake_chunk_holds(data, size, LAKE_PLACE_NONE, other, got + 1) ==
+				   LAKE_CODEC_SIZE_MISMATCH);
+		if (got > 0)
+		{
+			other[(size_t) data[size - 1] % got] ^= 0x20;
+			FUZZ_CHECK(lake_chunk_holds(data, size, LAKE_PLACE_NONE, other, got) ==
+					   LAKE_CODEC_BAD_CHECKSUM);
+		}
+		free(other);
+	}
 
 	/*
 	 * One flipped bit, at a place that depends on the input, is damage to a
@@ -129,6 +157,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(lake_chunk_decode_dict(NULL, NULL, enc, enclen, bare, row, back, got,
 									  &again) == LAKE_CODEC_OK);
 	FUZZ_CHECK(again == got && memcmp(back, out, got) == 0);
+	if (!bare)
+		FUZZ_CHECK(lake_chunk_holds(enc, enclen, row, out, got) == LAKE_CODEC_OK);
 	/* A bare chunk has no place; a checked one is bound to its own. */
 	FUZZ_CHECK((lake_chunk_decode_dict(NULL, NULL, enc, enclen, bare, LAKE_PLACE_NONE, back,
 									   got, &again) == LAKE_CODEC_OK) == bare);

@@ -72,8 +72,8 @@ SELECT max(version) AS head FROM lake.versions('orders');
 SELECT length(lake.read('orders', 6)) AS at_limit_bytes,
        lake.read('orders', 6) = decode(repeat('ab', 3 * 1024 * 1024), 'hex') AS at_limit_intact;
 
--- Payloads are compressed when that helps and stored raw (one tag byte)
--- when it does not.
+-- Payloads are compressed when that helps and stored raw (behind the
+-- five-byte header) when it does not.
 SELECT lake.append('events', 'acme', 'json',
          convert_to(string_agg(format('{"id": %s, "kind": "click", "page": "/home"}', i), E'\n'), 'UTF8')) AS v
 FROM generate_series(1, 2000) i;

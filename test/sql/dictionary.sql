@@ -17,7 +17,7 @@ CREATE FUNCTION t.dchunk(ds text, v bigint) RETURNS bytea LANGUAGE sql AS $$
   WHERE d.name = ds AND x.version = v
 $$;
 CREATE FUNCTION t.dnamed(c bytea) RETURNS bool LANGUAGE sql AS $$
-  SELECT get_byte(c, 0) = ascii('z') AND get_byte(c, 1) & 3 <> 0
+  SELECT get_byte(c, 0) = ascii('Z') AND get_byte(c, 5) & 3 <> 0
 $$;
 
 SELECT lake.create_dataset('dict_ds');

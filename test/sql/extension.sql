@@ -80,9 +80,9 @@ BEGIN
            || raw;
 END $$;
 
--- t.bare_chunk(raw): the same as a version's chunk 0 is stored in its row
--- (codec.h), bare: tag 'r' and the bytes, no checksum (the version's
--- digest is its checksum).
+-- t.bare_chunk(raw): the same as earlier builds stored a version's chunk 0
+-- in its row (codec.h), bare: tag 'r' and the bytes, no checksum (the
+-- version's digest is its checksum); lake still reads such rows.
 CREATE FUNCTION t.bare_chunk(raw bytea) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
     SELECT '\x72'::bytea || raw
 $$;

@@ -59,26 +59,73 @@ CREATE TABLE t.i_chunk AS
 SELECT v.data FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
 WHERE d.name = 'i_ds' AND v.version = :v;
 -- The server's framing is the one codec.h describes: chunk 0 in a version
--- row is bare (no checksum; the version's digest is verified instead).
-SELECT data = t.bare_chunk(convert_to('100 EUR', 'UTF8')) AS framed_as_documented FROM t.i_chunk;
-CREATE FUNCTION t.i_version_flips(v bigint) RETURNS SETOF text LANGUAGE plpgsql AS $$
+-- row is checked at no place (t.raw_chunk's CRC starts where LAKE_PLACE_NONE
+-- does), so that a replay can verify it without decoding.
+SELECT data = t.raw_chunk(convert_to('100 EUR', 'UTF8')) AS framed_as_documented FROM t.i_chunk;
+-- t.i_row_flips(ds, v, good, q): q's outcome with each bit of version v's
+-- row chunk flipped in turn, from 'good'; then 'good' put back.
+CREATE FUNCTION t.i_row_flips(ds text, v bigint, good bytea, q text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
 DECLARE
-    good bytea := (SELECT data FROM t.i_chunk);
-    q text := format($q$SELECT encode(lake.read('i_ds', %s), 'hex')$q$, v);
     g text;
 BEGIN
+    UPDATE lake_data.version SET data = good
+    WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = ds) AND version = v;
     EXECUTE q INTO g;
     FOR n IN 0 .. 8 * length(good) - 1 LOOP
         UPDATE lake_data.version SET data = t.i_flip(good, n)
-        WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = v;
+        WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = ds) AND version = v;
         RETURN NEXT t.i_outcome(q, g);
     END LOOP;
     UPDATE lake_data.version SET data = good
-    WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = v;
+    WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = ds) AND version = v;
 END $$;
 SELECT left(outcome, 5) AS outcome, count(*) = 8 * (SELECT length(data) FROM t.i_chunk) AS every_flip,
        string_agg(DISTINCT substr(outcome, 7), '; ') AS details
-FROM t.i_version_flips(:v) outcome GROUP BY 1 ORDER BY 1;
+FROM t.i_row_flips('i_ds', :v, (SELECT data FROM t.i_chunk),
+                   format($q$SELECT encode(lake.read('i_ds', %s), 'hex')$q$, :v)) outcome
+GROUP BY 1 ORDER BY 1;
+-- A replay verifies a compressed chunk 0 by its checksum over the frame and
+-- the payload it holds (codec.h), without decoding the frame: every flip of
+-- it is still LK005, never the version.
+SELECT lake.create_dataset('i_z');
+SELECT lake.append('i_z', 'acme', 'i-zstd', convert_to(repeat('100 EUR paid; ', 20), 'UTF8')) AS zv \gset
+CREATE TABLE t.i_zchunk AS
+SELECT v.data FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
+WHERE d.name = 'i_z' AND v.version = :zv;
+SELECT get_byte(data, 0) = ascii('Z') AS compressed, length(data) < 280 AS smaller FROM t.i_zchunk;
+CREATE FUNCTION t.i_zreplay() RETURNS text LANGUAGE sql AS $$
+    SELECT 'version ' || lake.append('i_z', 'acme', 'i-zstd',
+                                     convert_to(repeat('100 EUR paid; ', 20), 'UTF8'))
+$$;
+SELECT left(outcome, 5) AS outcome, count(*) = 8 * (SELECT length(data) FROM t.i_zchunk) AS every_flip,
+       string_agg(DISTINCT substr(outcome, 7), '; ') AS details
+FROM t.i_row_flips('i_z', :zv, (SELECT data FROM t.i_zchunk), 'SELECT t.i_zreplay()') outcome
+GROUP BY 1 ORDER BY 1;
+SELECT t.i_zreplay() = 'version ' || :zv AS replayed;
+-- Rows of earlier builds hold chunk 0 bare (no checksum; the digest verifies
+-- it): they read and replay as before. A compressed one is made bare by
+-- dropping the checksum's four bytes. Flipped, such a chunk is LK005 to
+-- both, or (a bit the frame format ignores) read as the same bytes: never
+-- as other bytes.
+UPDATE lake_data.version SET data = t.bare_chunk(convert_to('100 EUR', 'UTF8'))
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :v;
+SELECT convert_from(lake.read('i_ds', :v), 'UTF8') AS bare_read,
+       lake.append('i_ds', 'acme', 'i-small', convert_to('100 EUR', 'UTF8')) = :v AS bare_replay;
+SELECT reader, count(*) = 8 * (length(data) - 4) AS every_flip,
+       count(*) FILTER (WHERE outcome LIKE 'LK005 %') > 0 AS refused,
+       count(*) FILTER (WHERE outcome NOT LIKE 'LK005 %' AND outcome <> 'same') AS otherwise
+FROM t.i_zchunk,
+     LATERAL (VALUES ('replay', 'SELECT t.i_zreplay()'),
+                     ('read', format($q$SELECT encode(lake.read('i_z', %s), 'hex')$q$, :zv))) r(reader, q),
+     LATERAL t.i_row_flips('i_z', :zv, '\x7a'::bytea || substr(data, 6), r.q) outcome
+GROUP BY reader, length(data) ORDER BY reader;
+SELECT t.i_zreplay() = 'version ' || :zv AS bare_replayed,
+       convert_from(lake.read('i_z', :zv), 'UTF8') = repeat('100 EUR paid; ', 20) AS bare_read;
+UPDATE lake_data.version SET data = (SELECT data FROM t.i_zchunk)
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_z') AND version = :zv;
+UPDATE lake_data.version SET data = (SELECT data FROM t.i_chunk)
+WHERE dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'i_ds') AND version = :v;
 SELECT convert_from(lake.read('i_ds', :v), 'UTF8') AS repaired;
 
 -- A stage chunk damaged before commit_append: XX001, no version written,
@@ -151,8 +198,8 @@ SELECT t.i_replay() AS chunk_missing;
 INSERT INTO lake_data.chunk SELECT * FROM t.i_big;
 UPDATE lake_data.chunk SET data = t.i_flip(data, 8 * length(data) - 1) WHERE blob = :big_blob AND chunk_no = 1;
 SELECT t.i_replay() AS chunk_damaged;
--- A sound chunk of other bytes in its place: it decodes, but not to the
--- payload the version's digest is of.
+-- Another version's sound chunk 0 in its place: its checksum is of no
+-- place (a row's chunk 0), so it is refused as damaged here.
 SELECT lake.create_dataset('i_other');
 SELECT lake.append('i_other', 'acme', 'i-other', convert_to('lakx', 'UTF8')) AS other_version;
 UPDATE lake_data.chunk SET data = (SELECT v.data FROM lake_data.version v
@@ -382,9 +429,9 @@ WHERE d.id = v.dataset_id AND d.name = 'i_key' AND v.operation_id = 'k-b';
 REINDEX INDEX lake_data.version_pkey;
 SELECT convert_from(lake.read('i_key', 2), 'UTF8') AS version_2_repaired;
 
-DROP FUNCTION t.i_cycle_flips(bigint), t.i_version_flips(bigint), t.i_stage_flips(bigint),
-    t.i_replay(), t.i_outcome(text, text), t.i_flip(bytea, int);
-DROP TABLE t.i_good, t.i_chunk, t.i_stage, t.i_big, t.i_late, t.i_ops;
+DROP FUNCTION t.i_cycle_flips(bigint), t.i_row_flips(text, bigint, bytea, text), t.i_stage_flips(bigint),
+    t.i_replay(), t.i_zreplay(), t.i_outcome(text, text), t.i_flip(bytea, int);
+DROP TABLE t.i_good, t.i_chunk, t.i_zchunk, t.i_stage, t.i_big, t.i_late, t.i_ops;
 SELECT lake.revoke_tenant('lake_i_carol', 'globex');
 REVOKE USAGE ON SCHEMA lake, t FROM lake_i_carol;
 DROP ROLE lake_i_carol;
