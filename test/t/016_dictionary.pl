@@ -26,7 +26,7 @@ $$;
 -- Whether version v's stored chunk names a dictionary (its zstd frame's
 -- Dictionary_ID_flag; codec.h: tag, checksum, descriptor: no magic number).
 CREATE FUNCTION named(v bigint) RETURNS bool LANGUAGE sql AS $$
-  SELECT get_byte(x.data, 0) = ascii('z') AND get_byte(x.data, 1) & 3 <> 0
+  SELECT get_byte(x.data, 0) = ascii('Z') AND get_byte(x.data, 5) & 3 <> 0
   FROM lake_data.version x JOIN lake_data.dataset d ON d.id = x.dataset_id
   WHERE d.name = 'ds' AND x.version = v
 $$;
