@@ -2,7 +2,8 @@
  * append.c — single-shot appends and the read functions (SPEC §3).
  *
  * lake.append checks its arguments, takes the admission permit for the
- * payload's size before touching the payload, digests it, and then follows
+ * payload's size before touching the payload, digests it (and stores a new
+ * operation's chunks before taking the dataset's lock), and then follows
  * the idempotency protocol of operation.c. Reads stream the version's
  * chunks one at a time through the decoder and verify the digest: damage
  * is LK005, never partial data.
@@ -43,6 +44,17 @@ lake_create_dataset(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* The payload argument, its SHA-256 into 'digest', checked against a supplied one. */
+static bytea *
+digested_payload(FunctionCallInfo fcinfo, int64 len, const uint8 *supplied, uint8 *digest)
+{
+	bytea	   *payload = lake_arg_bytea(fcinfo, 3, "payload");
+
+	lake_sha256(VARDATA_ANY(payload), len, digest);
+	lake_check_digest(supplied, digest);
+	return payload;
+}
+
 Datum
 lake_append(PG_FUNCTION_ARGS)
 {
@@ -54,6 +66,7 @@ lake_append(PG_FUNCTION_ARGS)
 	int64		len;
 	uint8		digest[LAKE_DIGEST_LEN];
 	OperationLookup op;
+	PreparedVersion prepared;
 	int64		version;
 	long		wait_ms;
 	bool		held;
@@ -89,24 +102,36 @@ lake_append(PG_FUNCTION_ARGS)
 		operation_lookup(store_dataset_id(dataset), tenant, operation_id, &op);
 	}
 
+	if (!op.found)
+	{
+		/*
+		 * A new operation's payload is digested, encoded and its chunks
+		 * beyond the first written before the dataset's lock is taken,
+		 * under the call's reservation: the lock others wait for is held
+		 * for the version row alone, not for a compression whose cost
+		 * grows with the payload and the session's compression level.
+		 * Queued, the call keeps chunk 0 encoded (at most a chunk) and no
+		 * copy of the payload.
+		 */
+		payload = digested_payload(fcinfo, len, supplied, digest);
+		store_prepare_version(op.dataset_id, VARDATA_ANY(payload), len, &prepared);
+		if (payload != (bytea *) PG_GETARG_POINTER(3))
+			pfree(payload);
+	}
+
 	/* All waits share the call's budget. */
 	wait_ms = operation_lock_queued(&op, dataset, held, (uint64) len, wait_ms);
 
-	/*
-	 * Detoasted only now: a call queued for the dataset's lock gives its
-	 * reservation back meanwhile, and must not hold a copy of the payload.
-	 */
-	payload = lake_arg_bytea(fcinfo, 3, "payload");
-
-	lake_sha256(VARDATA_ANY(payload), len, digest);
-	lake_check_digest(supplied, digest);
-
 	if (op.found)
+	{
+		payload = digested_payload(fcinfo, len, supplied, digest);
 		version = operation_replay_of(&op, digest, VARDATA_ANY(payload), len,
 									  dataset, tenant, operation_id, wait_ms);
+	}
 	else if (operation_resolve(&op, digest, dataset, tenant, operation_id, wait_ms, &version))
-		store_write_version(op.dataset_id, version, tenant, operation_id, digest,
-							VARDATA_ANY(payload), len);
+		store_write_prepared(op.dataset_id, version, tenant, operation_id, digest, &prepared);
+	else
+		store_discard_prepared(&prepared);	/* committed meanwhile: a replay */
 	store_finish();
 	PG_RETURN_INT64(version);
 }

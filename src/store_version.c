@@ -651,34 +651,61 @@ insert_version_blob(int64 blob, int32 dataset_id, int32 nchunks, int64 version,
 }
 
 void
-store_write_version(int32 dataset_id, int64 version, const char *tenant,
-					const char *operation_id, const uint8 *digest,
-					const char *payload, int64 len)
+store_prepare_version(int32 dataset_id, const char *payload, int64 len, PreparedVersion *pv)
 {
-	int32		nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
-	Relation	rel;
+	bytea	   *chunk0;
 
-	if (nchunks > 1)
+	pv->bytes = len;
+	pv->nchunks = len == 0 ? 1 : (int32) ((len + LAKE_CHUNK_BYTES - 1) / LAKE_CHUNK_BYTES);
+	pv->blob = 0;
+	if (pv->nchunks > 1)
 	{
 		Relation	chunks = store_open("chunk", RowExclusiveLock);
-		int64		blob = store_next_blob();
 
-		for (int32 i = 1; i < nchunks; i++)
+		pv->blob = store_next_blob();
+		for (int32 i = 1; i < pv->nchunks; i++)
 		{
 			int64		off = (int64) i * LAKE_CHUNK_BYTES;
 
 			CHECK_FOR_INTERRUPTS();
-			store_insert_chunk(chunks, blob, i, payload + off,
+			store_insert_chunk(chunks, pv->blob, i, payload + off,
 							   Min(len - off, LAKE_CHUNK_BYTES));
 		}
 		table_close(chunks, NoLock);
-		insert_version_blob(blob, dataset_id, nchunks, version, len);
 	}
-	/* Chunk 0 last: the encode buffer then holds it for the version row. */
+	/* Out of the encode buffer, which the next chunk encoded reuses. */
+	chunk0 = store_dict_encode_chunk(dataset_id, payload, Min(len, LAKE_CHUNK_BYTES));
+	pv->chunk0 = palloc(VARSIZE(chunk0));
+	memcpy(pv->chunk0, chunk0, VARSIZE(chunk0));
+}
+
+void
+store_write_prepared(int32 dataset_id, int64 version, const char *tenant,
+					 const char *operation_id, const uint8 *digest,
+					 const PreparedVersion *pv)
+{
+	Relation	rel;
+
+	if (pv->blob != 0)
+		insert_version_blob(pv->blob, dataset_id, pv->nchunks, version, pv->bytes);
 	rel = store_open("version", RowExclusiveLock);
-	insert_version(rel, dataset_id, version, tenant, operation_id, digest,
-				   store_dict_encode_chunk(dataset_id, payload, Min(len, LAKE_CHUNK_BYTES)));
+	insert_version(rel, dataset_id, version, tenant, operation_id, digest, pv->chunk0);
 	table_close(rel, NoLock);
+}
+
+void
+store_discard_prepared(const PreparedVersion *pv)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(pv->blob)};
+
+	if (pv->blob == 0)
+		return;
+	store_run(store_plan(&plan,
+				 "DELETE FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_DELETE);
 }
 
 /* A version row with its chunks elsewhere (a committed stage's). */

@@ -65,9 +65,29 @@ extern void store_recheck_operation(const char *tenant, const char *operation_id
 									Snapshot snapshot, OperationLookup *out);
 
 /* versions */
-extern void store_write_version(int32 dataset_id, int64 version,
-								const char *tenant, const char *operation_id,
-								const uint8 *digest, const char *payload, int64 len);
+/*
+ * A single-shot payload stored ahead of its version row, before the
+ * dataset's append lock is taken (operation.c): its chunks beyond the first
+ * written under a fresh blob, chunk 0 encoded for the row. A large
+ * payload's compression, at a level the session chooses, then never holds
+ * the lock other appends to the dataset wait for. Written as a version
+ * once the version number is known, or discarded (its chunks deleted) when
+ * the operation turns out to have been committed meanwhile.
+ */
+typedef struct PreparedVersion
+{
+	bytea	   *chunk0;			/* encoded, for the row */
+	int64		blob;			/* of chunks 1..nchunks-1; 0: none */
+	int32		nchunks;
+	int64		bytes;
+} PreparedVersion;
+
+extern void store_prepare_version(int32 dataset_id, const char *payload, int64 len,
+								  PreparedVersion *pv);
+extern void store_write_prepared(int32 dataset_id, int64 version, const char *tenant,
+								 const char *operation_id, const uint8 *digest,
+								 const PreparedVersion *pv);
+extern void store_discard_prepared(const PreparedVersion *pv);
 extern void store_add_version(int32 dataset_id, int64 version, const char *tenant,
 							  const char *operation_id, const uint8 *digest,
 							  int64 bytes, int32 nchunks, int64 blob);
