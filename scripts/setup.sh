@@ -28,5 +28,5 @@ LAKE_OS_USER=${LAKE_OS_USER:-postgres}
 id "$LAKE_OS_USER" >/dev/null 2>&1 || useradd --system --create-home "$LAKE_OS_USER"
 
 echo "== building (-Wall -Werror) and installing"
-make -s PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config >/dev/null
+make -s PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config WERROR=-Werror >/dev/null
 make -s PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config install >/dev/null
