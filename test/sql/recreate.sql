@@ -12,7 +12,8 @@ DROP EXTENSION lake CASCADE;
 CREATE EXTENSION lake;
 -- The new extension's writer row starts at 0, yet its worker's epoch goes
 -- past the one this server sealed in before: a receipt a client still holds
--- from the dropped extension never names a new cast.
+-- from the dropped extension never names a new cast (while the server stays
+-- up: README, a restart in between starts receipts afresh).
 SELECT lake.create_owner('recreated');
 SELECT (r).epoch > :old_epoch AS epoch_not_reused
 FROM (SELECT lake.cast('recreated', 'Planning', 'CognitiveWork') AS r) x;
