@@ -341,11 +341,35 @@ CREATE FUNCTION lake_router.define_lifecycle(nr int4, name text, initial_phase t
         SELECT lake.define_lifecycle(name, initial_phase, edges);
     $$;
 
--- Defined on every partition that lacks it; 42710 only when every partition
--- already has it (as lake refuses a second definition). A retry after a
--- partition failed completes the others: retry with the same definition
--- (lifecycles are meant to stay as defined; a partition that has one keeps
--- it).
+CREATE FUNCTION lake_router.lifecycle_definition(nr int4, name text,
+                                                 OUT initial_phase text, OUT edges text[])
+    LANGUAGE plproxy AS $$
+        CLUSTER 'lake';
+        RUN ON nr;
+        SELECT * FROM lake.lifecycle_definition(name);
+    $$;
+
+-- Whether partition nr has the lifecycle under another definition than
+-- the one given (false where it has none, or the same one).
+CREATE FUNCTION lake_router.lifecycle_differs(nr int4, name text, initial_phase text, edges text[])
+    RETURNS boolean
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    d record;
+BEGIN
+    SELECT * INTO d FROM lake_router.lifecycle_definition(nr, name);
+    RETURN (d.initial_phase, d.edges) IS DISTINCT FROM (initial_phase, edges);
+EXCEPTION WHEN undefined_object THEN
+    RETURN false;
+END
+$$;
+
+-- Defined on every partition that lacks it; 42710 when every partition
+-- already has it (as lake refuses a second definition), and before
+-- anything is written when a partition has it under another definition.
+-- A retry after a partition failed completes the others: retry with the
+-- same definition. A partition that gains another definition meanwhile (a
+-- second definer in between) is named in a 42710 afterwards.
 CREATE FUNCTION lake.define_lifecycle(name text, initial_phase text, edges text[]) RETURNS void
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -358,9 +382,21 @@ BEGIN
                   HINT = 'Create it with CREATE SERVER lake FOREIGN DATA WRAPPER plproxy OPTIONS (p0 ''...'', ...).';
     END IF;
     FOR nr IN 0 .. n - 1 LOOP
+        IF lake_router.lifecycle_differs(nr, name, initial_phase, edges) THEN
+            RAISE EXCEPTION 'lifecycle "%" already exists', name
+                USING ERRCODE = 'duplicate_object',
+                      DETAIL = format('Partition %s defines it with another initial phase or other edges; nothing was written.', nr);
+        END IF;
+    END LOOP;
+    FOR nr IN 0 .. n - 1 LOOP
         BEGIN
             PERFORM lake_router.define_lifecycle(nr, name, initial_phase, edges);
         EXCEPTION WHEN duplicate_object THEN
+            IF lake_router.lifecycle_differs(nr, name, initial_phase, edges) THEN
+                RAISE EXCEPTION 'lifecycle "%" already exists', name
+                    USING ERRCODE = 'duplicate_object',
+                          DETAIL = format('Partition %s was given another definition meanwhile; the partitions before it have this one.', nr);
+            END IF;
             existing := existing + 1;
         END;
     END LOOP;

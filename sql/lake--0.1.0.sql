@@ -503,6 +503,10 @@ CREATE FUNCTION lake.define_lifecycle(name text, initial_phase text, edges text[
     AS 'MODULE_PATHNAME', 'lake_define_lifecycle'
     LANGUAGE C;
 
+CREATE FUNCTION lake.lifecycle_definition(name text, OUT initial_phase text, OUT edges text[])
+    AS 'MODULE_PATHNAME', 'lake_lifecycle_definition'
+    LANGUAGE C STABLE;
+
 CREATE FUNCTION lake.create_owner(owner text, lifecycle text DEFAULT 'kanban',
                                   tenant text DEFAULT 'default') RETURNS void
     AS 'MODULE_PATHNAME', 'lake_create_owner'

@@ -13,6 +13,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "guc.h"
 #include "lifecycle.h"
@@ -24,6 +25,7 @@
 #include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(lake_define_lifecycle);
+PG_FUNCTION_INFO_V1(lake_lifecycle_definition);
 PG_FUNCTION_INFO_V1(lake_lifecycle_check);
 
 typedef struct LifecycleEntry
@@ -373,6 +375,43 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 				 errmsg("lifecycle \"%s\" already exists", name)));
 	store_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * lake.lifecycle_definition(name): the initial phase and edges a lifecycle
+ * was defined with, as stored. The router compares them with a definition
+ * it is given where a partition already has the name (lake_router).
+ */
+Datum
+lake_lifecycle_definition(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan;
+	char	   *name;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	TupleDesc	desc;
+
+	lake_require_preload();
+	name = lake_arg_short_name(fcinfo, 0, "lifecycle name");
+	access_require_admin(fcinfo);
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "lake: lifecycle_definition must return a composite");
+	values[0] = CStringGetTextDatum(name);
+	store_connect();
+	store_run(store_plan(&plan,
+				 "SELECT l.initial_phase, l.edges FROM lake_data.lifecycle l "
+				 "WHERE l.name OPERATOR(pg_catalog.=) $1",
+				 1, types),
+		values, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lifecycle \"%s\" does not exist", name)));
+	values[0] = SPI_datumTransfer(store_colv(0, 1), false, -1);
+	values[1] = SPI_datumTransfer(store_colv(0, 2), false, -1);
+	store_finish();
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 
 void

@@ -7,6 +7,15 @@ SELECT lake.define_lifecycle('lc_hand', 'A', '{{A,B},{B,A}}');
 SELECT lake.define_lifecycle('lc_used', 'A', '{{A,B},{B,A}}');
 SELECT lake.create_owner('lc_o1', 'lc_used');
 
+-- A lifecycle's definition as stored (the router compares definitions
+-- with it); refusals as define_lifecycle's.
+SELECT * FROM lake.lifecycle_definition('lc_hand');
+SELECT * FROM lake.lifecycle_definition('kanban');
+SELECT t.err($$SELECT lake.lifecycle_definition('lc_none')$$);
+SELECT t.err($$SELECT lake.lifecycle_definition(NULL)$$);
+SELECT t.err($$SELECT lake.lifecycle_definition('')$$);
+SELECT t.err($$SELECT lake.lifecycle_definition(repeat('l', 64))$$);
+
 -- Edits that do not build are refused, with or without owners.
 SELECT t.err($$UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_hand'$$);
 SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{{A,B},{A,B}}' WHERE name = 'lc_hand'$$);

@@ -80,7 +80,8 @@ INSERT INTO t.p_case VALUES
  (25, 'admission',        $$SELECT * FROM lake.admission()$$),
  (26, 'stats',            $$SELECT * FROM lake.stats()$$),
  (27, 'train_dictionary', $$SELECT lake.train_dictionary('p_ds')$$),
- (28, 'rebuild_owner_index', $$SELECT lake.rebuild_owner_index()$$);
+ (28, 'rebuild_owner_index', $$SELECT lake.rebuild_owner_index()$$),
+ (29, 'lifecycle_definition', $$SELECT * FROM lake.lifecycle_definition('kanban')$$);
 -- Every public function of the install script has its case (the trigger
 -- functions lifecycle_changed and lifecycle_check are not callable).
 SELECT p.proname AS function_without_case FROM pg_proc p
@@ -126,8 +127,8 @@ SELECT t.p_run_as('{lake_p_none,lake_p_usage,lake_p_tenant,lake_p_member,lake_p_
 -- functions (create_owner, cast, await_durable, cast_durable, owner_state,
 -- trajectory; p_owner is of tenant p_acme) need a grant of the tenant (42501
 -- otherwise); administrative ones (create_dataset, grant/revoke_tenant,
--- define_lifecycle, seal, checkpoint, recover, release_owner,
--- train_dictionary, rebuild_owner_index) need
+-- define_lifecycle, lifecycle_definition, seal, checkpoint, recover,
+-- release_owner, train_dictionary, rebuild_owner_index) need
 -- lake_admin, the owner or a superuser; every call without USAGE on schema
 -- lake is 42501. The log (only the caller's tenants' landings), cycles and
 -- the statistics: any role with USAGE.

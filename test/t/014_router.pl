@@ -263,6 +263,29 @@ same($_, "define_lifecycle again (partition $_)",
   for 0 .. $N - 1;
 same(0, 'define_lifecycle with an unknown initial phase',
 	"SELECT lake.define_lifecycle('bad', 'Nowhere', '{{Off,On}}')");
+# A partition that has a lifecycle under another definition (as a router
+# call that failed part-way, then a second definer, used to leave): a
+# definition that differs is refused before anything is written, naming
+# the partition; the partition's own definition completes the others.
+$part[1]->safe_psql('postgres', "SELECT lake.define_lifecycle('split', 'A', '{{A,B},{B,A}}')");
+{
+	my ($state, $msg) = call($router, "SELECT lake.define_lifecycle('split', 'X', '{{X,Y}}')");
+	is($state, 'ERROR 42710', 'a definition that differs from a partition\'s is refused (42710)');
+	my (undef, undef, $err) = $router->psql('postgres', "SELECT lake.define_lifecycle('split', 'X', '{{X,Y}}')");
+	like($err, qr/DETAIL:\s+Partition 1 defines it with another initial phase or other edges/,
+		'naming the partition that differs');
+	is( join(',', map { $_->safe_psql('postgres', "SELECT count(*) FROM lake_data.lifecycle WHERE name = 'split'") } @part),
+		join(',', map { $_ == 1 ? 1 : 0 } 0 .. $N - 1), 'and nothing was written on the others');
+}
+is(answer($router, "SELECT lake.define_lifecycle('split', 'A', '{{A,B},{B,A}}')"), '',
+	'the partition\'s own definition is defined on the others');
+is( join(',', map { $_->safe_psql('postgres',
+	"SELECT initial_phase || ':' || edges::text FROM lake.lifecycle_definition('split')") } @part),
+	join(',', ('A:{{A,B},{B,A}}') x $N), 'every partition now has that one');
+is(answer($router, "SELECT lake.define_lifecycle('split', 'A', '{{A,B},{B,A}}')"), 'ERROR 42710',
+	'and defining it once more is refused as lake refuses it');
+is( answer($router, "SELECT initial_phase || ':' || edges::text FROM lake.lifecycle_definition('split')"),
+	'ERROR 42883', 'lifecycle_definition is not routed (no such function on the router)');
 
 for my $i (0 .. $#owners)
 {
