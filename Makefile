@@ -49,7 +49,7 @@ install: router-install
 clean: router-clean
 uninstall: router-uninstall
 router-all router-install router-clean router-uninstall: router-%:
-	$(MAKE) -C $(srcdir)/router PG_CONFIG=$(PG_CONFIG) $*
+	$(MAKE) -C $(srcdir)/router VPATH= PG_CONFIG=$(PG_CONFIG) $*
 
 PGXS_DIR  := $(dir $(PGXS))
 BINDIR    := $(shell $(PG_CONFIG) --bindir)

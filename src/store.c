@@ -89,6 +89,17 @@ static int	depth = 0;
 static int	path_nest = 0;
 static bool callbacks_set = false;
 
+/*
+ * lake_data's namespace as the outermost store_connect found it: every
+ * name lake resolves afresh during the call must still be in it. A DROP
+ * EXTENSION and CREATE EXTENSION committed while a call runs (its reads
+ * keep no lock, and the dataset's lock is an object lock DROP does not
+ * wait for) would otherwise have the call write what it read of the old
+ * installation (a dataset id, a cycle cut from the old ring) into the new
+ * one's tables of the same names.
+ */
+static Oid	call_schema = InvalidOid;
+
 /* zstd context reused for the life of the backend (zstd's own allocator). */
 static ZSTD_CCtx *cctx = NULL;
 
@@ -202,6 +213,7 @@ store_connect(void)
 	if (depth++ == 0)
 	{
 		lake_owner = lookup_owner(false);
+		call_schema = get_namespace_oid(LAKE_DATA_SCHEMA, true);
 		GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	}
 	SPI_connect();
@@ -497,6 +509,7 @@ lake_relid(const char *name)
 {
 	static bool registered = false;
 	Oid			relid;
+	Oid			nsp;
 
 	for (int i = 0; i < nkept; i++)
 		if (kept[i].name == name || strcmp(kept[i].name, name) == 0)
@@ -507,7 +520,14 @@ lake_relid(const char *name)
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_namespace, (Datum) 0);
 		registered = true;
 	}
-	relid = get_relname_relid(name, get_namespace_oid(LAKE_DATA_SCHEMA, false));
+	nsp = get_namespace_oid(LAKE_DATA_SCHEMA, false);
+	if (depth > 0 && OidIsValid(call_schema) && nsp != call_schema)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"lake\" was dropped and created again while this call ran"),
+				 errdetail("What the call had read belongs to the dropped installation."),
+				 errhint("Retry the call; nothing it did is kept.")));
+	relid = get_relname_relid(name, nsp);
 	if (!OidIsValid(relid))
 		elog(ERROR, "lake: relation %s.%s is missing", LAKE_DATA_SCHEMA, name);
 	/*
