@@ -618,6 +618,7 @@ lake_admission(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	lake_require_result_width("lake.admission()", tupdesc, lengthof(values));
 
 	usage = pg_atomic_read_u64(&adm->usage);
 	limits = pg_atomic_read_u64(&adm->limits);

@@ -37,6 +37,24 @@ lake_require_preload(void)
 				 errhint("Add lake to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
+/*
+ * A result row as wide as this library fills it. The library and the
+ * extension's SQL objects come from one build; one installed without the
+ * other (a package upgraded under a running extension) would read or
+ * write past the arrays a row is built from.
+ */
+void
+lake_require_result_width(const char *function, TupleDesc desc, int natts)
+{
+	if (desc == NULL || desc->natts != natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake's library does not match its SQL objects"),
+				 errdetail("The SQL declaration of %s has %d result columns; this library fills %d.",
+						   function, desc == NULL ? 0 : desc->natts, natts),
+				 errhint("Install the lake library built with the installed extension's script, then restart the server.")));
+}
+
 static void
 require_not_null(FunctionCallInfo fcinfo, int argno, const char *what)
 {

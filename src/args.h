@@ -5,6 +5,7 @@
 #ifndef LAKE_ARGS_H
 #define LAKE_ARGS_H
 
+#include "access/tupdesc.h"
 #include "fmgr.h"
 
 /*
@@ -14,6 +15,7 @@
 typedef bool (*LakeEntryCheck) (void);
 extern void lake_set_entry_check(LakeEntryCheck check);
 extern void lake_require_preload(void);
+extern void lake_require_result_width(const char *function, TupleDesc desc, int natts);
 extern char *lake_arg_name(FunctionCallInfo fcinfo, int argno, const char *what);
 extern char *lake_arg_short_name(FunctionCallInfo fcinfo, int argno, const char *what);
 extern bytea *lake_arg_bytea(FunctionCallInfo fcinfo, int argno, const char *what);

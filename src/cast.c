@@ -412,6 +412,8 @@ lake_owner_state(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	name = lake_arg_short_name(fcinfo, 0, "owner");
 	InitMaterializedSRF(fcinfo, 0);
+	lake_require_result_width("lake.owner_state()",
+							  ((ReturnSetInfo *) fcinfo->resultinfo)->setDesc, lengthof(values));
 	for (;;)
 	{
 		uint64		filling;

@@ -22,6 +22,9 @@
 #include "utils/hsearch.h"
 
 /* Emits landings into a tuplestore, optionally of one owner only. */
+/* lake.log()'s columns; lake.trajectory() has them but the owner's name. */
+#define LANDING_COLUMNS 10
+
 typedef struct Emit
 {
 	ReturnSetInfo *rsinfo;
@@ -109,8 +112,8 @@ static int
 emit_landing(const LakeLanding *l, void *arg)
 {
 	Emit	   *e = (Emit *) arg;
-	Datum		v[10];
-	bool		n[10] = {0};
+	Datum		v[LANDING_COLUMNS];
+	bool		n[LANDING_COLUMNS] = {0};
 	int			i = 0;
 
 	if (e->owner_id != 0 && (l->owner_id != e->owner_id || l->position <= e->after_position))
@@ -185,6 +188,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	e.after_position = arg_after(fcinfo, 1, "after_position");
 	InitMaterializedSRF(fcinfo, 0);
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	lake_require_result_width("lake.trajectory()", e.rsinfo->setDesc, LANDING_COLUMNS - 1);
 
 	store_connect();
 	if (!store_owner_lookup(owner, &e.owner_id, &lifecycle, &tenant, NULL))
@@ -211,6 +215,7 @@ lake_log(PG_FUNCTION_ARGS)
 	after_cycle = arg_after(fcinfo, 0, "after_cycle");
 	InitMaterializedSRF(fcinfo, 0);
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	lake_require_result_width("lake.log()", e.rsinfo->setDesc, LANDING_COLUMNS);
 
 	ctl.keysize = sizeof(int32);
 	ctl.entrysize = sizeof(OwnerName);

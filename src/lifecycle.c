@@ -397,6 +397,7 @@ lake_lifecycle_definition(PG_FUNCTION_ARGS)
 	access_require_admin(fcinfo);
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "lake: lifecycle_definition must return a composite");
+	lake_require_result_width("lake.lifecycle_definition()", desc, lengthof(values));
 	values[0] = CStringGetTextDatum(name);
 	store_connect();
 	store_run(store_plan(&plan,

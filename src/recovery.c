@@ -56,6 +56,9 @@
  */
 #define LAKE_TIMELINE_EPOCH_SKIP 4096
 
+/* lake.recover()'s columns: owner, applied, position, quarantined. */
+#define RECOVER_COLUMNS 4
+
 PG_FUNCTION_INFO_V1(lake_recover);
 PG_FUNCTION_INFO_V1(lake_release_owner);
 PG_FUNCTION_INFO_V1(lake_rebuild_owner_index);
@@ -1066,6 +1069,7 @@ lake_recover(PG_FUNCTION_ARGS)
 	cycle_require_no_cut("lake.recover()");
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	lake_require_result_width("lake.recover()", rsinfo->setDesc, RECOVER_COLUMNS);
 	cycle_wait_ready();
 
 	store_connect();
@@ -1077,8 +1081,8 @@ lake_recover(PG_FUNCTION_ARGS)
 	for (uint64 i = 0; i < n; i++)
 	{
 		OwnerReplay r;
-		Datum		values[4];
-		bool		nulls[4] = {0};
+		Datum		values[RECOVER_COLUMNS];
+		bool		nulls[RECOVER_COLUMNS] = {0};
 		char	   *name = only;
 
 		CHECK_FOR_INTERRUPTS();

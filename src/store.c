@@ -36,6 +36,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "args.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/indexing.h"
@@ -1409,6 +1410,8 @@ store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo)
 	bool	   *nulls = palloc(sizeof(bool) * natts);
 
 	store_require_shape_of_plan(plan);	/* its tables are locked now */
+	lake_require_result_width("a set-returning function of lake's", rsinfo->setDesc,
+							  portal->tupDesc->natts);
 
 	for (;;)
 	{

@@ -768,6 +768,7 @@ lake_stats(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	lake_require_result_width("lake.stats()", tupdesc, lengthof(values));
 
 	pid = pg_atomic_read_u32(&ws->pid);
 	state = pg_atomic_read_u32(&ws->state);

@@ -109,3 +109,24 @@ CREATE EXTENSION lake;
 SELECT count(*) AS lake_schemas FROM pg_namespace WHERE nspname = 'lake';
 \c contrib_regression
 DROP DATABASE lake_elsewhere;
+
+-- The library and the SQL declarations come from one build: a declaration
+-- of another width than the library fills (a library installed without its
+-- script, or the reverse) is refused (55000), never read or written past.
+CREATE FUNCTION t.narrow_stats(OUT database text, OUT pid int) AS '$libdir/lake', 'lake_stats' LANGUAGE C;
+CREATE FUNCTION t.wide_admission(OUT a int, OUT b bigint, OUT c int, OUT d bigint, OUT e bigint,
+                                 OUT f bigint, OUT g bigint, OUT h bigint, OUT i bigint)
+    AS '$libdir/lake', 'lake_admission' LANGUAGE C;
+CREATE FUNCTION t.narrow_log(after_cycle bigint, OUT cycle bigint, OUT owner text) RETURNS SETOF record
+    AS '$libdir/lake', 'lake_log' LANGUAGE C;
+CREATE FUNCTION t.wide_versions(dataset text, after_version bigint,
+                                OUT a bigint, OUT b text, OUT c text, OUT d bytea, OUT e bigint,
+                                OUT f bigint, OUT g timestamptz, OUT h int)
+    RETURNS SETOF record AS '$libdir/lake', 'lake_versions' LANGUAGE C;
+SELECT lake.create_dataset('widths');
+SELECT t.err($$SELECT * FROM t.narrow_stats()$$);
+SELECT t.err($$SELECT * FROM t.wide_admission()$$);
+SELECT t.err($$SELECT * FROM t.narrow_log(0)$$);
+SELECT t.err($$SELECT * FROM t.wide_versions('widths', 0)$$);
+DROP FUNCTION t.narrow_stats(), t.wide_admission(), t.narrow_log(bigint),
+    t.wide_versions(text, bigint);
