@@ -183,13 +183,28 @@ CREATE FUNCTION lake.train_dictionary(dataset text) RETURNS integer
         RUN ON lake_router.key_partition(dataset);
     $$;
 
-CREATE FUNCTION lake.versions(dataset text, after_version bigint DEFAULT 0)
+-- PL/Proxy keeps one result per cluster and backend, which a set-returning
+-- function hands out a row per call: another routed call between two of
+-- its rows (in the same SELECT list, or a SECURITY DEFINER function's)
+-- would take that result over, rows lost or another caller's given out.
+-- So each set-returning function of the interface reads its routed call
+-- in FROM, which takes every row at once before any is returned.
+CREATE FUNCTION lake_router.versions(dataset text, after_version bigint)
     RETURNS TABLE(version bigint, tenant text, operation_id text, digest bytea,
                   bytes bigint, stored_bytes bigint, committed_at timestamptz)
     LANGUAGE plproxy AS $$
         CLUSTER 'lake';
         RUN ON lake_router.key_partition(dataset);
+        SELECT * FROM lake.versions(dataset, after_version);
     $$;
+
+CREATE FUNCTION lake.versions(dataset text, after_version bigint DEFAULT 0)
+    RETURNS TABLE(version bigint, tenant text, operation_id text, digest bytea,
+                  bytes bigint, stored_bytes bigint, committed_at timestamptz)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.versions(dataset, after_version);
+    END;
 
 CREATE FUNCTION lake.begin_append(dataset text, tenant text, operation_id text) RETURNS bigint
     LANGUAGE plproxy AS $$
@@ -266,22 +281,41 @@ CREATE FUNCTION lake.cast_durable(owner text, from_phase text, to_phase text,
         RUN ON lake_router.key_partition(owner);
     $$;
 
-CREATE FUNCTION lake.owner_state(owner text)
+CREATE FUNCTION lake_router.owner_state(owner text)
     RETURNS TABLE(phase text, lap bigint, "position" bigint, pending int,
                   quarantined boolean, reason text)
     LANGUAGE plproxy AS $$
         CLUSTER 'lake';
         RUN ON lake_router.key_partition(owner);
+        SELECT * FROM lake.owner_state(owner);
     $$;
 
-CREATE FUNCTION lake.trajectory(owner text, after_position bigint DEFAULT 0)
+CREATE FUNCTION lake.owner_state(owner text)
+    RETURNS TABLE(phase text, lap bigint, "position" bigint, pending int,
+                  quarantined boolean, reason text)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.owner_state(owner);
+    END;
+
+CREATE FUNCTION lake_router.trajectory(owner text, after_position bigint)
     RETURNS TABLE("position" bigint, cycle bigint, epoch int, seq bigint,
                   from_phase text, to_phase text, lap bigint, payload bytea,
                   operation_id text)
     LANGUAGE plproxy AS $$
         CLUSTER 'lake';
         RUN ON lake_router.key_partition(owner);
+        SELECT * FROM lake.trajectory(owner, after_position);
     $$;
+
+CREATE FUNCTION lake.trajectory(owner text, after_position bigint DEFAULT 0)
+    RETURNS TABLE("position" bigint, cycle bigint, epoch int, seq bigint,
+                  from_phase text, to_phase text, lap bigint, payload bytea,
+                  operation_id text)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.trajectory(owner, after_position);
+    END;
 
 CREATE FUNCTION lake.release_owner(owner text) RETURNS void
     LANGUAGE plproxy AS $$
@@ -290,12 +324,20 @@ CREATE FUNCTION lake.release_owner(owner text) RETURNS void
     $$;
 
 -- recover(owner) on the owner's partition; recover() on every partition.
-CREATE FUNCTION lake.recover(owner text DEFAULT NULL)
+CREATE FUNCTION lake_router.recover(owner text)
     RETURNS TABLE(owner text, applied int, "position" bigint, quarantined boolean)
     LANGUAGE plproxy CALLED ON NULL INPUT AS $$
         CLUSTER 'lake';
         RUN ON lake_router.owner_partitions(owner);
+        SELECT * FROM lake.recover(owner);
     $$;
+
+CREATE FUNCTION lake.recover(owner text DEFAULT NULL)
+    RETURNS TABLE(owner text, applied int, "position" bigint, quarantined boolean)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.recover(owner);
+    END;
 
 -- ----------------------------------------------------------------------
 -- Cluster-wide: on every partition, safe to retry
@@ -461,7 +503,7 @@ CREATE FUNCTION lake.rebuild_owner_index() RETURNS bigint
 -- refused as lake refuses a NULL after_cycle); one after_cycle for all of
 -- them, as lake.log(after_cycle) takes, skips the newer cycles of a
 -- partition whose numbers are lower.
-CREATE FUNCTION lake_router.log(after_cycles bigint[])
+CREATE FUNCTION lake_router.log_on_all(after_cycles bigint[])
     RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
                   from_phase text, to_phase text, lap bigint, payload bytea,
                   operation_id text, partition int)
@@ -473,7 +515,7 @@ CREATE FUNCTION lake_router.log(after_cycles bigint[])
                                        OPERATOR(pg_catalog.+) 1]) l;
     $$;
 
-CREATE FUNCTION lake_router.cycles(after_cycles bigint[])
+CREATE FUNCTION lake_router.cycles_on_all(after_cycles bigint[])
     RETURNS TABLE(cycle bigint, epoch int, sealed_at timestamptz, casts int,
                   bytes bigint, stored_bytes bigint, lsn pg_lsn, partition int)
     LANGUAGE plproxy AS $$
@@ -483,6 +525,23 @@ CREATE FUNCTION lake_router.cycles(after_cycles bigint[])
           FROM lake.cycles((after_cycles)[pg_catalog.current_setting('lake.partition')::pg_catalog.int4
                                           OPERATOR(pg_catalog.+) 1]) c;
     $$;
+
+CREATE FUNCTION lake_router.log(after_cycles bigint[])
+    RETURNS TABLE(cycle bigint, owner text, "position" bigint, epoch int, seq bigint,
+                  from_phase text, to_phase text, lap bigint, payload bytea,
+                  operation_id text, partition int)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.log_on_all(after_cycles);
+    END;
+
+CREATE FUNCTION lake_router.cycles(after_cycles bigint[])
+    RETURNS TABLE(cycle bigint, epoch int, sealed_at timestamptz, casts int,
+                  bytes bigint, stored_bytes bigint, lsn pg_lsn, partition int)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.cycles_on_all(after_cycles);
+    END;
 
 -- One after_cycle for every partition.
 CREATE FUNCTION lake.log(after_cycle bigint DEFAULT 0)
@@ -502,7 +561,7 @@ CREATE FUNCTION lake.cycles(after_cycle bigint DEFAULT 0)
         SELECT * FROM lake_router.cycles(pg_catalog.array_fill(after_cycle, ARRAY[lake_router.partitions()]));
     END;
 
-CREATE FUNCTION lake.admission()
+CREATE FUNCTION lake_router.admission()
     RETURNS TABLE(slots_in_use int, bytes_reserved bigint, max_concurrent int,
                   max_stream_bytes bigint, max_buffered_bytes bigint,
                   admitted bigint, waited bigint, rejected bigint, partition int)
@@ -513,7 +572,16 @@ CREATE FUNCTION lake.admission()
           FROM lake.admission() a;
     $$;
 
-CREATE FUNCTION lake.stats()
+CREATE FUNCTION lake.admission()
+    RETURNS TABLE(slots_in_use int, bytes_reserved bigint, max_concurrent int,
+                  max_stream_bytes bigint, max_buffered_bytes bigint,
+                  admitted bigint, waited bigint, rejected bigint, partition int)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.admission();
+    END;
+
+CREATE FUNCTION lake_router.stats()
     RETURNS TABLE(database text, worker_pid int, worker_state text,
                   worker_started_at timestamptz, worker_starts bigint,
                   config_reloads bigint, stages_open bigint, stages_expired bigint,
@@ -529,6 +597,21 @@ CREATE FUNCTION lake.stats()
         SELECT s.*, pg_catalog.current_setting('lake.partition')::pg_catalog.int4 AS partition
           FROM lake.stats() s;
     $$;
+
+CREATE FUNCTION lake.stats()
+    RETURNS TABLE(database text, worker_pid int, worker_state text,
+                  worker_started_at timestamptz, worker_starts bigint,
+                  config_reloads bigint, stages_open bigint, stages_expired bigint,
+                  stage_chunks_expired bigint, epoch int, cycles_sealed bigint,
+                  casts_sealed bigint, casts_pending bigint, mean_casts_per_cycle float8,
+                  last_seal_ms float8, sealed_cycle bigint, recovery_owners bigint,
+                  recovery_applied bigint, recovery_quarantined bigint,
+                  recovery_ms float8, recovery_tail bigint, recovery_snapshot bigint,
+                  last_snapshot bigint, sessions_waiting bigint, partition int)
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT * FROM lake_router.stats();
+    END;
 
 -- ----------------------------------------------------------------------
 -- Checking the cluster

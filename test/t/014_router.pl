@@ -236,6 +236,24 @@ same(0, 'append_chunk(NULL, ...)', "SELECT lake.append_chunk(NULL, 0, 'x')");
 same(0, 'commit_append(NULL)',     'SELECT lake.commit_append(NULL)');
 same(key_part('nope'), 'append to an unknown dataset', "SELECT lake.append('nope', 't', 'o', 'x')");
 same(key_part('nope'), 'versions of an unknown dataset', "SELECT * FROM lake.versions('nope')");
+
+# Set-returning calls in a SELECT list, with other routed calls between
+# their rows: PL/Proxy keeps one result per cluster, which the second call
+# took over (rows lost, or another call's rows given out as this one's).
+{
+	my ($a, $b) = ($ds[0], $ds[2]);
+	is( answer($router,
+			"SELECT string_agg(encode(x, 'hex') || '/' || encode(y, 'hex'), ',') FROM "
+			  . "(SELECT (lake.versions('$a')).digest AS x, (lake.versions('$b')).digest AS y) s"),
+		answer($router,
+			"SELECT string_agg(encode(a.digest, 'hex') || '/' || encode(b.digest, 'hex'), ',' ORDER BY a.version) "
+			  . "FROM lake.versions('$a') a JOIN lake.versions('$b') b USING (version)"),
+		'two routed versions() in one SELECT list each give their own rows');
+	is( answer($router,
+			"SELECT count(*) FROM (SELECT lake.versions('$a') v) s WHERE lake.read('$a', (v).version) IS NOT NULL"),
+		answer($router, "SELECT count(*) FROM lake.versions('$a')"),
+		'a routed read between the rows of a routed versions() loses none of them');
+}
 same(1, 'append_chunk to an unknown stage 4001', "SELECT lake.append_chunk(4001, 0, 'x')");
 
 # A call that reaches a partition not owning its name or handle (a router
