@@ -20,15 +20,23 @@ sub this_log { return slurp_file($node->logfile, $log0); }
 $node->start;
 
 # Before CREATE EXTENSION there is no lake.stats() in database postgres. A
-# probe database gets a function bound to the same C entry point: it reads
-# the same shared memory, and installs nothing in the served database.
+# probe database gets a function bound to the same C entry point, declared
+# as the install script declares lake.stats() (the library refuses another
+# width): it reads the same shared memory, and installs nothing in the
+# served database.
 $node->safe_psql('postgres', 'CREATE DATABASE probe');
 $node->safe_psql(
 	'probe', q{
 CREATE FUNCTION worker_stats(
     OUT database text, OUT worker_pid int, OUT worker_state text,
     OUT worker_started_at timestamptz, OUT worker_starts bigint,
-    OUT config_reloads bigint)
+    OUT config_reloads bigint, OUT stages_open bigint, OUT stages_expired bigint,
+    OUT stage_chunks_expired bigint, OUT epoch int, OUT cycles_sealed bigint,
+    OUT casts_sealed bigint, OUT casts_pending bigint, OUT mean_casts_per_cycle float8,
+    OUT last_seal_ms float8, OUT sealed_cycle bigint, OUT recovery_owners bigint,
+    OUT recovery_applied bigint, OUT recovery_quarantined bigint,
+    OUT recovery_ms float8, OUT recovery_tail bigint, OUT recovery_snapshot bigint,
+    OUT last_snapshot bigint, OUT sessions_waiting bigint)
     AS 'lake', 'lake_stats' LANGUAGE C;
 });
 
