@@ -392,7 +392,9 @@ CREATE FUNCTION lake_router.lifecycle_definition(nr int4, name text,
     $$;
 
 -- Whether partition nr has the lifecycle under another definition than
--- the one given (false where it has none, or the same one).
+-- the one given (false where it has none, or the same one). Edges are
+-- compared as lake builds them: their pairs in order, whatever the array's
+-- lower bounds.
 CREATE FUNCTION lake_router.lifecycle_differs(nr int4, name text, initial_phase text, edges text[])
     RETURNS boolean
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -400,9 +402,33 @@ DECLARE
     d record;
 BEGIN
     SELECT * INTO d FROM lake_router.lifecycle_definition(nr, name);
-    RETURN (d.initial_phase, d.edges) IS DISTINCT FROM (initial_phase, edges);
+    RETURN d.initial_phase IS DISTINCT FROM initial_phase
+        OR array_ndims(d.edges) IS DISTINCT FROM array_ndims(edges)
+        OR ARRAY(SELECT array_length(d.edges, k) FROM generate_series(1, array_ndims(d.edges)) k)
+           IS DISTINCT FROM
+           ARRAY(SELECT array_length(edges, k) FROM generate_series(1, array_ndims(edges)) k)
+        OR ARRAY(SELECT unnest(d.edges)) IS DISTINCT FROM ARRAY(SELECT unnest(edges));
 EXCEPTION WHEN undefined_object THEN
     RETURN false;
+END
+$$;
+
+-- Refuse, as lake would, a definition that partition nr holds otherwise:
+-- lake's own call there answers first (its argument and privilege checks,
+-- in its order), and refuses with 42710, which is raised again naming the
+-- partition; 'meanwhile' says when it was found while defining.
+CREATE FUNCTION lake_router.refuse_other_definition(nr int4, name text, initial_phase text,
+                                                    edges text[], meanwhile boolean)
+    RETURNS void
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM lake_router.define_lifecycle(nr, name, initial_phase, edges);
+EXCEPTION WHEN duplicate_object THEN
+    RAISE EXCEPTION 'lifecycle "%" already exists', name
+        USING ERRCODE = 'duplicate_object',
+              DETAIL = CASE WHEN meanwhile
+                       THEN format('Partition %s was given another definition meanwhile; the partitions before it have this one.', nr)
+                       ELSE format('Partition %s defines it with another initial phase or other edges; nothing was written.', nr) END;
 END
 $$;
 
@@ -417,6 +443,7 @@ CREATE FUNCTION lake.define_lifecycle(name text, initial_phase text, edges text[
 DECLARE
     n int4 := lake_router.partitions();
     existing int4 := 0;
+    differs boolean;
 BEGIN
     IF n = 0 THEN
         RAISE EXCEPTION 'foreign server "lake" names no partitions'
@@ -424,10 +451,17 @@ BEGIN
                   HINT = 'Create it with CREATE SERVER lake FOREIGN DATA WRAPPER plproxy OPTIONS (p0 ''...'', ...).';
     END IF;
     FOR nr IN 0 .. n - 1 LOOP
-        IF lake_router.lifecycle_differs(nr, name, initial_phase, edges) THEN
-            RAISE EXCEPTION 'lifecycle "%" already exists', name
-                USING ERRCODE = 'duplicate_object',
-                      DETAIL = format('Partition %s defines it with another initial phase or other edges; nothing was written.', nr);
+        BEGIN
+            differs := lake_router.lifecycle_differs(nr, name, initial_phase, edges);
+        EXCEPTION WHEN OTHERS THEN
+            -- Refused before any definition was compared (a role that may
+            -- not define, a malformed name): lake's own call answers, with
+            -- its checks in its order.
+            PERFORM lake_router.define_lifecycle(nr, name, initial_phase, edges);
+            RAISE;
+        END;
+        IF differs THEN
+            PERFORM lake_router.refuse_other_definition(nr, name, initial_phase, edges, false);
         END IF;
     END LOOP;
     FOR nr IN 0 .. n - 1 LOOP
@@ -435,9 +469,7 @@ BEGIN
             PERFORM lake_router.define_lifecycle(nr, name, initial_phase, edges);
         EXCEPTION WHEN duplicate_object THEN
             IF lake_router.lifecycle_differs(nr, name, initial_phase, edges) THEN
-                RAISE EXCEPTION 'lifecycle "%" already exists', name
-                    USING ERRCODE = 'duplicate_object',
-                          DETAIL = format('Partition %s was given another definition meanwhile; the partitions before it have this one.', nr);
+                PERFORM lake_router.refuse_other_definition(nr, name, initial_phase, edges, true);
             END IF;
             existing := existing + 1;
         END;

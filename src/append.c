@@ -119,8 +119,13 @@ lake_append(PG_FUNCTION_ARGS)
 			pfree(payload);
 	}
 
-	/* All waits share the call's budget. */
-	wait_ms = operation_lock_queued(&op, dataset, held, (uint64) len, wait_ms);
+	/*
+	 * All waits share the call's budget. A new operation queued for the
+	 * lock takes back, after it, the bytes it still holds: chunk 0, the
+	 * rest being written.
+	 */
+	wait_ms = operation_lock_queued(&op, dataset, held,
+									(uint64) Min(len, (int64) LAKE_CHUNK_BYTES), wait_ms);
 
 	if (op.found)
 	{

@@ -304,6 +304,18 @@ is(answer($router, "SELECT lake.define_lifecycle('split', 'A', '{{A,B},{B,A}}')"
 	'and defining it once more is refused as lake refuses it');
 is( answer($router, "SELECT initial_phase || ':' || edges::text FROM lake.lifecycle_definition('split')"),
 	'ERROR 42883', 'lifecycle_definition is not routed (no such function on the router)');
+# Where a partition has the name, lake's own checks still answer first, in
+# lake's order: malformed arguments, then the caller's right to define.
+is(same(0, 'define_lifecycle of an existing name with an unknown initial phase',
+		"SELECT lake.define_lifecycle('toggle', 'Nowhere', '{{Off,On}}')"),
+	'ERROR 22023', 'as lake answers it (22023)');
+is(same(0, 'define_lifecycle of an existing name with NULL edges',
+		"SELECT lake.define_lifecycle('toggle', 'Off', NULL)"),
+	'ERROR 22004', 'as lake answers it (22004)');
+# Edges are the same definition whatever the array's lower bounds.
+$part[1]->safe_psql('postgres', "SELECT lake.define_lifecycle('bounds', 'A', '[0:1][1:2]={{A,B},{B,A}}')");
+is(answer($router, "SELECT lake.define_lifecycle('bounds', 'A', '{{A,B},{B,A}}')"), '',
+	'a definition stored with other array bounds is the same one');
 
 for my $i (0 .. $#owners)
 {
@@ -591,6 +603,14 @@ for my $p (0 .. $N - 1)
 	is($part[$p]->safe_psql('postgres', "SELECT count(*) FROM lake_data.tenant_grant WHERE tenant = 'acme'"),
 		'1', "partition $p holds the grant once");
 }
+# Where a partition has the name, lake's own checks answer a role that
+# may not define: its malformed arguments first, then 42501.
+is(same(0, 'define_lifecycle by a role that may not, with a NULL initial phase',
+		"SET ROLE alice; SELECT lake.define_lifecycle('toggle', NULL, '{{Off,On}}')"),
+	'ERROR 22004', 'the NULL initial phase first (22004)');
+is(same(0, 'define_lifecycle by a role that may not',
+		"SET ROLE alice; SELECT lake.define_lifecycle('toggle', 'Off', '{{Off,On},{On,Off}}')"),
+	'ERROR 42501', 'then the right to define (42501)');
 {
 	my $as_alice = sub {
 		my ($sql) = @_;
