@@ -105,17 +105,20 @@ static Oid	call_schema = InvalidOid;
 static ZSTD_CCtx *cctx = NULL;
 
 /*
- * The extension's owner (pg_extension.extowner), cached per backend. The
- * install script creates lake's data schema, so dropping or recreating the
- * extension, or reassigning its objects, invalidates a namespace syscache
- * entry: that resets the cache and no stale owner is ever served.
+ * The extension's owner (pg_extension.extowner) and lake_data's namespace,
+ * cached per backend. The install script creates lake's data schema, so
+ * dropping or recreating the extension, or reassigning its objects,
+ * invalidates a namespace syscache entry: that resets the cache and no
+ * stale owner or namespace is ever served.
  */
 static Oid	cached_owner = InvalidOid;
+static Oid	cached_schema = InvalidOid;
 
 static void
 forget_owner(Datum arg, int cacheid, uint32 hashvalue)
 {
 	cached_owner = InvalidOid;
+	cached_schema = InvalidOid;
 }
 
 static Oid
@@ -144,7 +147,10 @@ lookup_owner(bool missing_ok)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"lake\" is not installed in this database")));
 	if (HeapTupleIsValid(tup))
+	{
 		cached_owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+		cached_schema = get_namespace_oid(LAKE_DATA_SCHEMA, true);
+	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return cached_owner;
@@ -214,7 +220,7 @@ store_connect(void)
 	if (depth++ == 0)
 	{
 		lake_owner = lookup_owner(false);
-		call_schema = get_namespace_oid(LAKE_DATA_SCHEMA, true);
+		call_schema = cached_schema;
 		GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	}
 	SPI_connect();

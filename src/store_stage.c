@@ -499,7 +499,6 @@ void
 store_drop_stage(int64 stage, bool with_chunks)
 {
 	static SPIPlanPtr plan_stage;
-	static SPIPlanPtr plan_chunks;
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(stage)};
 
@@ -508,10 +507,7 @@ store_drop_stage(int64 stage, bool with_chunks)
 				 1, types),
 		values, SPI_OK_DELETE);
 	if (with_chunks)
-		store_run(store_plan(&plan_chunks,
-					 "DELETE FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
-					 1, types),
-			values, SPI_OK_DELETE);
+		store_drop_chunks(stage);	/* a stage's id is its blob */
 }
 
 /*

@@ -694,18 +694,23 @@ store_write_prepared(int32 dataset_id, int64 version, const char *tenant,
 }
 
 void
-store_discard_prepared(const PreparedVersion *pv)
+store_drop_chunks(int64 blob)
 {
 	static SPIPlanPtr plan;
 	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(pv->blob)};
+	Datum		values[1] = {Int64GetDatum(blob)};
 
-	if (pv->blob == 0)
-		return;
 	store_run(store_plan(&plan,
 				 "DELETE FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1",
 				 1, types),
 		values, SPI_OK_DELETE);
+}
+
+void
+store_discard_prepared(const PreparedVersion *pv)
+{
+	if (pv->blob != 0)
+		store_drop_chunks(pv->blob);
 }
 
 /* A version row with its chunks elsewhere (a committed stage's). */

@@ -88,6 +88,8 @@ extern void store_write_prepared(int32 dataset_id, int64 version, const char *te
 								 const char *operation_id, const uint8 *digest,
 								 const PreparedVersion *pv);
 extern void store_discard_prepared(const PreparedVersion *pv);
+/* Delete a blob's chunks (a stage's, or a prepared version's). */
+extern void store_drop_chunks(int64 blob);
 extern void store_add_version(int32 dataset_id, int64 version, const char *tenant,
 							  const char *operation_id, const uint8 *digest,
 							  int64 bytes, int32 nchunks, int64 blob);
