@@ -107,6 +107,14 @@ CREATE EXTENSION lake;
 \set VERBOSITY default
 CREATE EXTENSION lake;
 SELECT count(*) AS lake_schemas FROM pg_namespace WHERE nspname = 'lake';
+-- The install script runs PL/pgSQL: without it, the requirement is named
+-- (42704, CASCADE hinted) before any of the script runs.
+DROP EXTENSION plpgsql;
+\set VERBOSITY sqlstate
+CREATE EXTENSION lake;
+\set VERBOSITY default
+CREATE EXTENSION lake;
+SELECT e.requires FROM pg_available_extension_versions e WHERE e.name = 'lake';
 \c contrib_regression
 DROP DATABASE lake_elsewhere;
 
