@@ -40,6 +40,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "recovery.h"
+#include "schema.h"
 #include "seal.h"
 #include "store_owner.h"
 #include "utils/builtins.h"
@@ -638,7 +639,8 @@ advance_epoch(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("lake_data.writer lacks one of its columns"),
-				 errhint("The extension was created by an older build of this version: re-create it.")));
+				 errdetail("The table is an earlier build's."),
+				 errhint(SCHEMA_MOVE_HINT)));
 	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
 	tup = systable_getnext_ordered(scan, ForwardScanDirection);
 	if (!HeapTupleIsValid(tup))

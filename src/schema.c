@@ -347,12 +347,20 @@ require_indexes(int i, Relation rel)
 			RelationClose(irel);
 			break;
 		}
-		if (change != NULL)
+		if (change == NULL)
+			continue;
+		if (strcmp(change, "it is missing") == 0)
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
-					 errdetail("Its index \"%s\" was altered: %s.", s->index, change),
-					 errhint("Undo the change, or re-create the extension.")));
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s.%s lacks index \"%s\", which this build of lake needs",
+							LAKE_DATA_SCHEMA, shapes[i].table, s->index),
+					 errdetail("The table is an earlier build's, or the index was dropped."),
+					 errhint(SCHEMA_MOVE_HINT)));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
+				 errdetail("Its index \"%s\" was altered: %s.", s->index, change),
+				 errhint("Undo the change. " SCHEMA_MOVE_HINT)));
 	}
 	list_free(indexes);
 }
@@ -375,19 +383,24 @@ schema_require(int i, Relation rel)
 
 		while (at < desc->natts && TupleDescAttr(desc, at)->attisdropped)
 			at++;
-		att = at < desc->natts ? TupleDescAttr(desc, at) : NULL;
-		if (att == NULL || att->atttypid != t->columns[c].type ||
+		if (at >= desc->natts)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s.%s lacks column \"%s\" (%s), which this build of lake needs",
+							LAKE_DATA_SCHEMA, t->table, t->columns[c].name,
+							format_type_be(t->columns[c].type)),
+					 errdetail("The table is an earlier build's, or the column was dropped."),
+					 errhint(SCHEMA_MOVE_HINT)));
+		att = TupleDescAttr(desc, at);
+		if (att->atttypid != t->columns[c].type ||
 			strcmp(NameStr(att->attname), t->columns[c].name) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, t->table),
-					 att == NULL ?
-					 errdetail("Its column \"%s\" (%s) is missing: the table was altered.",
-							   t->columns[c].name, format_type_be(t->columns[c].type)) :
 					 errdetail("Its column %d is \"%s\" (%s) where lake made \"%s\" (%s): the table was altered.",
 							   c + 1, NameStr(att->attname), format_type_be(att->atttypid),
 							   t->columns[c].name, format_type_be(t->columns[c].type)),
-					 errhint("Undo the change, or re-create the extension.")));
+					 errhint("Undo the change. " SCHEMA_MOVE_HINT)));
 		at++;
 	}
 	require_indexes(i, rel);
@@ -417,5 +430,5 @@ schema_require_row(TupleDesc desc, SchemaRow row)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("type %s is not the type lake made", name),
 				 errdetail("Its attributes were altered."),
-				 errhint("Undo the change, or re-create the extension.")));
+				 errhint("Undo the change. " SCHEMA_MOVE_HINT)));
 }

@@ -12,8 +12,16 @@
 extern const char *schema_table(int i);
 
 /*
- * XX001 unless 'rel', table i, has lake's columns, named and typed as made,
- * and lake's indexes on it as made.
+ * The hint of every refusal of lake_data's shape: tables an earlier build
+ * of lake made look altered to a later one, and the one remedy that comes
+ * to mind, re-creating the extension, drops every dataset and owner.
+ */
+#define SCHEMA_MOVE_HINT "If lake's library was replaced by another build, move the data with pg_dump and pg_restore as README's \"Replacing the library\" says; DROP EXTENSION lake would drop all of it."
+
+/*
+ * Unless 'rel', table i, has lake's columns, named and typed as made, and
+ * lake's indexes on it as made: 55000 for a column at the end or an index
+ * it lacks (as an earlier build's table does), XX001 for one altered.
  */
 extern void schema_require(int i, Relation rel);
 

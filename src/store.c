@@ -536,7 +536,11 @@ lake_relid(const char *name)
 				 errhint("Retry the call; nothing it did is kept.")));
 	relid = get_relname_relid(name, nsp);
 	if (!OidIsValid(relid))
-		elog(ERROR, "lake: relation %s.%s is missing", LAKE_DATA_SCHEMA, name);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s.%s, which this build of lake needs, is missing", LAKE_DATA_SCHEMA, name),
+				 errdetail("The extension's tables are an earlier build's, or it was dropped or renamed."),
+				 errhint(SCHEMA_MOVE_HINT)));
 	/*
 	 * A name resolved afresh may name another relation than when the shapes
 	 * were checked: an index renamed into place invalidates only itself,
@@ -1044,7 +1048,7 @@ table_width(Relation rel, int width)
 				 errmsg("%s.%s does not have the %d columns lake made it with", LAKE_DATA_SCHEMA,
 						RelationGetRelationName(rel), width),
 				 errdetail("The tables of " LAKE_DATA_SCHEMA " are lake's own: this one was altered."),
-				 errhint("Drop the columns added to it; a column of lake's that was dropped needs the extension re-created.")));
+				 errhint("Drop the columns added to it. " SCHEMA_MOVE_HINT)));
 	return live;
 }
 
