@@ -45,6 +45,18 @@ DROP SCHEMA lake_data;
 -- The extension installs in the database the worker serves, and only there.
 CREATE EXTENSION lake;
 SELECT extversion FROM pg_extension WHERE extname = 'lake';
+-- The shape of lake_data's tables at this version: columns and indexes as
+-- a library checks them. A change to it is a new extension version with its
+-- update script (README, "Replacing the library"), never a new digest here.
+SELECT md5(string_agg(x, ';' ORDER BY x COLLATE "C")) AS shape_of_0_1_0 FROM (
+  SELECT c.relname || '.' || a.attnum || ':' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) AS x
+    FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+   WHERE c.relnamespace = 'lake_data'::regnamespace AND c.relkind = 'r'
+     AND a.attnum > 0 AND NOT a.attisdropped
+  UNION ALL
+  SELECT pg_get_indexdef(i.indexrelid)
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+   WHERE c.relnamespace = 'lake_data'::regnamespace) s;
 
 -- t.err(sql): run a statement and show its SQLSTATE and message, so every
 -- refusal in these tests is asserted by its exact code.
