@@ -549,7 +549,8 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 	 * The gone blobs' first chunks in (blob, chunk_no) order, up to the
 	 * budget, read through the primary key at most 1,025 a blob: a call's
 	 * cost does not grow with how many chunks a stage had. A blob leaves
-	 * the list once it had no chunk left when a call began.
+	 * the list once it has no chunk left but those the call deletes (the
+	 * statement's snapshot still shows those).
 	 */
 	store_run(store_plan(&plan_chunks,
 				 "WITH blobs AS (SELECT g.blob FROM lake_data.blob_gone g ORDER BY g.blob LIMIT 64), "
@@ -567,10 +568,12 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 				 "    SELECT u.blob, u.chunk_no FROM budget u WHERE u.before OPERATOR(pg_catalog.<) $1 "
 				 "    ORDER BY u.blob, u.chunk_no LIMIT 1024) d "
 				 "  WHERE c.blob OPERATOR(pg_catalog.=) d.blob AND c.chunk_no OPERATOR(pg_catalog.=) d.chunk_no "
-				 "  RETURNING c.blob), "
+				 "  RETURNING c.blob, c.chunk_no), "
 				 "done AS ("
 				 "  DELETE FROM lake_data.blob_gone g USING blobs b WHERE g.blob OPERATOR(pg_catalog.=) b.blob "
-				 "  AND NOT EXISTS (SELECT 1 FROM lake_data.chunk k WHERE k.blob OPERATOR(pg_catalog.=) b.blob) "
+				 "  AND NOT EXISTS (SELECT 1 FROM lake_data.chunk k WHERE k.blob OPERATOR(pg_catalog.=) b.blob "
+				 "    AND NOT EXISTS (SELECT 1 FROM chunks x WHERE x.blob OPERATOR(pg_catalog.=) k.blob "
+				 "      AND x.chunk_no OPERATOR(pg_catalog.=) k.chunk_no)) "
 				 "  RETURNING g.blob) "
 				 "SELECT (SELECT pg_catalog.count(*) FROM chunks), "
 				 "       (SELECT pg_catalog.count(*) FROM "
@@ -581,9 +584,8 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 	*chunks = DatumGetInt64(store_colv(0, 1));
 
 	/*
-	 * Gone blobs left to clear (this call's included: it sees the table
-	 * before its deletes, and 'done' is at most 64 of them), or more
-	 * stages. Only the last call of a pass counts the open stages: a count
+	 * Gone blobs left to clear (the count sees the table before this
+	 * call's deletes, which 'done' counts, at most 64), or more stages. Only the last call of a pass counts the open stages: a count
 	 * per batch made expiring N stages O(N^2), the seals held back as long.
 	 */
 	more_blobs = DatumGetBool(store_colv(0, 2));

@@ -220,7 +220,7 @@ sub vm_hwm_kb
 	my $log = substr(slurp_file($node->logfile), $log_at);
 	like($log, qr/expired 1 idle stages \(32 chunks\), more to come/,
 		'in batches: the stage and 32 chunks first');
-	like($log, qr/expired 0 idle stages \(8 chunks\)/, 'then its last 8');
+	like($log, qr/expired 0 idle stages \(8 chunks\)$/m, 'then its last 8, and nothing more to come');
 	ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM lake_data.blob_gone'),
 		'and nothing is left to remove');
 	ok( $node->poll_query_until(
