@@ -71,6 +71,8 @@ static uint32 held_bytes = 0;
 static Oid	held_role = InvalidOid;	/* published in role_of[] */
 static SubTransactionId held_subxact = InvalidSubTransactionId;	/* took it */
 static bool exit_hook_set = false;
+/* The current call is in 'waited' already: a call counts once, however often it waits. */
+static bool wait_counted = false;
 
 /*
  * Bytes a subtransaction below the permit's own added to it: given back
@@ -416,7 +418,7 @@ wait_and_take(bool need_slot, uint32 bytes, TimestampTz start, long budget_ms)
 	bool		ok = false;
 	uint64		seen = pg_atomic_read_u64(&adm->releases);
 
-	pg_atomic_fetch_add_u64(&adm->waited, 1);
+	admission_count_wait();
 	pg_atomic_fetch_add_u32(&adm->sleepers, 1);
 	counted_sleeping = true;
 	PG_TRY();
@@ -472,7 +474,7 @@ take_role_permit(void)
 		pg_atomic_write_u32(&adm->role_of[MyBackendId], role);
 	else if (!role_take(role, lake_role_max_appends, &in_use))
 	{
-		pg_atomic_fetch_add_u64(&adm->rejected, 1);
+		admission_count_refusal();
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("role \"%s\" has reached lake.role_max_appends (%d)",
@@ -494,6 +496,20 @@ uint32
 admission_held_bytes(void)
 {
 	return held ? held_bytes : 0;
+}
+
+void
+admission_count_wait(void)
+{
+	if (!wait_counted)
+		pg_atomic_fetch_add_u64(&adm->waited, 1);
+	wait_counted = true;
+}
+
+void
+admission_count_refusal(void)
+{
+	pg_atomic_fetch_add_u64(&adm->rejected, 1);
 }
 
 /*
@@ -530,13 +546,18 @@ reserve(uint64 bytes, long budget_ms, bool retake)
 	uint64		usage;
 
 	lake_require_preload();
+	if (!retake)
+		wait_counted = false;
 	max_stream = admission_max_stream_bytes();
 	if (bytes > max_stream)
+	{
+		admission_count_refusal();
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stream of " UINT64_FORMAT " bytes exceeds lake.max_stream_bytes (%u)",
 						bytes, max_stream),
 				 errhint("Split the payload with lake.begin_append and lake.append_chunk, or raise lake.max_stream_bytes.")));
+	}
 
 	if (held && held_bytes >= bytes)
 		return budget_ms;		/* the permit already covers this call */
@@ -560,7 +581,7 @@ reserve(uint64 bytes, long budget_ms, bool retake)
 	{
 		if (need_slot)
 			release_permit();	/* the role's count, taken above */
-		pg_atomic_fetch_add_u64(&adm->rejected, 1);
+		admission_count_refusal();
 		usage = pg_atomic_read_u64(&adm->usage);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),

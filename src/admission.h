@@ -31,6 +31,14 @@ extern void admission_give_back(void);
 /* Take it again (admission_reserve_within, not counted as admitted again). */
 extern long admission_retake_within(uint64 bytes, long budget_ms);
 
+/*
+ * lake.admission()'s 'waited' and 'rejected' count an append's other waits
+ * too (its dataset's lock): a call counts once in 'waited' however often
+ * it waits, and once in 'rejected' when a wait runs out.
+ */
+extern void admission_count_wait(void);
+extern void admission_count_refusal(void);
+
 /* Effective stream limit (the last valid pair). */
 extern uint32 admission_max_stream_bytes(void);
 

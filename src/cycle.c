@@ -382,6 +382,18 @@ cycle_wait_ready(void)
 				 errhint("Try again; lake.stats() shows worker_state \"recovering\" until it is done, and \"stopped\" while no worker runs (the server log says why: no slot left by max_worker_processes, a crash).")));
 }
 
+/* Did the worker's last recovery fail (it retries; lake.stats())? */
+bool
+cycle_recovery_failing(void)
+{
+	bool		failing;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	failing = cs->recovery_failure[0] != '\0';
+	LWLockRelease(&cs->lock);
+	return failing;
+}
+
 /* Are the owners of the installed extension recovered (lake.stats())? */
 bool
 cycle_is_ready(void)

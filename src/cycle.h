@@ -119,6 +119,8 @@ extern LWLock *cycle_lock(void);
 extern void cycle_wait_ready(void);
 extern bool cycle_wait_ready_until(TimestampTz deadline);
 extern bool cycle_is_ready(void);
+/* Has the worker's last recovery failed (it retries)? */
+extern bool cycle_recovery_failing(void);
 /* With cycle_lock held: are the live states those of the current lifecycles? */
 extern bool cycle_owners_live(void);
 /*

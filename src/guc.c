@@ -95,6 +95,27 @@ check_whole(double *newval, void **extra, GucSource source)
 	return false;
 }
 
+/*
+ * A database name PostgreSQL would cut to NAMEDATALEN - 1 bytes, or none,
+ * names no database the worker could ever connect to: refused at start,
+ * as every other bad lake value is, rather than a worker failing forever.
+ */
+static bool
+check_database_name(char **newval, void **extra, GucSource source)
+{
+	if (*newval == NULL || (*newval)[0] == '\0')
+	{
+		GUC_check_errdetail("It must name the database the lake worker serves.");
+		return false;
+	}
+	if (strlen(*newval) >= NAMEDATALEN)
+	{
+		GUC_check_errdetail("A database name has at most %d bytes.", NAMEDATALEN - 1);
+		return false;
+	}
+	return true;
+}
+
 /* PL/Proxy maps a hash to a partition by masking: a power of two. */
 static bool
 check_power_of_two(double *newval, void **extra, GucSource source)
@@ -110,26 +131,40 @@ check_power_of_two(double *newval, void **extra, GucSource source)
 }
 
 /*
- * Define an integer parameter and, at server start, refuse a configured
- * value that PostgreSQL rejected: for a parameter defined by a preloaded
- * library it only warns and keeps the default, which would silently run
- * lake with a setting nobody chose. Re-applying the configured text raises
- * the GUC's own error, and in the postmaster that stops the start.
+ * The text configured for 'name' before it is defined, and, once it is, at
+ * server start, the refusal of such a text PostgreSQL rejected: for a
+ * parameter defined by a preloaded library it only warns and keeps the
+ * default, which would silently run lake with a setting nobody chose.
+ * Re-applying the configured text raises the GUC's own error, and in the
+ * postmaster that stops the start.
  */
+static char *
+configured_text(const char *name)
+{
+	const char *raw = GetConfigOption(name, true, false);
+
+	return raw ? pstrdup(raw) : NULL;
+}
+
+static void
+refuse_rejected(const char *name, char *configured)
+{
+	if (configured != NULL && process_shared_preload_libraries_in_progress)
+		(void) set_config_option(name, configured, PGC_POSTMASTER, PGC_S_FILE,
+								 GUC_ACTION_SET, true, ERROR, false);
+}
+
 static void
 define_int(const char *name, const char *desc, const char *detail,
 		   double *value, GucRealCheckHook check, GucRealAssignHook assign,
 		   GucShowHook show, int boot, int min, int max, GucContext context,
 		   int flags)
 {
-	const char *raw = GetConfigOption(name, true, false);
-	char	   *configured = raw ? pstrdup(raw) : NULL;
+	char	   *configured = configured_text(name);
 
 	DefineCustomRealVariable(name, desc, detail, value, boot, min, max, context,
 							 flags, check, assign, show);
-	if (configured != NULL && process_shared_preload_libraries_in_progress)
-		(void) set_config_option(name, configured, PGC_POSTMASTER, PGC_S_FILE,
-								 GUC_ACTION_SET, true, ERROR, false);
+	refuse_rejected(name, configured);
 }
 
 #define DEFINE_INT(name, desc, detail, var, boot, min, max, context, flags) \
@@ -165,6 +200,8 @@ refuse_unknown_names(void)
 void
 lake_guc_init(void)
 {
+	char	   *database = configured_text("lake.database");
+
 	DefineCustomStringVariable("lake.database",
 							   "Database the lake background worker serves.",
 							   NULL,
@@ -172,7 +209,8 @@ lake_guc_init(void)
 							   "postgres",
 							   PGC_POSTMASTER,
 							   0,
-							   NULL, NULL, NULL);
+							   check_database_name, NULL, NULL);
+	refuse_rejected("lake.database", database);
 
 	DEFINE_INT("lake.max_concurrent_appends",
 			   "Most appends admitted at once.",

@@ -113,14 +113,23 @@ static long
 operation_lock(OperationLookup *op, const char *dataset, long wait_ms)
 {
 	TimestampTz start = GetCurrentTimestamp();
+	bool		locked = store_lock_dataset(op->dataset_id, 0);
 
-	if (!store_lock_dataset(op->dataset_id, wait_ms))
+	if (!locked)
+	{
+		admission_count_wait();
+		locked = store_lock_dataset(op->dataset_id, wait_ms);
+	}
+	if (!locked)
+	{
+		admission_count_refusal();
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("dataset \"%s\" is busy", dataset),
 				 errdetail("Another transaction appending to it held its lock longer than lake.admission_queue_wait (%d ms), or waits for a lock this transaction holds.",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry later; nothing was written.")));
+	}
 	op->locked = true;
 	hold_begin(true);
 	return Max(0, wait_ms - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()));

@@ -821,8 +821,10 @@ recovery_run(RecoveryResult *out)
 	rp.fig.snapshot = snapshot;
 	rp.fig.ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
 	ereport(LOG,
-			(errmsg("lake recovery: epoch %d, %lld owners from the snapshot of cycle %lld, %lld landings read in the tail, %lld applied, %lld quarantined, %.1f ms",
-					epoch, (long long) rp.fig.owners, (long long) snapshot,
+			(errmsg("lake recovery: epoch %d, %lld owners registered, %s, %lld landings read in the tail, %lld applied, %lld quarantined, %.1f ms",
+					epoch, (long long) rp.fig.owners,
+					snapshot > 0 ? psprintf("the snapshot of cycle %lld", (long long) snapshot) :
+					"no snapshot",
 					(long long) rp.fig.tail, (long long) rp.fig.applied,
 					(long long) rp.fig.quarantined, rp.fig.ms)));
 	out->epoch = epoch;
@@ -1153,6 +1155,11 @@ lake_release_owner(PG_FUNCTION_ARGS)
 			(errmsg_plural("owner \"%s\" released at position " INT64_FORMAT " (%d landing applied)",
 						   "owner \"%s\" released at position " INT64_FORMAT " (%d landings applied)",
 						   r.applied, name, r.owner->position, r.applied)));
+	/* The server log has the quarantine (a WARNING): it gets the release too. */
+	ereport(LOG_SERVER_ONLY,
+			(errmsg("lake: owner \"%s\" released from quarantine at position " INT64_FORMAT " by role \"%s\"",
+					name, r.owner->position, GetUserNameFromId(GetUserId(), false)),
+			 errhidestmt(true)));
 	PG_RETURN_VOID();
 }
 

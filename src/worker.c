@@ -131,6 +131,30 @@ worker_exit(int code, Datum arg)
 /* The SQLSTATE of the last error run_in_transaction caught. */
 static int	last_error;
 
+/*
+ * A lock held on purpose (a lake.recover(), a lifecycle edit, DDL) makes
+ * the worker's tries give up at its lock_timeout (below) each second for
+ * as long as it is held: a wait, logged as one (LOG, saying what waits and
+ * for what), not as an error.
+ */
+static void
+report_caught(const char *activity)
+{
+	ErrorData  *edata;
+
+	if (last_error != ERRCODE_LOCK_NOT_AVAILABLE)
+	{
+		EmitErrorReport();
+		return;
+	}
+	edata = CopyErrorData();
+	ereport(LOG,
+			(errmsg("lake worker waits for a lock another transaction holds"),
+			 errdetail("%s: %s. It is tried again at the worker's next pass.", activity, edata->message),
+			 errhint("pg_locks shows the transaction holding it: a seal, checkpoint, recovery or lifecycle edit, or DDL on lake's tables.")));
+	FreeErrorData(edata);
+}
+
 /* The worker's errors say what it was doing (a seal that fails, a full disk). */
 static void
 activity_context(void *arg)
@@ -168,7 +192,7 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 		/* (PG_TRY has put error_context_stack back.) */
 		MemoryContextSwitchTo(cxt);
 		last_error = geterrcode();
-		EmitErrorReport();
+		report_caught(activity);
 		FlushErrorState();
 		AbortCurrentTransaction();
 
@@ -776,12 +800,13 @@ lake_stats(PG_FUNCTION_ARGS)
 	values[1] = Int32GetDatum((int32) pid);
 	nulls[1] = (pid == 0);
 	/*
-	 * Serving, but casts still wait for the owners: say so. Only the
-	 * served database's owners are recovered; elsewhere it serves.
+	 * Serving, but casts still wait for the owners, or are refused (55000)
+	 * while the worker's recovery fails and is retried: say which. Only
+	 * the served database's owners are recovered; elsewhere it serves.
 	 */
 	if (state == WORKER_SERVING && !RecoveryInProgress() && lake_serves_this_database() &&
 		!cycle_is_ready())
-		values[2] = CStringGetTextDatum("recovering");
+		values[2] = CStringGetTextDatum(cycle_recovery_failing() ? "recovery failing" : "recovering");
 	else
 		values[2] = CStringGetTextDatum(state_names[state]);
 	values[3] = TimestampTzGetDatum(ws->started_at);

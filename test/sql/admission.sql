@@ -93,6 +93,7 @@ RESET statement_timeout;
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
 SELECT count(*) AS adm_8_versions FROM lake.versions('events') WHERE operation_id = 'adm-8';
 
--- Nothing was waited for or refused in a single session.
+-- Nothing was waited for in a single session; the stream over
+-- lake.max_stream_bytes (54000) was refused, and counts so.
 SELECT a.waited - b.waited AS waited, a.rejected - b.rejected AS rejected
 FROM lake.admission() a, before b;

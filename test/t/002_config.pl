@@ -187,6 +187,9 @@ my @bad = (
 	[ 'lake.max_owners', '0', '100000' ],
 	[ 'lake.checkpoint_cycles', '-1', '1000' ],
 	[ 'lake.stage_ttl', '0', '1h' ],
+	# A name PostgreSQL would cut to 63 bytes, or none: no database to serve.
+	[ 'lake.database', "'" . ('d' x 64) . "'", 'postgres' ],
+	[ 'lake.database', "''", 'postgres' ],
 	# A fraction is refused, not rounded (SPEC §2).
 	[ 'lake.max_concurrent_appends', '1.5', '8' ],
 	[ 'lake.admission_queue_wait', "'100.5ms'", '100ms' ],

@@ -261,6 +261,10 @@ sub v1_quarantined
 }
 is($node->safe_psql('postgres', 'SELECT recovery_snapshot FROM lake.stats()'),
 	$snapshot, "recovery started from the snapshot of cycle $snapshot: v1's Prune move was in the tail");
+like(slurp_file($node->logfile), qr/lake recovery: epoch \d+, \d+ owners registered, the snapshot of cycle $snapshot, /,
+	'the server log names that snapshot');
+like(slurp_file($node->logfile), qr/lake recovery: epoch \d+, 0 owners registered, no snapshot, /,
+	'and said that the first recovery, of a new installation, had none');
 v1_quarantined('after the restart');
 {
 	my ($q, $reason, $pos) = split /\|/,
@@ -311,6 +315,8 @@ $node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET phases = '$phases',
 	my ($rc, $out, $err) = $node->psql('postgres', "SELECT lake.release_owner('v1')");
 	is($rc, 0, 'release_owner succeeds once the lifecycle is restored') or diag($err);
 	like($err, qr/owner "v1" released at position 10 \(3 landings applied\)/, 'and says what it applied');
+	like(slurp_file($node->logfile), qr/LOG:  lake: owner "v1" released from quarantine at position 10 by role "\w+"/,
+		'the server log, which has the quarantine, has the release too');
 }
 {
 	my ($rc, $out, $err) = $node->psql('postgres', "SELECT lake.release_owner('v3')");

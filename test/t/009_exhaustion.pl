@@ -670,6 +670,9 @@ server_up('at the end');
 	cmp_ok($took, '<', 10, sprintf('the refusal is prompt (%.2f s), not a wait', $took));
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_stat_activity WHERE backend_type = \'lake worker\''),
 		'1', 'the worker is up, retrying');
+	# Each retry clears it while it runs (milliseconds of each second).
+	ok($node->poll_query_until('postgres', 'SELECT worker_state FROM lake.stats()', 'recovery failing'),
+		'lake.stats() says the recovery is failing, not that casts wait for it');
 
 	$node->append_conf('postgresql.conf', "lake.max_owners = $MAX_OWNERS");
 	$node->restart;
