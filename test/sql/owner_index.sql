@@ -199,3 +199,34 @@ SELECT lake.seal() IS NOT NULL AS sealed;
 SELECT t.ix_tail_cycles() AS tail_cycles, (SELECT tail_owners FROM lake_data.cycle ORDER BY cycle DESC LIMIT 1);
 SELECT o, string_agg(position || ':' || ('x' || encode(payload, 'hex'))::bit(32)::int, ',' ORDER BY position)
 FROM unnest('{ix_m1,ix_m7,ix_m1100}'::text[]) o, lake.trajectory(o) GROUP BY o ORDER BY o;
+
+-- A trajectory costs what its owner's landings cost, not what the log
+-- does (SPEC §4): 300 more cycles of another owner add to the blocks it
+-- reads of lake_data.cycle, its TOAST and its indexes at most the
+-- unindexed tail's (64 cycles), not one per cycle. Counted in a new
+-- session, whose pending statistics are this transaction's alone.
+CREATE FUNCTION t.ix_cycle_blocks() RETURNS bigint LANGUAGE sql AS $$
+SELECT sum(pg_stat_get_xact_blocks_fetched(r))::bigint FROM (
+  SELECT 'lake_data.cycle'::regclass::oid AS r
+  UNION ALL SELECT reltoastrelid FROM pg_class WHERE oid = 'lake_data.cycle'::regclass
+  UNION ALL SELECT indexrelid FROM pg_index WHERE indrelid = 'lake_data.cycle'::regclass) s $$;
+\c -
+BEGIN;
+SELECT count(*) AS ix_b_landings FROM lake.trajectory('ix_b');
+SELECT t.ix_cycle_blocks() AS blocks_before \gset
+COMMIT;
+SELECT count(*) AS cycles_before FROM lake_data.cycle \gset
+DO $$
+BEGIN
+    FOR i IN 1 .. 300 LOOP
+        PERFORM t.ix_cast('ix_c', 1);
+        PERFORM lake.seal();
+        COMMIT;
+    END LOOP;
+END $$;
+SELECT count(*) - :cycles_before AS cycles_added FROM lake_data.cycle;
+\c -
+BEGIN;
+SELECT count(*) AS ix_b_landings FROM lake.trajectory('ix_b');
+SELECT t.ix_cycle_blocks() - :blocks_before < 64 AS not_one_block_per_cycle_more;
+COMMIT;
