@@ -98,6 +98,8 @@ refresh_held(void)
 	{
 		CacheRegisterSyscacheCallback(AUTHOID, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_held, (Datum) 0);
+		/* The database's owner is the member of pg_database_owner. */
+		CacheRegisterSyscacheCallback(DATABASEOID, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_held, (Datum) 0);
 		CacheRegisterRelcacheCallback(forget_held_rel, (Datum) 0);
 	}
