@@ -934,6 +934,8 @@ open_owner(const char *name, OwnerReplay *r)
  * lifecycle edits out meanwhile).
  */
 static List *releasing = NIL;	/* of OwnerState *, in TopTransactionContext */
+static List *release_lines = NIL;	/* the server log's line for each, at commit;
+										 * in TopTransactionContext */
 
 /*
  * A quarantined owner's state as its release found it (no casts pending:
@@ -1022,8 +1024,17 @@ release_xact_callback(XactEvent event, void *arg)
 	unquarantine(event == XACT_EVENT_COMMIT ? releasing : quarantining);
 	if (event == XACT_EVENT_ABORT)
 		put_back(release_undo);
+	else
+	{
+		ListCell   *lc;
+
+		/* The server log has the quarantine (a WARNING): the release too. */
+		foreach(lc, release_lines)
+			ereport(LOG_SERVER_ONLY, (errmsg_internal("%s", (char *) lfirst(lc)),
+									  errhidestmt(true)));
+	}
 	/* Their memory goes with the transaction. */
-	releasing = quarantining = release_undo = NIL;
+	releasing = quarantining = release_undo = release_lines = NIL;
 }
 
 /* Remember 'item' in 'list' until the transaction ends. */
@@ -1155,11 +1166,11 @@ lake_release_owner(PG_FUNCTION_ARGS)
 			(errmsg_plural("owner \"%s\" released at position " INT64_FORMAT " (%d landing applied)",
 						   "owner \"%s\" released at position " INT64_FORMAT " (%d landings applied)",
 						   r.applied, name, r.owner->position, r.applied)));
-	/* The server log has the quarantine (a WARNING): it gets the release too. */
-	ereport(LOG_SERVER_ONLY,
-			(errmsg("lake: owner \"%s\" released from quarantine at position " INT64_FORMAT " by role \"%s\"",
-					name, r.owner->position, GetUserNameFromId(GetUserId(), false)),
-			 errhidestmt(true)));
+	until_xact_end(&release_lines,
+				   MemoryContextStrdup(TopTransactionContext,
+									   psprintf("lake: owner \"%s\" released from quarantine at position " INT64_FORMAT " by role \"%s\"",
+												name, r.owner->position,
+												GetUserNameFromId(GetUserId(), false))));
 	PG_RETURN_VOID();
 }
 

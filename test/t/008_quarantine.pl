@@ -312,11 +312,19 @@ v1_quarantined('after another restart, lifecycle still broken');
 my ($phases, $edges) = split /\|/, $kanban;
 $node->safe_psql('postgres', "UPDATE lake_data.lifecycle SET phases = '$phases', edges = '$edges' WHERE name = 'kanban'");
 {
+	# A release its transaction does not commit is not logged as one.
+	my ($rc, $out, $err) = $node->psql('postgres', "SELECT lake.release_owner('v1'), 1 / (0 * random())::int");
+	isnt($rc, 0, 'a release whose statement then fails is rolled back');
+	v1_quarantined('after the rolled-back release');
+	unlike(slurp_file($node->logfile), qr/owner "v1" released from quarantine/,
+		'and the server log does not say it was released');
+}
+{
 	my ($rc, $out, $err) = $node->psql('postgres', "SELECT lake.release_owner('v1')");
 	is($rc, 0, 'release_owner succeeds once the lifecycle is restored') or diag($err);
 	like($err, qr/owner "v1" released at position 10 \(3 landings applied\)/, 'and says what it applied');
-	like(slurp_file($node->logfile), qr/LOG:  lake: owner "v1" released from quarantine at position 10 by role "\w+"/,
-		'the server log, which has the quarantine, has the release too');
+	my @lines = slurp_file($node->logfile) =~ /LOG:  lake: owner "v1" released from quarantine at position 10 by role "\w+"/g;
+	is(scalar(@lines), 1, 'the server log, which has the quarantine, has the release too, once');
 }
 {
 	my ($rc, $out, $err) = $node->psql('postgres', "SELECT lake.release_owner('v3')");
