@@ -40,6 +40,7 @@
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "store.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -71,8 +72,8 @@ static uint32 held_bytes = 0;
 static Oid	held_role = InvalidOid;	/* published in role_of[] */
 static SubTransactionId held_subxact = InvalidSubTransactionId;	/* took it */
 static bool exit_hook_set = false;
-/* The current call is in 'waited' already: a call counts once, however often it waits. */
-static bool wait_counted = false;
+/* The call (store_call_serial) last counted in 'waited': a call counts once, however often it waits. */
+static uint64 wait_counted_call = PG_UINT64_MAX;
 
 /*
  * Bytes a subtransaction below the permit's own added to it: given back
@@ -501,9 +502,11 @@ admission_held_bytes(void)
 void
 admission_count_wait(void)
 {
-	if (!wait_counted)
+	uint64		call = store_call_serial();
+
+	if (call != wait_counted_call)
 		pg_atomic_fetch_add_u64(&adm->waited, 1);
-	wait_counted = true;
+	wait_counted_call = call;
 }
 
 void
@@ -546,8 +549,6 @@ reserve(uint64 bytes, long budget_ms, bool retake)
 	uint64		usage;
 
 	lake_require_preload();
-	if (!retake)
-		wait_counted = false;
 	max_stream = admission_max_stream_bytes();
 	if (bytes > max_stream)
 	{

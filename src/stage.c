@@ -173,6 +173,8 @@ static void
 require_chunk_room(int64 stage, int64 nchunks)
 {
 	if (nchunks >= lake_role_max_stage_chunks)
+	{
+		admission_count_refusal();
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("stage " INT64_FORMAT " has reached lake.role_max_stage_chunks (%d) of role \"%s\"",
@@ -181,6 +183,7 @@ require_chunk_room(int64 stage, int64 nchunks)
 				 errdetail_plural("The stage holds " INT64_FORMAT " chunk.",
 								  "The stage holds " INT64_FORMAT " chunks.", nchunks, nchunks),
 				 errhint("Commit the stage, or send larger chunks.")));
+	}
 }
 
 Datum
@@ -231,12 +234,15 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 		require_chunk_room(stage, chunks);
 	max_stream = admission_max_stream_bytes();
 	if (bytes + len > max_stream)
+	{
+		admission_count_refusal();
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stage " INT64_FORMAT " would exceed lake.max_stream_bytes (%u)",
 						stage, max_stream),
 				 errdetail("With chunk %d the stage would hold " INT64_FORMAT " bytes.",
 						   chunk_no, bytes + len)));
+	}
 	store_put_chunk(stage, chunk_no, VARDATA_ANY(data), len);
 	store_finish();
 	PG_RETURN_VOID();
@@ -321,10 +327,13 @@ lake_commit_append(PG_FUNCTION_ARGS)
 				 errdetail("A commit needs chunks 0 to n-1 with no holes; " INT64_FORMAT " chunks were uploaded.",
 						   sum.nchunks)));
 	if (sum.bytes > admission_max_stream_bytes())
+	{
+		admission_count_refusal();
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stage " INT64_FORMAT " holds " INT64_FORMAT " bytes, more than lake.max_stream_bytes (%u)",
 						stage, sum.bytes, admission_max_stream_bytes())));
+	}
 	/* Every wait of the call counts against the one budget. */
 	wait_ms = admission_reserve_within((uint64) sum.largest_chunk, wait_ms);
 

@@ -87,6 +87,7 @@ static Oid	saved_userid;
 static int	saved_sec_context;
 static Oid	lake_owner;
 static int	depth = 0;
+static uint64 call_serial = 0;
 static int	path_nest = 0;
 static bool callbacks_set = false;
 
@@ -219,6 +220,7 @@ store_connect(void)
 		lake_require_served_database();
 	if (depth++ == 0)
 	{
+		call_serial++;
 		lake_owner = lookup_owner(false);
 		call_schema = cached_schema;
 		GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
@@ -226,6 +228,12 @@ store_connect(void)
 	SPI_connect();
 	SetUserIdAndSecContext(lake_owner,
 						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+uint64
+store_call_serial(void)
+{
+	return call_serial;
 }
 
 void

@@ -25,6 +25,8 @@
 
 extern void store_connect(void);
 extern void store_finish(void);
+/* Which lake call this is: a count of outermost store_connect() calls. */
+extern uint64 store_call_serial(void);
 extern Oid	store_caller(void);
 extern Oid	store_owner(void);
 /* Commit the transaction as the extension's owner (store.c says why). */

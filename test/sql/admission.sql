@@ -97,3 +97,12 @@ SELECT count(*) AS adm_8_versions FROM lake.versions('events') WHERE operation_i
 -- lake.max_stream_bytes (54000) was refused, and counts so.
 SELECT a.waited - b.waited AS waited, a.rejected - b.rejected AS rejected
 FROM lake.admission() a, before b;
+
+-- A stage's own refusals count as admission's too: a chunk that would take
+-- the stage past lake.max_stream_bytes (54000).
+CREATE TEMP TABLE before_stage AS SELECT * FROM lake.admission();
+SELECT lake.begin_append('events', 'acme', 'adm-st') AS st \gset
+SELECT lake.append_chunk(:st, 0, decode(repeat('00', 2 * 1024 * 1024), 'hex'));
+SELECT left(t.err(format('SELECT lake.append_chunk(%s, 1, decode(repeat(''00'', 2 * 1024 * 1024), ''hex''))', :st)), 5) AS over_the_stream;
+SELECT a.rejected - b.rejected AS rejected FROM lake.admission() a, before_stage b;
+SELECT lake.abort_append(:st);

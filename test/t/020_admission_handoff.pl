@@ -165,5 +165,34 @@ is( $node->safe_psql('postgres',
 		"SELECT string_agg(v.operation_id, ',' ORDER BY v.operation_id) FROM unnest('{g1,g2,g3,g4,g5}'::text[]) d, lake.versions(d) v"),
 	'g1,g3,g4,g5', 'the rolled-back append left no version, every other one did');
 $_->quit for ($a, $b, $c);
+
+# A call counts once in lake.admission().waited, however often it waits:
+# a commit_append waits for a slot, then for the bytes of its largest
+# chunk (600 beside a holder's 1000 of the 1500).
+$node->safe_psql('postgres', "SELECT lake.create_dataset(d) FROM unnest('{cw,ca,cb}'::text[]) d");
+my $stage = $node->safe_psql('postgres', "SELECT lake.begin_append('cw', 't', 'cw')");
+$node->safe_psql('postgres', "SELECT lake.append_chunk($stage, 0, decode(repeat('ab', 600), 'hex'))");
+my $waited = $node->safe_psql('postgres', 'SELECT waited FROM lake.admission()');
+my %hold;
+foreach my $h ([ 'ca', 1000 ], [ 'cb', 1 ])
+{
+	my ($name, $bytes) = @$h;
+	$hold{$name} = $node->background_psql('postgres');
+	$hold{$name}->query_safe('BEGIN');
+	$hold{$name}->query_safe("SELECT lake.append('$name', 't', '$name', decode(repeat('ab', $bytes), 'hex'))");
+}
+my $cm = $node->background_psql('postgres', on_error_stop => 0);
+my $cmpid = $cm->query_safe('SELECT pg_backend_pid()');
+$cm->query_until(qr/waiting/, "\\echo waiting\nSELECT lake.commit_append($stage);\n\\echo committed\n");
+ok($node->poll_query_until('postgres', "SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $cmpid"),
+	'a commit_append waits for a slot');
+$hold{cb}->query_safe('COMMIT');
+ok($node->poll_query_until('postgres', 'SELECT slots_in_use, bytes_reserved FROM lake.admission()', '2|1000'),
+	'then, with a slot, for the bytes of its largest chunk');
+$hold{ca}->query_safe('COMMIT');
+like($cm->query_until(qr/committed/, ''), qr/^\d+\n/, 'and commits once they are free');
+is($node->safe_psql('postgres', 'SELECT waited FROM lake.admission()'), $waited + 1,
+	'lake.admission().waited counts it once');
+$_->quit for ($cm, values %hold);
 $node->stop;
 done_testing();
