@@ -34,7 +34,7 @@ typedef struct Emit
 	/* log: */
 	HTAB	   *names;			/* owner id -> OwnerName, as landings name them */
 	bool		all;			/* every tenant, and unregistered owners too */
-	char	  **tenants;		/* else: the tenants the caller holds */
+	char	  **tenants;		/* else: the tenants the caller holds, sorted */
 	int			ntenants;
 	int			lookups;		/* owners looked up one by one so far */
 	bool		loaded;			/* every owner the caller may see is in 'names' */
@@ -71,6 +71,12 @@ load_owners(Emit *e)
 	e->loaded = true;
 }
 
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
 /* The name and visibility of the owner with this id (lake.log). */
 static OwnerName *
 owner_named(Emit *e, int32 id)
@@ -96,8 +102,10 @@ owner_named(Emit *e, int32 id)
 		return on;
 	on->named = true;
 	strlcpy(on->name, name, NAMEDATALEN);
-	for (int t = 0; !on->shown && t < e->ntenants; t++)
-		on->shown = strcmp(e->tenants[t], tenant) == 0;
+	/* A role may hold many tenants: a search, not a walk, per owner. */
+	on->shown = on->shown || (e->ntenants > 0 &&
+							  bsearch(&tenant, e->tenants, e->ntenants, sizeof(char *),
+									  compare_names) != NULL);
 	return on;
 }
 
@@ -237,6 +245,7 @@ lake_log(PG_FUNCTION_ARGS)
 		e.tenants = palloc(sizeof(char *) * Max(e.ntenants, 1));
 		for (int t = 0; t < e.ntenants; t++)
 			e.tenants[t] = TextDatumGetCString(held[t]);
+		qsort(e.tenants, e.ntenants, sizeof(char *), compare_names);
 	}
 	log_scan_cycles(after_cycle, &e.at, emit_landing, NULL, &e);
 	store_finish();
