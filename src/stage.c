@@ -47,6 +47,8 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	dataset = lake_arg_name(fcinfo, 0, "dataset");
 	tenant = lake_arg_name(fcinfo, 1, "tenant");
 	operation_id = lake_arg_name(fcinfo, 2, "operation_id");
+	/* A standby's read-only 25006, not the refusal of a timeline not served yet. */
+	PreventCommandIfReadOnly("lake.begin_append()");
 	store_connect();
 	access_require_tenant(tenant);
 	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id,

@@ -198,6 +198,16 @@ for my $call (
 	my ($state, $msg) = sql_error($standby, $call);
 	is($state, '55000', "standby: $call refuses with 55000 ($msg)");
 }
+# Writes that are not owner functions: a read-only transaction's 25006,
+# never a refusal that sends the client to wait for a worker.
+for my $call (
+	"SELECT lake.append('ds', 'default', 'on-standby', '\\x01'::bytea)",
+	"SELECT lake.begin_append('ds', 'default', 'on-standby')",
+	"SELECT lake.create_owner('on-standby')")
+{
+	my ($state, $msg) = sql_error($standby, $call);
+	is($state, '25006', "standby: $call refuses with 25006 ($msg)");
+}
 
 # ----------------------------------------------------------------------
 # Failover under load, with the standby synchronous.
