@@ -4,6 +4,8 @@
  */
 #include "lake.h"
 
+/* ZSTD_customMem and the *_advanced constructors. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include "catalog/pg_type.h"
@@ -49,6 +51,29 @@ typedef struct DatasetDict
 	int32		dataset_id;		/* key */
 	int32		dict_id;		/* 0: the dataset has none */
 } DatasetDict;
+
+/*
+ * zstd allocates a dictionary's objects through lake: in TopMemoryContext,
+ * and an allocation that fails raises PostgreSQL's out-of-memory error
+ * (53200) before zstd sees it. Given a NULL, libzstd 1.5.4 (Debian 12's)
+ * dereferences it in ZSTD_createCDict_advanced2, which crashes the server,
+ * and ZSTD_createDDict's NULL could not be told from a damaged dictionary.
+ * Each object is made by one allocation, so nothing is left half made.
+ */
+static void *
+dict_alloc(void *opaque, size_t size)
+{
+	return MemoryContextAlloc(TopMemoryContext, size);
+}
+
+static void
+dict_free(void *opaque, void *address)
+{
+	if (address != NULL)
+		pfree(address);
+}
+
+static const ZSTD_customMem dict_mem = {dict_alloc, dict_free, NULL};
 
 static HTAB *dicts = NULL;
 static HTAB *dataset_dicts = NULL;
@@ -162,7 +187,8 @@ kept_dict(int32 id, const char **why)
 	}
 	if (len < DICT_HEADER || get_le32(bytes) != DICT_MAGIC ||
 		get_le32(bytes + 4) != (uint32) id ||
-		(ddict = ZSTD_createDDict(bytes, len)) == NULL)
+		(ddict = ZSTD_createDDict_advanced(bytes, len, ZSTD_dlm_byCopy, ZSTD_dct_auto,
+										   dict_mem)) == NULL)
 	{
 		*why = psprintf("compression dictionary %d is not a dictionary with its id", id);
 		return NULL;
@@ -239,13 +265,30 @@ store_dict_encode_chunk(int32 dataset_id, const char *data, size_t len)
 	}
 	if (d->cdict == NULL)
 	{
-		d->cdict = ZSTD_createCDict(d->bytes, d->len, lake_compression_level);
-		d->level = lake_compression_level;
-		if (d->cdict == NULL)
+		/* As ZSTD_createCDict makes it (the same frames), by our allocator. */
+		ZSTD_CCtx_params *params = ZSTD_createCCtxParams();
+
+		if (params == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of memory"),
 					 errdetail("Could not prepare zstd dictionary %d.", id)));
+		PG_TRY();
+		{
+			if (ZSTD_isError(ZSTD_CCtxParams_setParameter(params, ZSTD_c_compressionLevel,
+														  lake_compression_level)))
+				elog(ERROR, "lake: zstd refused compression level %d", lake_compression_level);
+			d->cdict = ZSTD_createCDict_advanced2(d->bytes, d->len, ZSTD_dlm_byCopy,
+												  ZSTD_dct_auto, params, dict_mem);
+		}
+		PG_FINALLY();
+		{
+			ZSTD_freeCCtxParams(params);
+		}
+		PG_END_TRY();
+		if (d->cdict == NULL)
+			elog(ERROR, "lake: zstd could not prepare compression dictionary %d", id);
+		d->level = lake_compression_level;
 	}
 	return store_encode_chunk_dict(data, len, d->cdict, LAKE_PLACE_NONE);
 }
