@@ -126,15 +126,6 @@ result_desc(FunctionCallInfo fcinfo, SchemaRow row)
 }
 
 static Datum
-receipt_datum(TupleDesc desc, int32 epoch, int64 seq)
-{
-	Datum		values[2] = {Int32GetDatum(epoch), Int64GetDatum(seq)};
-	bool		nulls[2] = {false, false};
-
-	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
-}
-
-static Datum
 coordinate_datum(TupleDesc desc, const LogReceipt *c)
 {
 	Datum		values[3] = {Int64GetDatum(c->cycle), Int64GetDatum(c->position),
@@ -142,6 +133,43 @@ coordinate_datum(TupleDesc desc, const LogReceipt *c)
 	bool		nulls[3] = {false, false, false};
 
 	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+/*
+ * The result row of a cast, formed before the cast is accepted and filled
+ * in after without allocating: past acceptance nothing may fail, or an
+ * out-of-memory error would leave a cast queued that its caller was told
+ * failed (SPEC §1). lake's receipt and coordinate types hold fixed-width
+ * by-value attributes only (schema_require_row checks their types).
+ */
+static HeapTuple
+result_placeholder(TupleDesc desc)
+{
+	Datum		values[3] = {0};
+	bool		nulls[3] = {false, false, false};
+
+	Assert(desc->natts <= lengthof(values));
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attbyval || TupleDescAttr(desc, i)->attlen <= 0)
+			elog(ERROR, "lake: a cast's result type must have fixed-width by-value attributes");
+	return heap_form_tuple(desc, values, nulls);
+}
+
+static Datum
+result_filled(HeapTuple tuple, TupleDesc desc, const Datum *values)
+{
+	char	   *data = (char *) tuple->t_data + tuple->t_data->t_hoff;
+	Size		off = 0;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		off = att_align_nominal(off, att->attalign);
+		store_att_byval(data + off, values[i], att->attlen);
+		off += att->attlen;
+	}
+	return HeapTupleGetDatum(tuple);
 }
 
 PG_FUNCTION_INFO_V1(lake_cast);
@@ -152,6 +180,8 @@ Datum
 lake_cast(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
+	HeapTuple	result;
+	Datum		values[2];
 	CastRequest req;
 	int32		epoch;
 	int64		seq;
@@ -160,9 +190,12 @@ lake_cast(PG_FUNCTION_ARGS)
 	cast_arguments(fcinfo, &req);
 	cycle_wait_ready();
 	PreventCommandIfReadOnly("lake.cast()");	/* as nextval() is */
-	desc = result_desc(fcinfo, SCHEMA_RECEIPT);	/* nothing may fail once a cast is accepted */
+	desc = result_desc(fcinfo, SCHEMA_RECEIPT);
+	result = result_placeholder(desc);
 	seq = cycle_accept(&req, &epoch);
-	PG_RETURN_DATUM(receipt_datum(desc, epoch, seq));
+	values[0] = Int32GetDatum(epoch);
+	values[1] = Int64GetDatum(seq);
+	PG_RETURN_DATUM(result_filled(result, desc, values));
 }
 
 /*
@@ -371,6 +404,8 @@ Datum
 lake_cast_durable(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
+	HeapTuple	result;
+	Datum		values[3];
 	CastRequest req;
 	AcceptedReceipt accepted;
 	ErrorContextCallback context;
@@ -382,6 +417,7 @@ lake_cast_durable(PG_FUNCTION_ARGS)
 	cycle_wait_ready();
 	PreventCommandIfReadOnly("lake.cast_durable()");
 	desc = result_desc(fcinfo, SCHEMA_COORDINATE);
+	result = result_placeholder(desc);
 	accepted.seq = cycle_accept(&req, &accepted.epoch);
 	context.callback = accepted_receipt_context;
 	context.arg = &accepted;
@@ -389,7 +425,10 @@ lake_cast_durable(PG_FUNCTION_ARGS)
 	error_context_stack = &context;
 	(void) await_receipt(accepted.epoch, accepted.seq, -1, true, &c);
 	error_context_stack = context.previous;
-	PG_RETURN_DATUM(coordinate_datum(desc, &c));
+	values[0] = Int64GetDatum(c.cycle);
+	values[1] = Int64GetDatum(c.position);
+	values[2] = LSNGetDatum(c.lsn);
+	PG_RETURN_DATUM(result_filled(result, desc, values));
 }
 
 /* ----------------------------------------------------------------------
