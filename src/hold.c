@@ -23,6 +23,8 @@
 #include "utils/timestamp.h"
 
 static TimeoutId hold_timeout = MAX_TIMEOUTS;
+static bool xact_callback_set = false;
+static bool subxact_callback_set = false;
 static bool armed = false;
 static bool locked = false;		/* a dataset's or the owner-creation lock */
 static TimestampTz deadline;
@@ -144,13 +146,26 @@ hold_begin(bool lock)
 	locked |= lock;
 	if (armed)
 		return;
+	/*
+	 * The callbacks first, each once: registering one allocates, and a
+	 * timeout armed with no callback to disarm it at the transaction's end
+	 * would end the session later for a hold long over.
+	 */
+	if (!xact_callback_set)
+	{
+		RegisterXactCallback(hold_xact_callback, NULL);
+		xact_callback_set = true;
+	}
+	if (!subxact_callback_set)
+	{
+		RegisterSubXactCallback(hold_subxact_callback, NULL);
+		subxact_callback_set = true;
+	}
 	if (hold_timeout == MAX_TIMEOUTS)
 	{
-		hold_timeout = RegisterTimeout(USER_TIMEOUT, hold_expired);
-		RegisterXactCallback(hold_xact_callback, NULL);
-		RegisterSubXactCallback(hold_subxact_callback, NULL);
 		prev_emit_log_hook = emit_log_hook;
 		emit_log_hook = hold_emit_log;
+		hold_timeout = RegisterTimeout(USER_TIMEOUT, hold_expired);
 	}
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), lake_role_max_hold_ms);
 	enable_timeout_at(hold_timeout, deadline);
