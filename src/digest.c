@@ -7,6 +7,7 @@
  */
 #include "lake.h"
 
+#include <openssl/err.h>
 #include <openssl/evp.h>
 
 #include "common/cryptohash.h"
@@ -61,15 +62,41 @@ lake_digest_end(LakeDigest *ctx, uint8 *out)
 static void
 digest_error(void)
 {
+	unsigned long e = ERR_get_error();
+
+	ERR_clear_error();
+	if (ERR_GET_REASON(e) == ERR_R_MALLOC_FAILURE)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("OpenSSL could not allocate what a SHA-256 needs.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
 			 errmsg("could not compute SHA-256")));
 }
 
+static EVP_MD *sha256 = NULL;
+
+void
+lake_digest_init(void)
+{
+	unsigned char out[EVP_MAX_MD_SIZE];
+	unsigned int outlen;
+
+	/*
+	 * In the postmaster: OpenSSL's one-time set-up (its library context,
+	 * providers, the algorithm) is done once and inherited by every
+	 * backend. Done lazily in a backend, an allocation failing inside it
+	 * is remembered by OpenSSL, and every digest of that backend fails
+	 * until it exits. A failure here is left to the backends to meet.
+	 */
+	if ((sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) != NULL)
+		(void) EVP_Digest("", 0, out, &outlen, sha256, NULL);
+}
+
 void
 lake_sha256(const void *data, size_t len, uint8 *out)
 {
-	static EVP_MD *sha256 = NULL;
 	static EVP_MD_CTX *ctx = NULL;
 	unsigned int outlen = 0;
 

@@ -6,6 +6,8 @@
 
 #include "lake.h"
 
+/* At server start, in the postmaster: OpenSSL set up once for all backends. */
+extern void lake_digest_init(void);
 extern void lake_sha256(const void *data, size_t len, uint8 *out);
 
 /* Incremental SHA-256 over a stream of pieces. */

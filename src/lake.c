@@ -7,6 +7,7 @@
 #include "admission.h"
 #include "args.h"
 #include "cycle.h"
+#include "digest.h"
 #include "fmgr.h"
 #include "guc.h"
 #include "head.h"
@@ -71,6 +72,7 @@ _PG_init(void)
 		return;
 
 	lake_guc_init();
+	lake_digest_init();
 	admission_init();
 	head_init();
 	cycle_init();
