@@ -59,20 +59,29 @@ lake_digest_end(LakeDigest *ctx, uint8 *out)
 	pg_cryptohash_free(ctx);
 }
 
+/*
+ * OpenSSL's failures, which name no cause but their routine's: with the
+ * algorithm fetched (at start) and a context that has worked, a context
+ * that cannot be set up (the provider's state is allocated there) has run
+ * out of memory, as has anything OpenSSL says so of.
+ */
 static void
 digest_error(void)
 {
 	unsigned long e = ERR_get_error();
 
 	ERR_clear_error();
-	if (ERR_GET_REASON(e) == ERR_R_MALLOC_FAILURE)
+	if (ERR_GET_REASON(e) == ERR_R_MALLOC_FAILURE ||
+		(ERR_GET_LIB(e) == ERR_LIB_EVP && ERR_GET_REASON(e) == EVP_R_INITIALIZATION_ERROR))
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory"),
-				 errdetail("OpenSSL could not allocate what a SHA-256 needs.")));
+				 errdetail("OpenSSL could not set up what a SHA-256 needs: %s.",
+						   ERR_error_string(e, NULL))));
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
-			 errmsg("could not compute SHA-256")));
+			 errmsg("could not compute SHA-256"),
+			 e != 0 ? errdetail("OpenSSL: %s.", ERR_error_string(e, NULL)) : 0));
 }
 
 static EVP_MD *sha256 = NULL;
