@@ -44,6 +44,7 @@ typedef struct HeldKey
 
 static HTAB *held = NULL;		/* HeldKey: the role may act on the tenant */
 static bool held_stale = true;
+static bool held_callbacks = false;	/* the invalidations that make it stale */
 static Oid	grant_relid = InvalidOid;	/* lake_data.tenant_grant when filled */
 
 static void
@@ -94,8 +95,9 @@ refresh_held(void)
 
 	if (held != NULL && !held_stale && hash_get_num_entries(held) < HELD_MAX_ENTRIES)
 		return;
-	if (held == NULL)
+	if (!held_callbacks)
 	{
+		held_callbacks = true;
 		CacheRegisterSyscacheCallback(AUTHOID, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_held, (Datum) 0);
 		/* The database's owner is the member of pg_database_owner. */
@@ -103,8 +105,12 @@ refresh_held(void)
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_held, (Datum) 0);
 		CacheRegisterRelcacheCallback(forget_held_rel, (Datum) 0);
 	}
-	else
+	if (held != NULL)
+	{
+		/* Gone before its successor is made: that may fail (no memory). */
 		hash_destroy(held);
+		held = NULL;
+	}
 	ctl.keysize = sizeof(HeldKey);
 	ctl.entrysize = sizeof(HeldKey);
 	ctl.hcxt = TopMemoryContext;

@@ -95,8 +95,9 @@ forget_dicts(void)
 			pfree(d->bytes);
 		}
 		hash_destroy(dicts);
-		hash_destroy(dataset_dicts);
 	}
+	if (dataset_dicts != NULL)
+		hash_destroy(dataset_dicts);
 	dicts = dataset_dicts = NULL;
 }
 
@@ -114,14 +115,15 @@ caches_current(bool entering)
 					   hash_get_num_entries(dataset_dicts) < KEPT_DATASETS_MAX)))
 		return;
 	forget_dicts();
+	/* dicts is made last: once it exists, so does the other (either may fail). */
 	ctl.keysize = sizeof(int32);
-	ctl.entrysize = sizeof(KeptDict);
-	ctl.hcxt = TopMemoryContext;
-	dicts = hash_create("lake dictionaries", KEPT_DICTS_MAX, &ctl,
-						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	ctl.entrysize = sizeof(DatasetDict);
+	ctl.hcxt = TopMemoryContext;
 	dataset_dicts = hash_create("lake dataset dictionaries", 64, &ctl,
 								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.entrysize = sizeof(KeptDict);
+	dicts = hash_create("lake dictionaries", KEPT_DICTS_MAX, &ctl,
+						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	kept_generation = store_generation();
 }
 
