@@ -188,29 +188,36 @@ kept_dict(int32 id, const char **why)
 		return NULL;
 	}
 	if (len < DICT_HEADER || get_le32(bytes) != DICT_MAGIC ||
-		get_le32(bytes + 4) != (uint32) id ||
-		(ddict = ZSTD_createDDict_advanced(bytes, len, ZSTD_dlm_byCopy, ZSTD_dct_auto,
-										   dict_mem)) == NULL)
+		get_le32(bytes + 4) != (uint32) id)
 	{
 		*why = psprintf("compression dictionary %d is not a dictionary with its id", id);
 		return NULL;
 	}
+
 	/*
 	 * Every allocation before the entry is made: an entry left half filled
 	 * by an out-of-memory error would be freed as garbage at the next
-	 * invalidation.
+	 * invalidation. The decompression dictionary refers to the kept copy
+	 * (one allocation of its own, which the copy outlives).
 	 */
+	copy = MemoryContextAlloc(TopMemoryContext, len);
+	memcpy(copy, bytes, len);
 	PG_TRY();
 	{
-		copy = MemoryContextAlloc(TopMemoryContext, len);
+		ddict = ZSTD_createDDict_advanced(copy, len, ZSTD_dlm_byRef, ZSTD_dct_auto, dict_mem);
 	}
 	PG_CATCH();
 	{
-		ZSTD_freeDDict(ddict);
+		pfree(copy);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	memcpy(copy, bytes, len);
+	if (ddict == NULL)
+	{
+		pfree(copy);
+		*why = psprintf("compression dictionary %d is not a dictionary with its id", id);
+		return NULL;
+	}
 	/* The fetch may have accepted an invalidation: enter under the new generation. */
 	caches_current(true);
 	d = hash_search(dicts, &id, HASH_ENTER, NULL);
