@@ -15,12 +15,25 @@
 #include "landing.h"
 #include "miscadmin.h"
 
+/*
+ * PostgreSQL's cryptohash says why only in words: no context is no memory
+ * for one, and OpenSSL's "initialization error" of a context, with the
+ * algorithm fetched at start, is no memory for its state (digest_error).
+ */
 static void
 digest_failed(pg_cryptohash_ctx *ctx)
 {
+	const char *why = pg_cryptohash_error(ctx);
+
+	if (ctx == NULL || strstr(why, "initialization error") != NULL ||
+		strstr(why, "malloc failure") != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Could not set up a SHA-256: %s.", why)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
-			 errmsg("could not compute SHA-256: %s", pg_cryptohash_error(ctx))));
+			 errmsg("could not compute SHA-256: %s", why)));
 }
 
 LakeDigest *
