@@ -53,6 +53,15 @@ forget_held(Datum arg, int cacheid, uint32 hashvalue)
 	held_stale = true;
 }
 
+/* The database's row only: its owner is pg_database_owner's member. */
+static void
+forget_held_database(Datum arg, int cacheid, uint32 hashvalue)
+{
+	if (hashvalue == 0 ||
+		hashvalue == GetSysCacheHashValue1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId)))
+		held_stale = true;
+}
+
 static void
 forget_held_rel(Datum arg, Oid relid)
 {
@@ -100,8 +109,7 @@ refresh_held(void)
 		held_callbacks = true;
 		CacheRegisterSyscacheCallback(AUTHOID, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_held, (Datum) 0);
-		/* The database's owner is the member of pg_database_owner. */
-		CacheRegisterSyscacheCallback(DATABASEOID, forget_held, (Datum) 0);
+		CacheRegisterSyscacheCallback(DATABASEOID, forget_held_database, (Datum) 0);
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_held, (Datum) 0);
 		CacheRegisterRelcacheCallback(forget_held_rel, (Datum) 0);
 	}
