@@ -46,7 +46,10 @@ RESET ROLE;
 -- Chunks per stage: zero-byte chunks count like any other; an identical
 -- re-send adds nothing and is accepted at the cap.
 SELECT lake.append_chunk(:s1, n, ''::bytea) FROM generate_series(0, 2) n;
+SELECT rejected AS rejected_before FROM lake.admission() \gset
 SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 3, %L::bytea)', :s1, '')), 'stage [0-9]+', 'stage <id>', 'g');
+-- The cap's refusal counts in lake.admission().rejected.
+SELECT rejected - :rejected_before AS rejected FROM lake.admission();
 SELECT lake.append_chunk(:s1, 2, ''::bytea);
 SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 4, %L::bytea)', :s1, '\x01')), 'stage [0-9]+', 'stage <id>', 'g');
 SELECT lake.commit_append(:s1) AS version;
