@@ -367,11 +367,11 @@ require_indexes(int i, Relation rel)
 
 /*
  * Refuse table i's relation unless its leading live columns are lake's,
- * named and typed as made (store.c's table_width then requires any others
- * dropped), and its indexes are.
+ * named and typed as made (only there, when 'missing_only'); store.c's
+ * table_width then requires any others dropped.
  */
-void
-schema_require(int i, Relation rel)
+static void
+require_columns(int i, Relation rel, bool missing_only)
 {
 	const TableShape *t = &shapes[i];
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -392,8 +392,8 @@ schema_require(int i, Relation rel)
 					 errdetail("The table is an earlier build's, or the column was dropped."),
 					 errhint(SCHEMA_MOVE_HINT)));
 		att = TupleDescAttr(desc, at);
-		if (att->atttypid != t->columns[c].type ||
-			strcmp(NameStr(att->attname), t->columns[c].name) != 0)
+		if (!missing_only && (att->atttypid != t->columns[c].type ||
+							  strcmp(NameStr(att->attname), t->columns[c].name) != 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, t->table),
@@ -403,7 +403,19 @@ schema_require(int i, Relation rel)
 					 errhint("Undo the change. " SCHEMA_MOVE_HINT)));
 		at++;
 	}
+}
+
+void
+schema_require(int i, Relation rel)
+{
+	require_columns(i, rel, false);
 	require_indexes(i, rel);
+}
+
+void
+schema_require_present(int i, Relation rel)
+{
+	require_columns(i, rel, true);
 }
 
 /*

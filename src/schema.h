@@ -24,6 +24,12 @@ extern const char *schema_table(int i);
  * it lacks (as an earlier build's table does), XX001 for one altered.
  */
 extern void schema_require(int i, Relation rel);
+/*
+ * Only the 55000 of that for its columns: a column at the end table i
+ * lacks. Checked of every table at a call's start, so that no call writes
+ * into an earlier build's tables.
+ */
+extern void schema_require_present(int i, Relation rel);
 
 /* lake's composite types. */
 typedef enum SchemaRow

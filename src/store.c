@@ -207,6 +207,8 @@ reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+static void require_tables_present(void);
+
 void
 store_connect(void)
 {
@@ -223,6 +225,7 @@ store_connect(void)
 		call_serial++;
 		lake_owner = lookup_owner(false);
 		call_schema = cached_schema;
+		require_tables_present();
 		GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	}
 	SPI_connect();
@@ -610,6 +613,49 @@ require_shape_of(Oid relid)
 		shape_checked[i] = at;
 		return;
 	}
+}
+
+/*
+ * Every table of lake_data there, with every column this build needs,
+ * before a call does anything: the tables of an earlier build lack some,
+ * and a call that needs none of them (a small append, a dataset's
+ * creation) would otherwise write into tables the build they belong to
+ * then reads as damaged. Once per invalidation of one of them, as the
+ * shape check; what a table holds is checked further where it is used.
+ */
+static uint64 present_checked = 0;
+
+static void
+require_tables_present(void)
+{
+	uint64		at = shape_generation;
+
+	if (creating_extension || present_checked == at)
+		return;
+	/* Named afresh: the invalidations that count are those of these OIDs. */
+	if (shape_found != at)
+	{
+		for (int i = 0; i < SCHEMA_NTABLES; i++)
+			shape_relid[i] = lake_relid(schema_table(i));
+		shape_found = at;
+	}
+	for (int i = 0; i < SCHEMA_NTABLES; i++)
+	{
+		Relation	rel = RelationIdGetRelation(shape_relid[i]);
+
+		if (!RelationIsValid(rel))
+			elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, schema_table(i));
+		PG_TRY();
+		{
+			schema_require_present(i, rel);
+		}
+		PG_FINALLY();
+		{
+			RelationClose(rel);
+		}
+		PG_END_TRY();
+	}
+	present_checked = at;
 }
 
 /*
@@ -1010,16 +1056,30 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *e;
+		ErrorData  *volatile e = NULL;
 
 		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
+		/* The copy may itself run out of memory: the subtransaction goes all the same. */
+		PG_TRY();
+		{
+			e = CopyErrorData();
+		}
+		PG_CATCH();
+		{
+			e = NULL;
+		}
+		PG_END_TRY();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 		depth = kept_depth;
 		path_nest = kept_nest;	/* a level fn opened went with the subtransaction */
+		if (e == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory"),
+					 errdetail("Could not keep the error of a read of stored bytes.")));
 		if (e->sqlerrcode != ERRCODE_DATA_CORRUPTED)
 			ReThrowError(e);
 		why = e->detail != NULL ? psprintf("%s: %s", e->message, e->detail) : e->message;

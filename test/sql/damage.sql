@@ -233,6 +233,12 @@ BEGIN;
 ALTER TABLE lake_data.stage DROP COLUMN bytes;
 SELECT lake.begin_append('d_cols_ds', 'acme', 'idx');
 ROLLBACK;
+-- Every call is refused so, the ones that do not use that table too: none
+-- writes into tables an earlier build would then read as damaged.
+BEGIN;
+ALTER TABLE lake_data.stage DROP COLUMN bytes;
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'not-staged', '\x01'::bytea)$$) AS small_append;
+ROLLBACK;
 BEGIN;
 ALTER TABLE lake_data.version DROP CONSTRAINT version_pkey;
 CREATE INDEX version_pkey ON lake_data.version (dataset_id, version);
