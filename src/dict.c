@@ -15,6 +15,7 @@
 #include "lake.h"
 
 #include <zdict.h>
+#include <zstd_errors.h>
 
 #include "access.h"
 #include "args.h"
@@ -94,6 +95,12 @@ lake_train_dictionary(PG_FUNCTION_ARGS)
 						   s.n, LAKE_DICT_MAX_INPUT, TRAIN_MIN_SAMPLES)));
 	dictlen = ZDICT_trainFromBuffer(dict, LAKE_DICT_BYTES, s.buf.data, s.sizes,
 									(unsigned) s.n);
+	if (ZDICT_isError(dictlen) && ZSTD_getErrorCode(dictlen) == ZSTD_error_memory_allocation)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Zstandard could not allocate what training a dictionary for dataset \"%s\" needs.",
+						   dataset)));
 	if (ZDICT_isError(dictlen))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
