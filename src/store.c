@@ -576,6 +576,36 @@ lake_relid(const char *name)
 static uint64 shape_checked[SCHEMA_NTABLES];
 static uint64 shape_found = 0;	/* the shape_generation shape_relid is of */
 
+/* shape_relid as of generation 'at': named afresh after any invalidation. */
+static void
+name_shape_tables(uint64 at)
+{
+	if (shape_found == at)
+		return;
+	for (int i = 0; i < SCHEMA_NTABLES; i++)
+		shape_relid[i] = lake_relid(schema_table(i));
+	shape_found = at;
+}
+
+/* Run 'check' (schema.h) on table i, open for it. */
+static void
+check_shape_table(int i, void (*check) (int i, Relation rel))
+{
+	Relation	rel = RelationIdGetRelation(shape_relid[i]);
+
+	if (!RelationIsValid(rel))
+		elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, schema_table(i));
+	PG_TRY();
+	{
+		check(i, rel);
+	}
+	PG_FINALLY();
+	{
+		RelationClose(rel);
+	}
+	PG_END_TRY();
+}
+
 static void
 require_shape_of(Oid relid)
 {
@@ -584,32 +614,14 @@ require_shape_of(Oid relid)
 	/* The install script's own statements: some tables are not made yet. */
 	if (creating_extension)
 		return;
-	if (shape_found != at)
-	{
-		for (int i = 0; i < SCHEMA_NTABLES; i++)
-			shape_relid[i] = lake_relid(schema_table(i));
-		shape_found = at;
-	}
+	name_shape_tables(at);
 	for (int i = 0; i < SCHEMA_NTABLES; i++)
 	{
-		Relation	rel;
-
 		if (shape_relid[i] != relid)
 			continue;
 		if (shape_checked[i] == at)
 			return;
-		rel = RelationIdGetRelation(relid);
-		if (!RelationIsValid(rel))
-			elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, schema_table(i));
-		PG_TRY();
-		{
-			schema_require(i, rel);
-		}
-		PG_FINALLY();
-		{
-			RelationClose(rel);
-		}
-		PG_END_TRY();
+		check_shape_table(i, schema_require);
 		shape_checked[i] = at;
 		return;
 	}
@@ -632,29 +644,9 @@ require_tables_present(void)
 
 	if (creating_extension || present_checked == at)
 		return;
-	/* Named afresh: the invalidations that count are those of these OIDs. */
-	if (shape_found != at)
-	{
-		for (int i = 0; i < SCHEMA_NTABLES; i++)
-			shape_relid[i] = lake_relid(schema_table(i));
-		shape_found = at;
-	}
+	name_shape_tables(at);
 	for (int i = 0; i < SCHEMA_NTABLES; i++)
-	{
-		Relation	rel = RelationIdGetRelation(shape_relid[i]);
-
-		if (!RelationIsValid(rel))
-			elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, schema_table(i));
-		PG_TRY();
-		{
-			schema_require_present(i, rel);
-		}
-		PG_FINALLY();
-		{
-			RelationClose(rel);
-		}
-		PG_END_TRY();
-	}
+		check_shape_table(i, schema_require_present);
 	present_checked = at;
 }
 
