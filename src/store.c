@@ -75,20 +75,27 @@ PG_FUNCTION_INFO_V1(lake_refuse_logical_apply);
 
 /*
  * The caller's identity, saved while the store runs as the schema owner.
- * Connections nest (a lookup may connect inside a connected section); only
- * the outermost one switches identity and back. An error unwinds every
- * lake frame up to the (sub)transaction that catches it, and the abort
- * restores the identity itself, so the depth starts again from zero.
- * Likewise the fixed search_path (path_nest, the GUC nest level it was set
- * at, 0 while unset): the outermost store_finish pops that level, and an
- * abort pops every level opened inside the (sub)transaction, ours with it.
+ * Connections nest (a lookup may connect inside a connected section, and a
+ * trigger on lake's tables may call lake); only the outermost one switches
+ * identity and back. An error unwinds every lake frame opened inside the
+ * (sub)transaction that catches it, and the abort restores the identity
+ * that subtransaction began with, so the depth goes back to the frames
+ * opened before it (each remembers the subtransaction it was opened in):
+ * to none when it began before the call, to the call's own when it began
+ * inside it (a trigger's EXCEPTION block). Likewise the fixed search_path
+ * (path_nest, the GUC nest level it was set at, 0 while unset): the
+ * outermost store_finish pops that level, and an abort pops every level
+ * opened inside the subtransaction, ours too if it was opened there.
  */
+#define MAX_DEPTH 64
 static Oid	saved_userid;
 static int	saved_sec_context;
 static Oid	lake_owner;
 static int	depth = 0;
+static SubTransactionId depth_subxact[MAX_DEPTH + 1];	/* of frame 1..depth */
 static uint64 call_serial = 0;
 static int	path_nest = 0;
+static SubTransactionId path_subxact;	/* where path_nest was opened */
 static bool callbacks_set = false;
 
 /*
@@ -199,12 +206,17 @@ static void
 reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
 					SubTransactionId parentSubid, void *arg)
 {
+	/* Subtransaction ids grow: what was opened in it or after has one as high. */
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
-		depth = 0;
-		path_nest = 0;
+		while (depth > 0 && depth_subxact[depth] >= mySubid)
+			depth--;
 		forget_all();
 	}
+	/* Its end pops the GUC levels opened in it, committed or not. */
+	if ((event == SUBXACT_EVENT_ABORT_SUB || event == SUBXACT_EVENT_COMMIT_SUB) &&
+		path_nest > 0 && path_subxact >= mySubid)
+		path_nest = 0;
 }
 
 static void require_tables_present(void);
@@ -220,7 +232,13 @@ store_connect(void)
 	}
 	if (depth == 0)
 		lake_require_served_database();
-	if (depth++ == 0)
+	if (depth == MAX_DEPTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_STATEMENT_TOO_COMPLEX),
+				 errmsg("lake calls nested more than %d deep", MAX_DEPTH),
+				 errdetail("A trigger on lake's tables that calls lake nests a call inside the one that fired it.")));
+	depth_subxact[++depth] = GetCurrentSubTransactionId();
+	if (depth == 1)
 	{
 		call_serial++;
 		lake_owner = lookup_owner(false);
@@ -285,6 +303,7 @@ fix_statement_settings(void)
 	if (path_nest > 0)
 		return;
 	path_nest = NewGUCNestLevel();
+	path_subxact = GetCurrentSubTransactionId();
 	for (int i = 0; i < lengthof(fixed); i++)
 		(void) set_config_option(fixed[i][0], fixed[i][1],
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
@@ -1034,9 +1053,6 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	/* The connected section goes on: the abort must not end it. */
-	int			kept_depth = depth;
-	int			kept_nest = path_nest;
 	char	   *why = NULL;
 
 	BeginInternalSubTransaction(NULL);
@@ -1065,8 +1081,6 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
-		depth = kept_depth;
-		path_nest = kept_nest;	/* a level fn opened went with the subtransaction */
 		if (e == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -1079,8 +1093,6 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
-	depth = kept_depth;
-	path_nest = kept_nest;
 	return why;
 }
 

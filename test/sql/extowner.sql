@@ -121,6 +121,64 @@ DROP TRIGGER t_who ON lake_data.stage;
 DROP FUNCTION lake_data.t_note_who();
 DROP TABLE lake_data.t_who;
 
+-- An owner's trigger on lake's tables may catch an error of its own: a
+-- subtransaction begun and rolled back inside lake's call, even around a
+-- lake call of its own that is refused. The call goes on as it was, and
+-- its caller is itself again when it returns (it was left running as the
+-- extension's owner).
+SET SESSION AUTHORIZATION lake_extowner;
+CREATE TABLE lake_data.t_audit (x int CHECK (x > 0));
+CREATE TABLE lake_data.t_caught (op text, state text);
+CREATE FUNCTION lake_data.t_audit_catching() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        INSERT INTO lake_data.t_audit VALUES (0);	-- fails its check
+    EXCEPTION WHEN check_violation THEN
+        INSERT INTO lake_data.t_caught VALUES (TG_OP, SQLSTATE);
+    END;
+    BEGIN
+        PERFORM lake.read('no such dataset', 1);
+    EXCEPTION WHEN OTHERS THEN
+        INSERT INTO lake_data.t_caught VALUES (TG_OP, SQLSTATE);
+    END;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER t_audit AFTER INSERT OR UPDATE ON lake_data.stage
+    FOR EACH ROW EXECUTE FUNCTION lake_data.t_audit_catching();
+RESET SESSION AUTHORIZATION;
+SET SESSION AUTHORIZATION lake_nobody;
+SELECT lake.begin_append('owned', 'granted', 'audited') AS stage \gset
+SELECT current_user AS after_begin_append;
+BEGIN;
+SELECT lake.append_chunk(:stage, 0, '\x0101'::bytea) AS chunk;
+SELECT current_user AS after_append_chunk;
+SELECT lake.commit_append(:stage) > 0 AS committed;
+SELECT current_user AS after_commit_append;
+COMMIT;
+SELECT current_user AS after_the_transaction;
+SELECT lake.read('owned', v.version) AS read_back
+FROM lake.versions('owned') v WHERE v.operation_id = 'audited';
+RESET SESSION AUTHORIZATION;
+SELECT op, state, count(*) FROM lake_data.t_caught GROUP BY op, state ORDER BY op, state;
+DROP TRIGGER t_audit ON lake_data.stage;
+DROP FUNCTION lake_data.t_audit_catching();
+DROP TABLE lake_data.t_audit, lake_data.t_caught;
+-- A trigger that calls lake from lake's own writes nests a call in the one
+-- that fired it: past 64 deep the call is refused (54001).
+SET SESSION AUTHORIZATION lake_extowner;
+CREATE FUNCTION lake_data.t_recurse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM lake.begin_append('owned', 'any_tenant', 'nested-' || NEW.id);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER t_recurse AFTER INSERT ON lake_data.stage
+    FOR EACH ROW EXECUTE FUNCTION lake_data.t_recurse();
+SELECT t.err($$SELECT lake.begin_append('owned', 'any_tenant', 'nesting')$$) AS nested_too_deep;
+SELECT current_user AS after_nesting;
+DROP TRIGGER t_recurse ON lake_data.stage;
+DROP FUNCTION lake_data.t_recurse();
+RESET SESSION AUTHORIZATION;
+
 DROP EXTENSION lake CASCADE;
 DROP SCHEMA lake;
 DROP OWNED BY lake_nobody;
