@@ -402,7 +402,9 @@ DECLARE
     d record;
 BEGIN
     SELECT * INTO d FROM lake_router.lifecycle_definition(nr, name);
-    RETURN d.initial_phase IS DISTINCT FROM initial_phase
+    -- Byte for byte, as lake compares phases: the parameter has the
+    -- caller's collation, in which 'a' may equal 'A'.
+    RETURN d.initial_phase COLLATE "C" IS DISTINCT FROM initial_phase COLLATE "C"
         OR array_to_json(d.edges)::text IS DISTINCT FROM array_to_json(edges)::text;
 EXCEPTION WHEN undefined_object THEN
     RETURN false;

@@ -302,6 +302,16 @@ is( join(',', map { $_->safe_psql('postgres',
 	join(',', ('A:{{A,B},{B,A}}') x $N), 'every partition now has that one');
 is(answer($router, "SELECT lake.define_lifecycle('split', 'A', '{{A,B},{B,A}}')"), 'ERROR 42710',
 	'and defining it once more is refused as lake refuses it');
+# Phases are compared byte for byte, as lake compares them, whatever the
+# collation of the caller's argument: one that takes 'a' for 'A' would
+# otherwise leave the partitions with two initial phases under one name.
+$router->safe_psql('postgres',
+	"CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)");
+$part[1]->safe_psql('postgres', "SELECT lake.define_lifecycle('cased', 'A', '{{A,a},{a,A}}')");
+is(answer($router, "SELECT lake.define_lifecycle('cased', 'a' COLLATE ci, '{{A,a},{a,A}}')"), 'ERROR 42710',
+	'an initial phase that differs only by case is another definition, in a case-blind collation too');
+is( join(',', map { $_->safe_psql('postgres', "SELECT count(*) FROM lake_data.lifecycle WHERE name = 'cased'") } @part),
+	join(',', map { $_ == 1 ? 1 : 0 } 0 .. $N - 1), 'and nothing was written on the others');
 is( answer($router, "SELECT initial_phase || ':' || edges::text FROM lake.lifecycle_definition('split')"),
 	'ERROR 42883', 'lifecycle_definition is not routed (no such function on the router)');
 # Where a partition has the name, lake's own checks still answer first, in
