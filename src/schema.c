@@ -405,9 +405,27 @@ require_columns(int i, Relation rel, bool missing_only)
 	}
 }
 
+/*
+ * Refuse table i unless it is logged, as made: an unlogged table
+ * (ALTER TABLE ... SET UNLOGGED) is emptied by a crash and has no rows on
+ * a standby, so every acknowledged version, cast or coordinate in it would
+ * be lost without a trace, and numbers given out again.
+ */
+static void
+require_logged(int i, Relation rel)
+{
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
+				 errdetail("It was made unlogged: a crash empties it, and a standby has none of its rows."),
+				 errhint("Undo the change (ALTER TABLE ... SET LOGGED). " SCHEMA_MOVE_HINT)));
+}
+
 void
 schema_require(int i, Relation rel)
 {
+	require_logged(i, rel);
 	require_columns(i, rel, false);
 	require_indexes(i, rel);
 }
@@ -415,6 +433,7 @@ schema_require(int i, Relation rel)
 void
 schema_require_present(int i, Relation rel)
 {
+	require_logged(i, rel);
 	require_columns(i, rel, true);
 }
 

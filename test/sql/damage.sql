@@ -177,6 +177,19 @@ ALTER TABLE lake_data.dataset RENAME COLUMN name TO label;
 SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_renamed;
 ROLLBACK;
 SELECT lake.read('d_cols_ds', 1) AS read_as_made;
+-- A table made unlogged (a bulk-load habit): a crash would empty it, a
+-- standby has none of its rows, and the coordinates and versions it held
+-- would be lost and given out again without a trace. Every call refuses
+-- it; set logged again, they go on.
+SELECT lake.create_owner('d_unlogged');
+ALTER TABLE lake_data.cycle SET UNLOGGED;
+SELECT t.err($$SELECT lake.cast_durable('d_unlogged', 'Planning', 'CognitiveWork')$$) AS durable_cast_into_unlogged;
+SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_cycle_unlogged;
+ALTER TABLE lake_data.cycle SET LOGGED;
+ALTER TABLE lake_data.version SET UNLOGGED;
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'unlogged', '\x01'::bytea)$$) AS append_into_unlogged;
+ALTER TABLE lake_data.version SET LOGGED;
+SELECT (lake.cast_durable('d_unlogged', 'Planning', 'CognitiveWork')).position AS durable_when_logged;
 
 -- Tables lake reads through statements it runs itself: a lifecycle read
 -- by a cast (and by lake's own trigger on the table), a cycle read for a
