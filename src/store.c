@@ -74,25 +74,36 @@ PG_FUNCTION_INFO_V1(lake_data_changed);
 PG_FUNCTION_INFO_V1(lake_refuse_logical_apply);
 
 /*
- * The caller's identity, saved while the store runs as the schema owner.
- * Connections nest (a lookup may connect inside a connected section, and a
- * trigger on lake's tables may call lake); only the outermost one switches
- * identity and back. An error unwinds every lake frame opened inside the
- * (sub)transaction that catches it, and the abort restores the identity
- * that subtransaction began with, so the depth goes back to the frames
- * opened before it (each remembers the subtransaction it was opened in):
- * to none when it began before the call, to the call's own when it began
- * inside it (a trigger's EXCEPTION block). Likewise the fixed search_path
- * (path_nest, the GUC nest level it was set at, 0 while unset): the
- * outermost store_finish pops that level, and an abort pops every level
- * opened inside the subtransaction, ours too if it was opened there.
+ * The store runs as the extension's owner. Connections nest: a lookup may
+ * connect inside a connected section, and code called from inside a call
+ * (an owner's trigger on lake's tables, a function it calls) may call lake
+ * again. Each frame keeps the identity it was entered with and gives it
+ * back when it finishes, and knows its caller: the role whose rights its
+ * tenant checks use. A frame entered with the identity its parent set is
+ * lake's own nesting and has its parent's caller; one entered as another
+ * role (a SECURITY DEFINER function in a trigger) is that role's call.
+ *
+ * An error unwinds every frame opened inside the (sub)transaction that
+ * catches it, and the abort restores the identity that subtransaction
+ * began with, so the depth goes back to the frames opened before it (each
+ * remembers the subtransaction it was opened in): to none when it began
+ * before the call, to the call's own when it began inside it (a trigger's
+ * EXCEPTION block). Likewise the fixed search_path (path_nest, the GUC
+ * nest level it was set at, 0 while unset): the outermost store_finish
+ * pops that level, and the end of the subtransaction it was opened in pops
+ * it too.
  */
 #define MAX_DEPTH 64
-static Oid	saved_userid;
-static int	saved_sec_context;
+typedef struct Frame
+{
+	SubTransactionId subxact;	/* the subtransaction it was opened in */
+	Oid			userid;			/* the identity it was entered with */
+	int			sec_context;
+	Oid			caller;			/* whose call it serves */
+} Frame;
+static Frame frames[MAX_DEPTH + 1];	/* 1..depth */
 static Oid	lake_owner;
 static int	depth = 0;
-static SubTransactionId depth_subxact[MAX_DEPTH + 1];	/* of frame 1..depth */
 static uint64 call_serial = 0;
 static int	path_nest = 0;
 static SubTransactionId path_subxact;	/* where path_nest was opened */
@@ -209,7 +220,7 @@ reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
 	/* Subtransaction ids grow: what was opened in it or after has one as high. */
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
-		while (depth > 0 && depth_subxact[depth] >= mySubid)
+		while (depth > 0 && frames[depth].subxact >= mySubid)
 			depth--;
 		forget_all();
 	}
@@ -224,31 +235,38 @@ static void require_tables_present(void);
 void
 store_connect(void)
 {
+	Frame	   *f;
+
 	if (!callbacks_set)
 	{
 		RegisterXactCallback(reset_depth_xact, NULL);
 		RegisterSubXactCallback(reset_depth_subxact, NULL);
 		callbacks_set = true;
 	}
-	if (depth == 0)
-		lake_require_served_database();
 	if (depth == MAX_DEPTH)
 		ereport(ERROR,
 				(errcode(ERRCODE_STATEMENT_TOO_COMPLEX),
 				 errmsg("lake calls nested more than %d deep", MAX_DEPTH),
 				 errdetail("A trigger on lake's tables that calls lake nests a call inside the one that fired it.")));
-	depth_subxact[++depth] = GetCurrentSubTransactionId();
-	if (depth == 1)
+	if (depth == 0)
 	{
+		lake_require_served_database();
 		call_serial++;
 		lake_owner = lookup_owner(false);
 		call_schema = cached_schema;
 		require_tables_present();
-		GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	}
+	f = &frames[depth + 1];
+	GetUserIdAndSecContext(&f->userid, &f->sec_context);
+	if (depth > 0 && f->userid == lake_owner &&
+		f->sec_context == (frames[depth].sec_context | SECURITY_LOCAL_USERID_CHANGE))
+		f->caller = frames[depth].caller;
+	else
+		f->caller = f->userid;
+	f->subxact = GetCurrentSubTransactionId();
+	depth++;
 	SPI_connect();
-	SetUserIdAndSecContext(lake_owner,
-						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(lake_owner, f->sec_context | SECURITY_LOCAL_USERID_CHANGE);
 }
 
 uint64
@@ -260,14 +278,16 @@ store_call_serial(void)
 void
 store_finish(void)
 {
+	Frame	   *f = &frames[depth];
+
 	SPI_finish();
 	if (--depth == 0)
 	{
 		if (path_nest > 0)
 			AtEOXact_GUC(true, path_nest);
 		path_nest = 0;
-		SetUserIdAndSecContext(saved_userid, saved_sec_context);
 	}
+	SetUserIdAndSecContext(f->userid, f->sec_context);
 }
 
 /*
@@ -313,7 +333,7 @@ fix_statement_settings(void)
 Oid
 store_caller(void)
 {
-	return saved_userid;
+	return depth > 0 ? frames[depth].caller : GetUserId();
 }
 
 Oid

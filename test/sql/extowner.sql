@@ -163,6 +163,50 @@ SELECT op, state, count(*) FROM lake_data.t_caught GROUP BY op, state ORDER BY o
 DROP TRIGGER t_audit ON lake_data.stage;
 DROP FUNCTION lake_data.t_audit_catching();
 DROP TABLE lake_data.t_audit, lake_data.t_caught;
+-- A call made from inside a call, as another role (the owner's trigger
+-- runs a SECURITY DEFINER function of a role it trusts less): that role's
+-- call, with that role's tenants, and the role is itself again after it
+-- (it went on as the extension's owner, and with the outer caller's
+-- tenants).
+CREATE ROLE lake_low;
+GRANT USAGE ON SCHEMA lake TO lake_low;
+SELECT lake.grant_tenant('lake_low', 'low_t');
+SELECT lake.append('owned', 'low_t', 'low-op', '\x02'::bytea) > 0 AS appended;
+CREATE SCHEMA low_s AUTHORIZATION lake_low;
+SET SESSION AUTHORIZATION lake_low;
+CREATE TABLE low_s.seen (before name, tenants text, after name);
+CREATE FUNCTION low_s.look() RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog AS $$
+DECLARE
+    was name := current_user;
+    t text;
+BEGIN
+    SELECT string_agg(DISTINCT v.tenant, ',') INTO t FROM lake.versions('owned') v;
+    INSERT INTO low_s.seen VALUES (was, t, current_user);
+END $$;
+GRANT USAGE ON SCHEMA low_s TO lake_extowner;
+GRANT EXECUTE ON FUNCTION low_s.look() TO lake_extowner;
+RESET SESSION AUTHORIZATION;
+SET SESSION AUTHORIZATION lake_extowner;
+CREATE FUNCTION lake_data.t_call_low() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM low_s.look();
+    RETURN NULL;
+END $$;
+CREATE TRIGGER t_call_low AFTER INSERT ON lake_data.stage
+    FOR EACH ROW EXECUTE FUNCTION lake_data.t_call_low();
+RESET SESSION AUTHORIZATION;
+SET SESSION AUTHORIZATION lake_nobody;
+SELECT lake.begin_append('owned', 'granted', 'looked at') > 0 AS begun;
+SELECT current_user AS after_the_nested_call;
+RESET SESSION AUTHORIZATION;
+SELECT * FROM low_s.seen;
+DROP TRIGGER t_call_low ON lake_data.stage;
+DROP FUNCTION lake_data.t_call_low();
+DROP SCHEMA low_s CASCADE;
+SELECT lake.revoke_tenant('lake_low', 'low_t');
+REVOKE USAGE ON SCHEMA lake FROM lake_low;
+DROP ROLE lake_low;
 -- A trigger that calls lake from lake's own writes nests a call in the one
 -- that fired it: past 64 deep the call is refused (54001).
 SET SESSION AUTHORIZATION lake_extowner;
