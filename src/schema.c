@@ -223,6 +223,19 @@ schema_table(int i)
 	return shapes[i].table;
 }
 
+/* lake_data's sequences: stage and blob ids, dictionary ids, identities. */
+static const char *const sequences[] = {
+	"blob_seq", "dictionary_seq", "dataset_id_seq", "lifecycle_id_seq", "owner_id_seq"
+};
+
+StaticAssertDecl(lengthof(sequences) == SCHEMA_NSEQUENCES, "SCHEMA_NSEQUENCES counts the sequences");
+
+const char *
+schema_sequence(int i)
+{
+	return sequences[i];
+}
+
 /* The attribute number of 'name' in 'desc', or 0. */
 static AttrNumber
 column_number(TupleDesc desc, const char *name)
@@ -420,6 +433,22 @@ require_logged(int i, Relation rel)
 				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
 				 errdetail("It was made unlogged: a crash empties it, and a standby has none of its rows."),
 				 errhint("Undo the change (ALTER TABLE ... SET LOGGED). " SCHEMA_MOVE_HINT)));
+}
+
+/*
+ * Likewise a sequence: a crash sets an unlogged one back to where it was
+ * made unlogged, and ids are given out again (a stage id that is a
+ * committed version's blob: the stage's abort deleted the version's chunks).
+ */
+void
+schema_require_sequence(int i, Relation rel)
+{
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s.%s is not the sequence lake made", LAKE_DATA_SCHEMA, sequences[i]),
+				 errdetail("It was made unlogged: a crash sets it back, and the ids it gave out since are given out again."),
+				 errhint("Undo the change (ALTER SEQUENCE ... SET LOGGED). " SCHEMA_MOVE_HINT)));
 }
 
 void

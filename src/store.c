@@ -513,12 +513,15 @@ static int	nkept = 0;
 static uint64 generation = 1;
 
 /*
- * lake_data's tables, for the shape check (require_shape_of), and a count
- * of the invalidations that could have changed one since. Unlike the kept
- * OIDs they outlive an abort: an ALTER rolled back invalidates its table
+ * lake_data's tables and sequences, for the shape checks
+ * (require_shape_of, require_tables_present), and a count of the
+ * invalidations that could have changed one since. Unlike the kept OIDs
+ * they outlive an abort: an ALTER rolled back invalidates its relation
  * again at the abort.
  */
-static Oid	shape_relid[SCHEMA_NTABLES];
+/* lake_data's tables, then its sequences (schema.h) */
+#define SHAPE_NRELS (SCHEMA_NTABLES + SCHEMA_NSEQUENCES)
+static Oid	shape_relid[SHAPE_NRELS];
 static uint64 shape_generation = 1;
 
 static void
@@ -537,7 +540,7 @@ forget_rel(Datum arg, Oid relid)
 		shape_generation++;
 		return;
 	}
-	for (int i = 0; i < SCHEMA_NTABLES; i++)
+	for (int i = 0; i < SHAPE_NRELS; i++)
 		if (shape_relid[i] == relid)
 			shape_generation++;
 	for (int i = 0; i < nkept; i++)
@@ -615,14 +618,20 @@ lake_relid(const char *name)
 static uint64 shape_checked[SCHEMA_NTABLES];
 static uint64 shape_found = 0;	/* the shape_generation shape_relid is of */
 
+static const char *
+shape_name(int i)
+{
+	return i < SCHEMA_NTABLES ? schema_table(i) : schema_sequence(i - SCHEMA_NTABLES);
+}
+
 /* shape_relid as of generation 'at': named afresh after any invalidation. */
 static void
 name_shape_tables(uint64 at)
 {
 	if (shape_found == at)
 		return;
-	for (int i = 0; i < SCHEMA_NTABLES; i++)
-		shape_relid[i] = lake_relid(schema_table(i));
+	for (int i = 0; i < SHAPE_NRELS; i++)
+		shape_relid[i] = lake_relid(shape_name(i));
 	shape_found = at;
 }
 
@@ -633,7 +642,7 @@ check_shape_table(int i, void (*check) (int i, Relation rel))
 	Relation	rel = RelationIdGetRelation(shape_relid[i]);
 
 	if (!RelationIsValid(rel))
-		elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, schema_table(i));
+		elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, shape_name(i));
 	PG_TRY();
 	{
 		check(i, rel);
@@ -668,13 +677,20 @@ require_shape_of(Oid relid)
 
 /*
  * Every table of lake_data there, with every column this build needs,
- * before a call does anything: the tables of an earlier build lack some,
- * and a call that needs none of them (a small append, a dataset's
- * creation) would otherwise write into tables the build they belong to
- * then reads as damaged. Once per invalidation of one of them, as the
- * shape check; what a table holds is checked further where it is used.
+ * and every table and sequence logged, before a call does anything: the
+ * tables of an earlier build lack some, and a call that needs none of
+ * them (a small append, a dataset's creation) would otherwise write into
+ * tables the build they belong to then reads as damaged; a crash empties
+ * an unlogged one. Once per invalidation of one of them, as the shape
+ * check; what a table holds is checked further where it is used.
  */
 static uint64 present_checked = 0;
+
+static void
+require_sequence(int i, Relation rel)
+{
+	schema_require_sequence(i - SCHEMA_NTABLES, rel);
+}
 
 static void
 require_tables_present(void)
@@ -686,6 +702,8 @@ require_tables_present(void)
 	name_shape_tables(at);
 	for (int i = 0; i < SCHEMA_NTABLES; i++)
 		check_shape_table(i, schema_require_present);
+	for (int i = SCHEMA_NTABLES; i < SHAPE_NRELS; i++)
+		check_shape_table(i, require_sequence);
 	present_checked = at;
 }
 

@@ -189,6 +189,15 @@ ALTER TABLE lake_data.cycle SET LOGGED;
 ALTER TABLE lake_data.version SET UNLOGGED;
 SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'unlogged', '\x01'::bytea)$$) AS append_into_unlogged;
 ALTER TABLE lake_data.version SET LOGGED;
+-- A sequence too: a crash sets an unlogged one back, and ids are given out
+-- again (a new stage's id was a committed version's blob, and the stage's
+-- abort deleted the version's chunks).
+ALTER SEQUENCE lake_data.blob_seq SET UNLOGGED;
+SELECT t.err($$SELECT lake.begin_append('d_cols_ds', 'acme', 'unlogged')$$) AS stage_with_blob_seq_unlogged;
+ALTER SEQUENCE lake_data.blob_seq SET LOGGED;
+ALTER SEQUENCE lake_data.owner_id_seq SET UNLOGGED;
+SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_owner_id_seq_unlogged;
+ALTER SEQUENCE lake_data.owner_id_seq SET LOGGED;
 SELECT (lake.cast_durable('d_unlogged', 'Planning', 'CognitiveWork')).position AS durable_when_logged;
 
 -- Tables lake reads through statements it runs itself: a lifecycle read
