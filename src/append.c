@@ -274,7 +274,7 @@ lake_versions(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("after_version must not be negative, not " INT64_FORMAT, after)));
-	InitMaterializedSRF(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	store_connect();
 	/* Callers limited to granted tenants see only those tenants' versions. */
 	store_list_versions(store_dataset_id(dataset), after,

@@ -450,7 +450,7 @@ lake_owner_state(PG_FUNCTION_ARGS)
 
 	lake_require_preload();
 	name = lake_arg_short_name(fcinfo, 0, "owner");
-	InitMaterializedSRF(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	lake_require_result_width("lake.owner_state()",
 							  ((ReturnSetInfo *) fcinfo->resultinfo)->setDesc, lengthof(values));
 	for (;;)

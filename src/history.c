@@ -194,7 +194,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 	cycle_require_no_cut("lake.trajectory()");
 	owner = lake_arg_short_name(fcinfo, 0, "owner");
 	e.after_position = arg_after(fcinfo, 1, "after_position");
-	InitMaterializedSRF(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	lake_require_result_width("lake.trajectory()", e.rsinfo->setDesc, LANDING_COLUMNS - 1);
 
@@ -221,7 +221,7 @@ lake_log(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	cycle_require_no_cut("lake.log()");
 	after_cycle = arg_after(fcinfo, 0, "after_cycle");
-	InitMaterializedSRF(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	e.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	lake_require_result_width("lake.log()", e.rsinfo->setDesc, LANDING_COLUMNS);
 
@@ -263,7 +263,7 @@ lake_cycles(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	cycle_require_no_cut("lake.cycles()");
 	values[0] = Int64GetDatum(arg_after(fcinfo, 0, "after_cycle"));
-	InitMaterializedSRF(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	store_connect();
 	store_fill(store_plan(&plan,

@@ -1082,7 +1082,7 @@ lake_recover(PG_FUNCTION_ARGS)
 	access_require_admin(fcinfo);
 	checkpoint_require_own_transaction("lake.recover()");
 	cycle_require_no_cut("lake.recover()");
-	InitMaterializedSRF(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	lake_require_result_width("lake.recover()", rsinfo->setDesc, RECOVER_COLUMNS);
 	cycle_wait_ready();
