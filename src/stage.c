@@ -29,6 +29,11 @@
 #include "operation.h"
 #include "store_stage.h"
 
+/* What a stage's calls may write: locked for writing before they read (store.h). */
+static const char *const stage_tables[] = {
+	"stage", "chunk", "version", "version_blob", "stage_replay", "blob_gone", NULL
+};
+
 PG_FUNCTION_INFO_V1(lake_begin_append);
 PG_FUNCTION_INFO_V1(lake_append_chunk);
 PG_FUNCTION_INFO_V1(lake_commit_append);
@@ -50,6 +55,7 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	/* A standby's read-only 25006, not the refusal of a timeline not served yet. */
 	PreventCommandIfReadOnly("lake.begin_append()");
 	store_connect();
+	store_lock_for_write(stage_tables);
 	access_require_tenant(tenant);
 	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id,
 							  GetSessionUserId(), lake_role_max_open_stages, &open);
@@ -212,6 +218,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 
 	/* The stage's tenant is checked before the call holds any capacity. */
 	store_connect();
+	store_lock_for_write(stage_tables);
 	/* The stage's lock and admission share one lake.admission_queue_wait. */
 	(void) admission_reserve_within((uint64) len, lock_open_stage(stage, &row, &chunks, &bytes));
 	/* Before a rewrite of the row would index it under its damage. */
@@ -295,6 +302,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	supplied = lake_arg_digest(fcinfo, 1);
 
 	store_connect();
+	store_lock_for_write(stage_tables);
 	open = store_stage_row(stage, &row);
 	if (open)
 	{
@@ -373,6 +381,7 @@ lake_abort_append(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
 	store_connect();
+	store_lock_for_write(stage_tables);
 	(void) lock_open_stage(stage, &row, NULL, NULL);
 	store_drop_stage(stage, true);
 	store_finish();

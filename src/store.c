@@ -885,6 +885,22 @@ store_open(const char *name, LOCKMODE mode)
 }
 
 /*
+ * Lock, before the call reads them, the tables it may write, in the mode
+ * its writes take (NULL-terminated names). A call that read a table and
+ * then asked to write it could wait behind an administrator's REINDEX,
+ * whose ShareLock lets readers on and which waits for them in turn: the
+ * deadlock detector ended the call (40P01). Taken first, REINDEX waits.
+ */
+void
+store_lock_for_write(const char *const *tables)
+{
+	if (RecoveryInProgress())
+		return;					/* a standby writes nothing; its refusal comes later */
+	for (; *tables != NULL; tables++)
+		table_close(store_open(*tables, RowExclusiveLock), NoLock);
+}
+
+/*
  * Statement trigger on a lake_data table whose rows sessions cache
  * (tenant_grant, dataset): every backend drops its cached answers (at once
  * here, elsewhere once this transaction commits).

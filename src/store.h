@@ -93,6 +93,8 @@ extern void store_skip_blob_ids(void);
  * early, a rebuilt index missed them).
  */
 extern Relation store_open(const char *name, LOCKMODE mode);
+/* Lock these tables (a NULL-terminated list) for writing, before reading them. */
+extern void store_lock_for_write(const char *const *tables);
 /*
  * Rows of lake's tables are formed from and deformed into arrays of the
  * install script's width: a table altered to another refuses (XX001), a
