@@ -44,8 +44,8 @@ lake_create_dataset(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* What an append may write: locked for writing before it reads (store.h). */
-static const char *const version_tables[] = {"version", "version_blob", "chunk", NULL};
+/* What an append reads and may then write: locked for writing first (store.h). */
+static const char *const version_tables[] = {"version", NULL};
 
 /* The payload argument, its SHA-256 into 'digest', checked against a supplied one. */
 static bytea *
