@@ -44,9 +44,6 @@ lake_create_dataset(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* What an append reads and may then write: locked for writing first (store.h). */
-static const char *const version_tables[] = {"version", NULL};
-
 /* The payload argument, its SHA-256 into 'digest', checked against a supplied one. */
 static bytea *
 digested_payload(FunctionCallInfo fcinfo, int64 len, const uint8 *supplied, uint8 *digest)
@@ -85,7 +82,6 @@ lake_append(PG_FUNCTION_ARGS)
 
 	/* Refuse a tenant not granted before it can hold admission capacity. */
 	store_connect();
-	store_lock_for_write(version_tables);
 	access_require_tenant(tenant);
 	held = admission_held();
 	if ((uint64) len > admission_max_stream_bytes())
