@@ -83,11 +83,11 @@ held_key(HeldKey *key, Oid role, const char *tenant)
 }
 
 bool
-access_tenant_cached(Oid role, const char *tenant)
+access_tenant_cached(const char *tenant)
 {
 	HeldKey		key;
 
-	if (held == NULL || held_stale || !held_key(&key, role, tenant))
+	if (held == NULL || held_stale || !held_key(&key, store_caller(), tenant))
 		return false;
 	return hash_search(held, &key, HASH_FIND, NULL) != NULL;
 }
@@ -150,7 +150,7 @@ access_all_tenants(void)
 void
 access_require_admin(FunctionCallInfo fcinfo)
 {
-	Oid			caller = GetUserId();
+	Oid			caller = store_caller();	/* inside a call, its caller */
 	Oid			admin;
 
 	AcceptInvalidationMessages();	/* as in access_all_tenants */
@@ -179,7 +179,7 @@ access_require_tenant_for(const char *tenant, const char *object)
 	 * cached grant.
 	 */
 	AcceptInvalidationMessages();
-	if (access_tenant_cached(caller, tenant))
+	if (access_tenant_cached(tenant))
 		return;
 	refresh_held();
 	if (all_tenants(caller) || store_tenant_granted(tenant, caller))

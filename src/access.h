@@ -40,10 +40,11 @@ extern void access_require_tenant(const char *tenant);
 extern void access_require_owner(const char *tenant, const char *owner);
 
 /*
- * Is 'role' known (cached) to be allowed 'tenant'? No catalog access and no
- * allocation: safe under an LWLock. false means "ask
- * access_require_tenant_for", not "refused".
+ * Is the caller (store_caller: inside a call from inside a call, the role
+ * whose rights the checks use, not the current user) known (cached) to be
+ * allowed 'tenant'? No catalog access and no allocation: safe under an
+ * LWLock. false means "ask access_require_tenant_for", not "refused".
  */
-extern bool access_tenant_cached(Oid role, const char *tenant);
+extern bool access_tenant_cached(const char *tenant);
 
 #endif							/* LAKE_ACCESS_H */

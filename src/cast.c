@@ -288,7 +288,7 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 		} while (state == RECEIPT_RECOVERING);
 		if (state == RECEIPT_PENDING)
 		{
-			if (!access_tenant_cached(GetUserId(), tenant))
+			if (!access_tenant_cached(tenant))
 			{
 				require_receipt_tenant(tenant, epoch, seq);
 				checked = true;

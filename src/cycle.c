@@ -625,7 +625,7 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 		strlcpy(tenant, o->tenant, NAMEDATALEN);
 	}
 	LWLockRelease(&cs->lock);
-	if (o != NULL && (!as_tenant || access_tenant_cached(GetUserId(), tenant)) &&
+	if (o != NULL && (!as_tenant || access_tenant_cached(tenant)) &&
 		(*lifecycle = lifecycle_cached(lc)) != NULL)
 		return o;
 
@@ -996,7 +996,6 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 	TimestampTz deadline = 0;
 	bool		sleeping = false;
 	uint32		hash = owner_hash(req->owner);
-	Oid			caller = GetUserId();
 	uint64		filling = 0;	/* of the owner table, when 'o' was found */
 	/* Read before any lock: holding one holds interrupts off. */
 	bool		interruptible = INTERRUPTS_CAN_BE_PROCESSED();
@@ -1069,7 +1068,7 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 			o = owner_find(req->owner, hash);
 			filling = cs->owner_table;
 			lc = o ? lifecycle_cached(o->lifecycle) : NULL;
-			if (lc == NULL || !access_tenant_cached(caller, o->tenant))
+			if (lc == NULL || !access_tenant_cached(o->tenant))
 			{
 				LWLockRelease(&cs->lock);
 				o = cycle_owner_entry(req->owner, &lc, true, NULL);

@@ -79,9 +79,11 @@ PG_FUNCTION_INFO_V1(lake_refuse_logical_apply);
  * (an owner's trigger on lake's tables, a function it calls) may call lake
  * again. Each frame keeps the identity it was entered with and gives it
  * back when it finishes, and knows its caller: the role whose rights its
- * tenant checks use. A frame entered with the identity its parent set is
- * lake's own nesting and has its parent's caller; one entered as another
- * role (a SECURITY DEFINER function in a trigger) is that role's call.
+ * checks use. A frame entered inside a call as the extension's owner, the
+ * identity lake set (lake's own nesting, or the owner's code that a call
+ * ran: a trigger, a refresh of the owner's materialized view), has its
+ * parent's caller, whatever the cache of grants holds; one entered as
+ * another role (a SECURITY DEFINER function in a trigger) is that role's.
  *
  * An error unwinds every frame opened inside the (sub)transaction that
  * catches it, and the abort restores the identity that subtransaction
@@ -258,8 +260,7 @@ store_connect(void)
 	}
 	f = &frames[depth + 1];
 	GetUserIdAndSecContext(&f->userid, &f->sec_context);
-	if (depth > 0 && f->userid == lake_owner &&
-		f->sec_context == (frames[depth].sec_context | SECURITY_LOCAL_USERID_CHANGE))
+	if (depth > 0 && f->userid == lake_owner)
 		f->caller = frames[depth].caller;
 	else
 		f->caller = f->userid;

@@ -207,6 +207,32 @@ DROP SCHEMA low_s CASCADE;
 SELECT lake.revoke_tenant('lake_low', 'low_t');
 REVOKE USAGE ON SCHEMA lake FROM lake_low;
 DROP ROLE lake_low;
+-- The owner's own code run by a call (a trigger) calls lake with the
+-- caller's rights, whatever this backend has cached of the owner's: the
+-- owner's earlier call here let it through.
+SET SESSION AUTHORIZATION lake_extowner;
+SELECT phase FROM lake.owner_state('eo');
+CREATE TABLE lake_data.t_seen (state text);
+CREATE FUNCTION lake_data.t_peek() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        PERFORM lake.owner_state('eo');
+        INSERT INTO lake_data.t_seen VALUES ('read');
+    EXCEPTION WHEN OTHERS THEN
+        INSERT INTO lake_data.t_seen VALUES (SQLSTATE);
+    END;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER t_peek AFTER INSERT ON lake_data.stage
+    FOR EACH ROW EXECUTE FUNCTION lake_data.t_peek();
+RESET SESSION AUTHORIZATION;
+SET SESSION AUTHORIZATION lake_nobody;
+SELECT lake.begin_append('owned', 'granted', 'peeking') > 0 AS begun;
+RESET SESSION AUTHORIZATION;
+SELECT state AS nested_owner_state_of_another_tenant FROM lake_data.t_seen;
+DROP TRIGGER t_peek ON lake_data.stage;
+DROP FUNCTION lake_data.t_peek();
+DROP TABLE lake_data.t_seen;
 -- A trigger that calls lake from lake's own writes nests a call in the one
 -- that fired it: past 64 deep the call is refused (54001).
 SET SESSION AUTHORIZATION lake_extowner;
