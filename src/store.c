@@ -693,6 +693,23 @@ require_sequence(int i, Relation rel)
 	schema_require_sequence(i - SCHEMA_NTABLES, rel);
 }
 
+/*
+ * The next value of lake_data.<name>, one of its sequences: refused if the
+ * sequence is unlogged, checked once nextval has locked it, which takes in
+ * an ALTER committed since the call's start.
+ */
+int64
+store_nextval(const char *name)
+{
+	int64		n = nextval_internal(lake_relid(name), false);
+
+	name_shape_tables(shape_generation);
+	for (int i = SCHEMA_NTABLES; i < SHAPE_NRELS; i++)
+		if (strcmp(shape_name(i), name) == 0)
+			check_shape_table(i, require_sequence);
+	return n;
+}
+
 static void
 require_tables_present(void)
 {
@@ -815,7 +832,7 @@ store_next_blob(void)
 							   DatumGetInt64(writer[WA_TIMELINE - 1])),
 					 errhint("Retry once lake.stats() shows the worker serving.")));
 	}
-	n = nextval_internal(lake_relid("blob_seq"), false);
+	n = store_nextval("blob_seq");
 
 	/* 2^12 timelines of 2^40 ids, times at most 1024 partitions: < 2^63. */
 	if (tli > (1 << 12) || n >= ((int64) 1 << 40))

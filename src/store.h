@@ -93,6 +93,8 @@ extern void store_skip_blob_ids(void);
  * early, a rebuilt index missed them).
  */
 extern Relation store_open(const char *name, LOCKMODE mode);
+/* The next value of lake_data's sequence 'name' (XX001 if it is unlogged). */
+extern int64 store_nextval(const char *name);
 /* Lock these tables (a NULL-terminated list) for writing, before reading them. */
 extern void store_lock_for_write(const char *const *tables);
 /*

@@ -10,7 +10,6 @@
 
 #include "catalog/pg_type.h"
 #include "codec.h"
-#include "commands/sequence.h"
 #include "guc.h"
 #include "port/pg_crc32c.h"
 #include "store_dict.h"
@@ -330,7 +329,7 @@ store_dict_insert(int32 dataset_id, uint8 *dict, size_t len, int32 samples)
 {
 	static SPIPlanPtr plan;
 	Oid			types[5] = {INT4OID, INT4OID, INT4OID, INT8OID, BYTEAOID};
-	int32		id = (int32) nextval_internal(store_relid("dictionary_seq"), false);
+	int32		id = (int32) store_nextval("dictionary_seq");
 	bytea	   *data = palloc(VARHDRSZ + len);
 	Datum		values[5];
 
