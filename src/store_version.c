@@ -135,6 +135,7 @@ dataset_entry(const char *name, HASHACTION action)
 
 		if (datasets != NULL)
 			hash_destroy(datasets);
+		datasets = NULL;		/* until made again: creating it may fail */
 		ctl.keysize = sizeof(key);
 		ctl.entrysize = sizeof(DatasetEntry);
 		ctl.hcxt = TopMemoryContext;
