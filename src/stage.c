@@ -29,10 +29,17 @@
 #include "operation.h"
 #include "store_stage.h"
 
-/* What a stage's calls may write: locked for writing before they read (store.h). */
-static const char *const stage_tables[] = {
+/*
+ * What each stage call writes, locked for writing before it reads (store.h):
+ * only those, so that an administrator's maintenance of another table
+ * does not hold up uploads.
+ */
+static const char *const begin_writes[] = {"stage", NULL};
+static const char *const chunk_writes[] = {"stage", "chunk", NULL};
+static const char *const commit_writes[] = {
 	"stage", "chunk", "version", "version_blob", "stage_replay", "blob_gone", NULL
 };
+static const char *const abort_writes[] = {"stage", "chunk", NULL};
 
 PG_FUNCTION_INFO_V1(lake_begin_append);
 PG_FUNCTION_INFO_V1(lake_append_chunk);
@@ -55,7 +62,7 @@ lake_begin_append(PG_FUNCTION_ARGS)
 	/* A standby's read-only 25006, not the refusal of a timeline not served yet. */
 	PreventCommandIfReadOnly("lake.begin_append()");
 	store_connect();
-	store_lock_for_write(stage_tables);
+	store_lock_for_write(begin_writes);
 	access_require_tenant(tenant);
 	stage = store_begin_stage(store_dataset_id(dataset), tenant, operation_id,
 							  GetSessionUserId(), lake_role_max_open_stages, &open);
@@ -218,7 +225,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 
 	/* The stage's tenant is checked before the call holds any capacity. */
 	store_connect();
-	store_lock_for_write(stage_tables);
+	store_lock_for_write(chunk_writes);
 	/* The stage's lock and admission share one lake.admission_queue_wait. */
 	(void) admission_reserve_within((uint64) len, lock_open_stage(stage, &row, &chunks, &bytes));
 	/* Before a rewrite of the row would index it under its damage. */
@@ -302,7 +309,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	supplied = lake_arg_digest(fcinfo, 1);
 
 	store_connect();
-	store_lock_for_write(stage_tables);
+	store_lock_for_write(commit_writes);
 	open = store_stage_row(stage, &row);
 	if (open)
 	{
@@ -381,7 +388,7 @@ lake_abort_append(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
 	store_connect();
-	store_lock_for_write(stage_tables);
+	store_lock_for_write(abort_writes);
 	(void) lock_open_stage(stage, &row, NULL, NULL);
 	store_drop_stage(stage, true);
 	store_finish();
