@@ -37,7 +37,7 @@
 static const char *const begin_writes[] = {"stage", NULL};
 static const char *const chunk_writes[] = {"stage", "chunk", NULL};
 static const char *const commit_writes[] = {
-	"stage", "chunk", "version", "version_blob", "stage_replay", "blob_gone", NULL
+	"stage", "chunk", "version", "version_blob", "stage_replay", NULL
 };
 static const char *const abort_writes[] = {"stage", "chunk", NULL};
 
