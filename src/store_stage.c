@@ -169,7 +169,15 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 						  values, SPI_OK_INSERT_RETURNING, ms_left(deadline),
 						  operation_busy, &key);
 		if (SPI_processed == 1)
+		{
+			/*
+			 * The id is the client's from now on: an asynchronous commit
+			 * that a crash takes back would take the sequence's advance
+			 * with it, and the id would name the next operation's stage.
+			 */
+			store_commit_durably();
 			return DatumGetInt64(store_colv(0, 1));
+		}
 		if ((id = find_stage(values, types, false, 0)) != 0)
 			return id;
 	}

@@ -251,6 +251,34 @@ cmp_ok($slow_secs, '<', 10, "within seconds ($slow_secs s), not when the compres
 is($node->safe_psql('postgres', 'SELECT slots_in_use, bytes_reserved FROM lake.admission()'),
 	'0|0', 'and its permit is released');
 
+# A stage id is handed out only once its stage is durable. begin_append
+# draws it from lake_data.blob_seq, whose WAL record covers 32 values; a
+# session committing with synchronous_commit = off used to get the id
+# before that record was flushed, a crash took the stage and the
+# sequence's advance back, and the next begin_append, of another
+# operation, got the same id: the first client's chunks and commit then
+# went into the other operation's stage. setval leaves the sequence at
+# the point where the next nextval writes its record; the WAL writer is
+# made slow so that nothing else flushes it before the crash.
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET wal_writer_delay = '10s';
+SELECT pg_reload_conf();
+SELECT setval('lake_data.blob_seq', pg_sequence_last_value('lake_data.blob_seq'));
+});
+my $async = $node->safe_psql('postgres',
+	"SET synchronous_commit = off; SELECT lake.begin_append('ds', 't', 'async-begin')");
+$node->stop('immediate');
+$node->start;
+my $other = $node->safe_psql('postgres', "SELECT lake.begin_append('ds', 't', 'after-crash')");
+isnt($other, $async, 'a stage id begun asynchronously is not given again after a crash');
+is($node->safe_psql('postgres',
+		"SELECT operation_id FROM lake_data.stage WHERE id = $async"),
+	'async-begin', 'and it still names the stage it was given for');
+$node->safe_psql('postgres', q{
+ALTER SYSTEM RESET wal_writer_delay;
+SELECT pg_reload_conf();
+});
+
 $node->stop;
 
 done_testing();
