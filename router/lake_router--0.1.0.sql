@@ -91,6 +91,31 @@ CREATE EVENT TRIGGER lake_router_user_mappings ON ddl_command_end
     WHEN TAG IN ('CREATE USER MAPPING', 'ALTER USER MAPPING')
     EXECUTE FUNCTION lake_router.guard_user_mapping();
 
+-- Nor drop one (DROP USER MAPPING, DROP OWNED BY the mapped role): PL/Proxy
+-- would then log the role in with the PUBLIC mapping, whose "user" may be
+-- another role. The server's own drop (by its owner) takes its mappings.
+CREATE FUNCTION lake_router.guard_user_mapping_drop() RETURNS event_trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF EXISTS (SELECT 1
+                 FROM pg_catalog.pg_event_trigger_dropped_objects() d
+                 JOIN pg_catalog.pg_foreign_server s
+                   ON s.srvname OPERATOR(pg_catalog.=) d.address_args[1]
+                WHERE d.object_type OPERATOR(pg_catalog.=) 'user mapping'
+                  AND s.srvname OPERATOR(pg_catalog.=) 'lake'
+                  AND NOT pg_catalog.pg_has_role(s.srvowner, 'USAGE')) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '42501',
+            MESSAGE = 'only the owner of server "lake" may drop its user mappings',
+            DETAIL = 'Without its own mapping a role logs in to the partitions with the PUBLIC one.';
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION lake_router.guard_user_mapping_drop() FROM PUBLIC;
+CREATE EVENT TRIGGER lake_router_user_mapping_drops ON sql_drop
+    WHEN TAG IN ('DROP USER MAPPING', 'DROP OWNED')
+    EXECUTE FUNCTION lake_router.guard_user_mapping_drop();
+
 -- As in lake: the administrative functions are open to members of lake_admin
 -- (the partitions decide; the role must exist there too).
 DO $$

@@ -660,6 +660,11 @@ is(same(0, 'define_lifecycle by a role that may not',
 		'nor alter her own mapping to one');
 	is($as_alice->("SELECT lake.grant_tenant('alice', 'globex')"), 'ERROR 42501',
 		'so her calls still reach the partitions as alice');
+	# Nor drop it: PL/Proxy would then log her in with the PUBLIC mapping,
+	# whose "user" may be another role.
+	is($as_alice->('DROP USER MAPPING FOR CURRENT_USER SERVER lake'), 'ERROR 42501',
+		'nor drop her own mapping');
+	is($as_alice->('DROP OWNED BY alice'), 'ERROR 42501', 'nor drop it with DROP OWNED');
 	$router->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER lake');
 	is($router->safe_psql('postgres', "SELECT lake.revoke_tenant('alice', 'acme')"), '', 'revoke_tenant through the router');
 	for my $i (0 .. $N - 1)
