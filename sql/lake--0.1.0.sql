@@ -102,7 +102,7 @@ CREATE TABLE lake_data.dataset (
     id          int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name        text NOT NULL CONSTRAINT dataset_name UNIQUE,
     created_at  timestamptz NOT NULL DEFAULT pg_catalog.now()
-);
+) USING heap;
 
 -- Ids of stored payloads ("blobs") whose chunks live in lake_data.chunk. A
 -- stage's id is the blob its chunks are uploaded to, so committing a stage
@@ -131,7 +131,7 @@ CREATE TABLE lake_data.version (
     operation_id  text COLLATE "C" NOT NULL,
     digest        bytea NOT NULL,
     CONSTRAINT version_pkey PRIMARY KEY (dataset_id, version)
-);
+) USING heap;
 -- An operation's version is found by a 32-bit hash of its tenant and
 -- operation id (store_version.c): 16-byte index entries whatever the ids'
 -- length. Not unique: equal hashes are told apart by the row's own tenant
@@ -158,7 +158,7 @@ CREATE TABLE lake_data.version_blob (
     version       bigint NOT NULL,
     bytes         bigint NOT NULL,
     CONSTRAINT version_blob_version UNIQUE (dataset_id, version)
-);
+) USING heap;
 
 -- Stages whose commit found their operation already committed (a replay):
 -- the stage and its chunks are gone, the version it answered stays, so a
@@ -171,7 +171,7 @@ CREATE TABLE lake_data.stage_replay (
     version       bigint NOT NULL,
     tenant        text COLLATE "C" NOT NULL,
     operation_id  text COLLATE "C" NOT NULL
-);
+) USING heap;
 
 -- Stored chunks (codec.h): of versions, and of open stages.
 CREATE TABLE lake_data.chunk (
@@ -180,7 +180,7 @@ CREATE TABLE lake_data.chunk (
     bytes       int NOT NULL,           -- decoded size
     data        bytea NOT NULL,
     PRIMARY KEY (blob, chunk_no)
-);
+) USING heap;
 -- Chunks are already zstd-compressed (or stored raw because they do not
 -- compress): TOAST must not try again.
 ALTER TABLE lake_data.version ALTER COLUMN data SET STORAGE EXTERNAL;
@@ -200,13 +200,13 @@ CREATE TABLE lake_data.stage (
     chunks        int NOT NULL DEFAULT 0,
     bytes         bigint NOT NULL DEFAULT 0,
     UNIQUE (dataset_id, tenant, operation_id)
-);
+) USING heap;
 CREATE INDEX stage_touched_at ON lake_data.stage (touched_at);
 -- Expired stages' ids: their rows are gone, their chunks are removed by the
 -- worker a batch at a time.
 CREATE TABLE lake_data.blob_gone (
     blob  bigint PRIMARY KEY
-);
+) USING heap;
 CREATE INDEX stage_opened_by ON lake_data.stage (opened_by);
 
 -- Which roles may append to and read which tenants.
@@ -214,7 +214,7 @@ CREATE TABLE lake_data.tenant_grant (
     tenant  text NOT NULL,
     role    oid NOT NULL,
     PRIMARY KEY (tenant, role)
-);
+) USING heap;
 
 -- Sessions cache which tenants their roles hold (access.c): any change
 -- here, through lake.grant_tenant or by hand, tells every session to forget.
@@ -247,7 +247,7 @@ CREATE TABLE lake_data.dictionary (
     samples     int NOT NULL,           -- payloads it was trained on
     checksum    bigint NOT NULL,
     data        bytea NOT NULL
-);
+) USING heap;
 CREATE INDEX dictionary_dataset ON lake_data.dictionary (dataset_id, id);
 -- Sessions cache dictionaries and which one each dataset uses: a new one,
 -- or any change by hand, tells every session to forget them.
@@ -263,7 +263,7 @@ CREATE TABLE lake_data.lifecycle (
     phases         text[] NOT NULL,        -- initial first, then in edge order
     edges          text[] NOT NULL,        -- 2-D: {{from, to}, ...}
     created_at     timestamptz NOT NULL DEFAULT pg_catalog.now()
-);
+) USING heap;
 
 -- Lifecycles are meant to stay as defined. A hand edit is made coherent:
 -- at its commit, sessions reload lifecycles and the worker recovers every
@@ -297,7 +297,7 @@ CREATE TABLE lake_data.owner (
     created_at           timestamptz NOT NULL DEFAULT pg_catalog.now(),
     quarantine_position  bigint,
     quarantine_reason    text
-);
+) USING heap;
 
 -- The check of the tables that hold names inside records (the writer row
 -- for them, cycles, snapshots): the encoding they were written in, which a
@@ -326,7 +326,7 @@ CREATE TABLE lake_data.writer (
     partition_no  int,
     encoding      smallint NOT NULL DEFAULT pg_catalog.pg_char_to_encoding(pg_catalog.getdatabaseencoding())
         CONSTRAINT writer_in_database_encoding CHECK (lake_data.encoding_check(encoding))
-);
+) USING heap;
 -- A restore (pg_dump dumps this table) meets the row this script made: the
 -- dumped epoch is merged into it, the higher one kept, so the restored
 -- history's receipts are never issued again.
@@ -359,7 +359,7 @@ CREATE TABLE lake_data.cycle (
     -- The database encoding its names (phases, operation ids) are in.
     encoding      smallint NOT NULL DEFAULT pg_catalog.pg_char_to_encoding(pg_catalog.getdatabaseencoding())
         CONSTRAINT cycle_in_database_encoding CHECK (lake_data.encoding_check(encoding))
-);
+) USING heap;
 ALTER TABLE lake_data.cycle ALTER COLUMN data SET STORAGE EXTERNAL;
 CREATE INDEX cycle_receipt ON lake_data.cycle (epoch, last_seq);
 
@@ -372,7 +372,7 @@ CREATE TABLE lake_data.owner_block (
     first_cycle  bigint NOT NULL,
     entry        bytea NOT NULL,
     PRIMARY KEY (owner_id, first_cycle)
-);
+) USING heap;
 
 -- Sealed idempotent casts, by operation id.
 CREATE TABLE lake_data.cast_operation (
@@ -382,7 +382,7 @@ CREATE TABLE lake_data.cast_operation (
     epoch         int NOT NULL,
     seq           bigint NOT NULL,
     CONSTRAINT cast_operation_pkey PRIMARY KEY (owner_id, operation_id)
-);
+) USING heap;
 
 -- Owner snapshots: every owner's state as of a sealed cycle, in one
 -- zstd-compressed record; recovery starts from the newest and replays only
@@ -396,7 +396,7 @@ CREATE TABLE lake_data.snapshot (
     data          bytea NOT NULL,
     encoding      smallint NOT NULL DEFAULT pg_catalog.pg_char_to_encoding(pg_catalog.getdatabaseencoding())
         CONSTRAINT snapshot_in_database_encoding CHECK (lake_data.encoding_check(encoding))
-);
+) USING heap;
 ALTER TABLE lake_data.snapshot ALTER COLUMN data SET STORAGE EXTERNAL;
 
 CREATE TYPE lake.receipt AS (epoch int, seq bigint);

@@ -419,13 +419,16 @@ require_columns(int i, Relation rel, bool missing_only)
 }
 
 /*
- * Refuse table i unless it is logged, as made: an unlogged table
- * (ALTER TABLE ... SET UNLOGGED) is emptied by a crash and has no rows on
- * a standby, so every acknowledged version, cast or coordinate in it would
- * be lost without a trace, and numbers given out again.
+ * Refuse table i unless it is stored as made: logged, and a heap. An
+ * unlogged table (ALTER TABLE ... SET UNLOGGED) is emptied by a crash and
+ * has no rows on a standby, so every acknowledged version, cast or
+ * coordinate in it would be lost without a trace, and numbers given out
+ * again. lake inserts and reads heap tuples itself (simple_heap_insert,
+ * heap_getnext): under another table access method (ALTER TABLE ... SET
+ * ACCESS METHOD) they would be written into storage that is not a heap.
  */
 static void
-require_logged(int i, Relation rel)
+require_storage(int i, Relation rel)
 {
 	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 		ereport(ERROR,
@@ -433,6 +436,12 @@ require_logged(int i, Relation rel)
 				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
 				 errdetail("It was made unlogged: a crash empties it, and a standby has none of its rows."),
 				 errhint("Undo the change (ALTER TABLE ... SET LOGGED). " SCHEMA_MOVE_HINT)));
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
+				 errdetail("It was given another table access method: lake reads and writes its tables as heaps."),
+				 errhint("Undo the change (ALTER TABLE ... SET ACCESS METHOD heap). " SCHEMA_MOVE_HINT)));
 }
 
 /*
@@ -454,7 +463,7 @@ schema_require_sequence(int i, Relation rel)
 void
 schema_require(int i, Relation rel)
 {
-	require_logged(i, rel);
+	require_storage(i, rel);
 	require_columns(i, rel, false);
 	require_indexes(i, rel);
 }
@@ -462,7 +471,7 @@ schema_require(int i, Relation rel)
 void
 schema_require_present(int i, Relation rel)
 {
-	require_logged(i, rel);
+	require_storage(i, rel);
 	require_columns(i, rel, true);
 }
 

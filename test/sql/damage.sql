@@ -198,6 +198,13 @@ ALTER SEQUENCE lake_data.blob_seq SET LOGGED;
 ALTER SEQUENCE lake_data.owner_id_seq SET UNLOGGED;
 SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_owner_id_seq_unlogged;
 ALTER SEQUENCE lake_data.owner_id_seq SET LOGGED;
+-- A table given another table access method (ALTER TABLE ... SET ACCESS
+-- METHOD): lake would write heap tuples into storage that is not a heap.
+CREATE ACCESS METHOD d_other_am TYPE TABLE HANDLER heap_tableam_handler;
+ALTER TABLE lake_data.version SET ACCESS METHOD d_other_am;
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'other-am', '\x01'::bytea)$$) AS append_into_other_am;
+ALTER TABLE lake_data.version SET ACCESS METHOD heap;
+DROP ACCESS METHOD d_other_am;
 SELECT (lake.cast_durable('d_unlogged', 'Planning', 'CognitiveWork')).position AS durable_when_logged;
 
 -- Tables lake reads through statements it runs itself: a lifecycle read

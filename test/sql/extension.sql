@@ -43,7 +43,15 @@ CREATE EXTENSION lake;
 DROP SCHEMA lake_data;
 
 -- The extension installs in the database the worker serves, and only there.
+-- Its tables are heaps whatever the installer's default table access
+-- method: lake writes and reads heap tuples itself.
+CREATE ACCESS METHOD lake_other_am TYPE TABLE HANDLER heap_tableam_handler;
+SET default_table_access_method = lake_other_am;
 CREATE EXTENSION lake;
+RESET default_table_access_method;
+DROP ACCESS METHOD lake_other_am;
+SELECT count(*) AS tables, count(*) FILTER (WHERE c.relam = (SELECT oid FROM pg_am WHERE amname = 'heap')) AS heaps
+  FROM pg_class c WHERE c.relnamespace = 'lake_data'::regnamespace AND c.relkind = 'r';
 SELECT extversion FROM pg_extension WHERE extname = 'lake';
 -- The shape of lake_data's tables at this version: columns and indexes as
 -- a library checks them. A change to it is a new extension version with its
