@@ -68,8 +68,8 @@ cast_arguments(FunctionCallInfo fcinfo, CastRequest *req)
 				 errmsg("expected_lap must not be negative, not " INT64_FORMAT,
 						req->expected_lap)));
 	req->operation_id = PG_ARGISNULL(5) ? NULL : lake_arg_name(fcinfo, 5, "operation_id");
-	if (req->operation_id != NULL && strlen(req->operation_id) > UINT16_MAX)
-		elog(ERROR, "lake: operation id too long");	/* lake_arg_name bounds it */
+	/* lake_arg_name bounds it; the cast record keeps its length in 16 bits. */
+	StaticAssertStmt(LAKE_NAME_MAX_BYTES <= UINT16_MAX, "an operation id's length must fit a cast record");
 
 	/* The content an operation id stands for: the move and the payload. */
 	if (req->operation_id != NULL)

@@ -1083,13 +1083,13 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		}
 		if (req->operation_id != NULL)
 		{
-			CastRecord *r = pending_operation(o, req->operation_id);
+			CastRecord *queued = pending_operation(o, req->operation_id);
 
-			if (r != NULL)
+			if (queued != NULL)
 			{
-				bool		same = memcmp(r->digest, req->digest, LAKE_DIGEST_LEN) == 0;
+				bool		same = memcmp(queued->digest, req->digest, LAKE_DIGEST_LEN) == 0;
 
-				seq = r->seq;
+				seq = queued->seq;
 				*epoch = cs->epoch;
 				LWLockRelease(&cs->lock);
 				if (!same)

@@ -1120,6 +1120,24 @@ store_detoast_contained(Datum value, char **why)
 	return *why == NULL ? d.out : NULL;
 }
 
+/* The error being handled, copied; NULL if the copy ran out of memory. */
+static ErrorData *
+copy_error_or_null(void)
+{
+	ErrorData  *volatile e = NULL;
+
+	PG_TRY();
+	{
+		e = CopyErrorData();
+	}
+	PG_CATCH();
+	{
+		e = NULL;
+	}
+	PG_END_TRY();
+	return e;
+}
+
 char *
 store_contain_damage(void (*fn) (void *arg), void *arg)
 {
@@ -1136,19 +1154,11 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *volatile e = NULL;
+		ErrorData  *e;
 
 		MemoryContextSwitchTo(cxt);
 		/* The copy may itself run out of memory: the subtransaction goes all the same. */
-		PG_TRY();
-		{
-			e = CopyErrorData();
-		}
-		PG_CATCH();
-		{
-			e = NULL;
-		}
-		PG_END_TRY();
+		e = copy_error_or_null();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
