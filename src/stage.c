@@ -242,6 +242,8 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 							chunk_no, stage),
 					 errhint("Re-send the same bytes, or abort the stage and begin again.")));
 		(void) store_touch_stage(stage);	/* but is activity */
+		/* Its ack says the chunk is durable: it may be an earlier asynchronous commit's. */
+		store_commit_durably();
 		store_finish();
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}
@@ -260,6 +262,14 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 						   chunk_no, bytes + len)));
 	}
 	store_put_chunk(stage, chunk_no, VARDATA_ANY(data), len);
+
+	/*
+	 * Durable once the caller commits (SPEC §3), synchronous_commit or not:
+	 * an asynchronous chunk lost in a crash would leave the stage short of
+	 * its last chunks, and a commit without a digest would make a version
+	 * of what is left.
+	 */
+	store_commit_durably();
 	store_finish();
 	PG_RETURN_VOID();
 }

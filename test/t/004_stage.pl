@@ -274,6 +274,16 @@ isnt($other, $async, 'a stage id begun asynchronously is not given again after a
 is($node->safe_psql('postgres',
 		"SELECT operation_id FROM lake_data.stage WHERE id = $async"),
 	'async-begin', 'and it still names the stage it was given for');
+# Likewise a chunk (SPEC §3: durable once the caller's transaction
+# commits): a crash after an asynchronous commit used to take it back, and
+# a commit without a digest then made a version of the chunks before it.
+$node->safe_psql('postgres',
+	"SET synchronous_commit = off; SELECT lake.append_chunk($async, 0, '\\x0a0b')");
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres',
+		"SELECT chunks FROM lake_data.stage WHERE id = $async"),
+	'1', 'a chunk stored asynchronously is still there after a crash');
 $node->safe_psql('postgres', q{
 ALTER SYSTEM RESET wal_writer_delay;
 SELECT pg_reload_conf();
