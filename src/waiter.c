@@ -169,11 +169,15 @@ static bool
 blocking_another(void)
 {
 	Oid			lake_data = get_namespace_oid(LAKE_DATA_SCHEMA, true);
-	LOCKTAG		wanted[64];
+	int			cap = 16;
 	int			nwanted = 0;
+	LOCKTAG    *wanted;
+	bool		blocking = false;
 
 	if (!OidIsValid(lake_data))
 		return false;
+	/* Every contended lock: a bounded list would miss lake's among an application's. */
+	wanted = palloc(cap * sizeof(LOCKTAG));
 	for (int partition = 0; partition < NUM_LOCK_PARTITIONS; partition++)
 	{
 		SHM_QUEUE  *mine = &MyProc->myProcLocks[partition];
@@ -181,7 +185,7 @@ blocking_another(void)
 
 		LWLockAcquire(LockHashPartitionLockByIndex(partition), LW_SHARED);
 		for (proclock = (PROCLOCK *) SHMQueueNext(mine, mine, offsetof(PROCLOCK, procLink));
-			 proclock != NULL && nwanted < lengthof(wanted);
+			 proclock != NULL;
 			 proclock = (PROCLOCK *) SHMQueueNext(mine, &proclock->procLink,
 												  offsetof(PROCLOCK, procLink)))
 		{
@@ -196,6 +200,11 @@ blocking_another(void)
 				if ((lock->waitMask & LOCKBIT_ON(mode)) &&
 					(method->conflictTab[mode] & proclock->holdMask))
 				{
+					if (nwanted == cap)
+					{
+						cap *= 2;
+						wanted = repalloc(wanted, cap * sizeof(LOCKTAG));
+					}
 					wanted[nwanted++] = lock->tag;
 					break;
 				}
@@ -207,10 +216,10 @@ blocking_another(void)
 	 * OID or an object lock's class (lake's dataset, stage, owner-creation
 	 * and sealing locks are keyed by a lake_data table) is field2 either way.
 	 */
-	for (int i = 0; i < nwanted; i++)
-		if (get_rel_namespace((Oid) wanted[i].locktag_field2) == lake_data)
-			return true;
-	return false;
+	for (int i = 0; i < nwanted && !blocking; i++)
+		blocking = get_rel_namespace((Oid) wanted[i].locktag_field2) == lake_data;
+	pfree(wanted);
+	return blocking;
 }
 
 WaitResult

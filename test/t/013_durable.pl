@@ -21,7 +21,8 @@ use LakeTAP;
 my $CLIENTS = 8;
 my $CASTS   = 60;
 
-my $node = lake_node('durable', conf => "fsync = on\nlake.cycle_interval = 1h");
+my $node = lake_node('durable',
+	conf => "fsync = on\nlake.cycle_interval = 1h\nmax_connections = 100");
 $node->start;
 $node->safe_psql('postgres',
 	"CREATE EXTENSION lake; SELECT lake.create_owner('d' || i) FROM generate_series(1, $CLIENTS) i;");
@@ -136,6 +137,82 @@ $tw->query('SELECT 1');
 like($tw->{stderr}, qr/ERROR:\s+57014: stopped waiting for receipt \(\d+,\d+\): another session waits for a lock this transaction holds on lake's tables/,
 	'the waiter gives up (57014) for the DROP EXTENSION queued behind its lock, which then completes');
 $tw->quit;
+$node->safe_psql('postgres', 'CREATE EXTENSION lake');
+$node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
+  or die 'the worker does not serve the new extension';
+
+# The same, while the waiter's transaction also holds 65 contended locks of
+# an application's tables, all in the lock manager's first partition (the
+# one scanned first): the look-up kept at most 64 contended locks, and lake's
+# own was not among them. Each table's partition is computed as the lock
+# manager does (hash_bytes of the relation's LOCKTAG, modulo 16).
+sub lock_partition
+{
+	my ($db, $rel) = @_;
+	my $M   = 0xffffffff;
+	my $rot = sub { my ($x, $k) = @_; (($x << $k) | ($x >> (32 - $k))) & $M };
+	my @k = unpack('V4', pack('VVVvCC', $db, $rel, 0, 0, 0, 1));
+	my $a = my $b = my $c = (0x9e3779b9 + 16 + 3923095) & $M;
+	$a = ($a + $k[0]) & $M;
+	$b = ($b + $k[1]) & $M;
+	$c = ($c + $k[2]) & $M;
+	$a = ($a - $c) & $M; $a ^= $rot->($c, 4);  $c = ($c + $b) & $M;
+	$b = ($b - $a) & $M; $b ^= $rot->($a, 6);  $a = ($a + $c) & $M;
+	$c = ($c - $b) & $M; $c ^= $rot->($b, 8);  $b = ($b + $a) & $M;
+	$a = ($a - $c) & $M; $a ^= $rot->($c, 16); $c = ($c + $b) & $M;
+	$b = ($b - $a) & $M; $b ^= $rot->($a, 19); $a = ($a + $c) & $M;
+	$c = ($c - $b) & $M; $c ^= $rot->($b, 4);  $b = ($b + $a) & $M;
+	$a = ($a + $k[3]) & $M;
+	$c ^= $b; $c = ($c - $rot->($b, 14)) & $M;
+	$a ^= $c; $a = ($a - $rot->($c, 11)) & $M;
+	$b ^= $a; $b = ($b - $rot->($a, 25)) & $M;
+	$c ^= $b; $c = ($c - $rot->($b, 16)) & $M;
+	$a ^= $c; $a = ($a - $rot->($c, 4))  & $M;
+	$b ^= $a; $b = ($b - $rot->($a, 14)) & $M;
+	$c ^= $b; $c = ($c - $rot->($b, 24)) & $M;
+	return $c % 16;
+}
+$node->safe_psql('postgres', q{
+SELECT lake.grant_tenant('tw', 'tw');
+SELECT lake.create_owner('tw_o', 'kanban', 'tw');
+CREATE SCHEMA app AUTHORIZATION tw;
+SET ROLE tw;
+DO $$ BEGIN FOR i IN 1..1600 LOOP EXECUTE format('CREATE TABLE app.t%s ()', i); END LOOP; END $$;
+});
+my $db = $node->safe_psql('postgres', 'SELECT oid FROM pg_database WHERE datname = current_database()');
+my @first = grep { lock_partition($db, $_->[1]) == 0 }
+  map { [ split /\|/ ] } split /\n/,
+  $node->safe_psql('postgres', "SELECT relname, oid FROM pg_class WHERE relnamespace = 'app'::regnamespace ORDER BY oid");
+cmp_ok(scalar @first, '>=', 65, 'enough application tables fall in the first lock partition')
+  or BAIL_OUT('too few tables to hold 65 contended locks');
+@first = map { $_->[0] } @first[0 .. 64];
+$ddl = $node->background_psql('postgres');
+$ddl->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN SHARE MODE;');
+$tw = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'tw' ]);
+$tw->query_safe("SET statement_timeout = '30s'; BEGIN; "
+	  . join(' ', map { "LOCK TABLE app.$_ IN ACCESS EXCLUSIVE MODE;" } @first));
+$tw->query_until(qr/start/,
+	"\\echo start\n\\set VERBOSITY verbose\nSELECT lake.cast_durable('tw_o', NULL, NULL, '\\x08'::bytea, NULL, 'tw-2');\n");
+my @readers = map {
+	my $r = $node->background_psql('postgres', on_error_stop => 0);
+	$r->query_until(qr/start/, "\\echo start\nSELECT count(*) FROM app.$_;\n");
+	$r
+} @first;
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) FROM pg_locks WHERE NOT granted AND relation::regclass::text LIKE 'app.%'", '65'),
+	'65 sessions wait for the tenant\'s locks on application tables')
+  or diag($node->safe_psql('postgres', 'SELECT locktype, relation::regclass, mode, granted, pid FROM pg_locks'));
+ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats()', '1'),
+	'and the tenant waits for a cast no seal can write');
+$ddl->query_safe('DROP EXTENSION lake');    # waits for the tenant's locks
+$ddl->query_safe('COMMIT');
+$ddl->quit;
+$tw->query('SELECT 1');
+like($tw->{stderr}, qr/ERROR:\s+57014: stopped waiting for receipt \(\d+,\d+\): another session waits for a lock this transaction holds on lake's tables/,
+	'the waiter still gives up for the DROP EXTENSION, among 65 contended locks of its own');
+$tw->query('ROLLBACK');
+$tw->quit;
+$_->quit for @readers;
 $node->safe_psql('postgres', 'CREATE EXTENSION lake');
 $node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
   or die 'the worker does not serve the new extension';
