@@ -35,8 +35,8 @@ include $(PGXS)
 # changes (a stale object reading an old struct layout is a silent bug).
 # After the include, so that PGXS's "all" stays the default goal. An
 # out-of-tree build (make -f <source>/Makefile VPATH=<source>) writes its
-# objects under its own src/.
-$(OBJS): $(wildcard $(srcdir)/src/*.h) | objdir
+# objects (and, with LLVM, their bitcode) under its own src/.
+$(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/*.h) | objdir
 .PHONY: objdir
 objdir:
 	@mkdir -p src
