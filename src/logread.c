@@ -462,8 +462,11 @@ scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
-	int64		next = Max(after_cycle, 0) + 1;
+	int64		next;
 
+	if (after_cycle == PG_INT64_MAX)
+		return;					/* no cycle is above it (and next would overflow) */
+	next = Max(after_cycle, 0) + 1;
 	cycle_reader_open(&cr, GetActiveSnapshot());
 	scan = cycle_reader_scan(&cr, after_cycle, &key);
 	while (!(stop != NULL && *stop) &&
