@@ -85,13 +85,11 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 	store_check_lineage(dataset, op, payload, len);
 	/*
 	 * Acknowledged as durable as this caller's own commit would be: its
-	 * writer may have committed without waiting for the flush, and a
-	 * crash before it would take the version back (and give its number to
-	 * another operation).
+	 * writer may have committed without waiting for the flush or the
+	 * synchronous standbys, and a crash or a failover before it would take
+	 * the version back (and give its number to another operation).
 	 */
-	if (synchronous_commit > SYNCHRONOUS_COMMIT_OFF && !XLogRecPtrIsInvalid(op->commit_lsn) &&
-		!RecoveryInProgress())
-		XLogFlush(op->commit_lsn);
+	store_wait_durable(op->commit_lsn);
 	return op->version;
 }
 

@@ -139,6 +139,8 @@ stage_not_open(int64 stage)
 	if (store_stage_version(stage, &row, &op))
 	{
 		require_retired_stage(stage, &row);
+		/* The version it names is as durable as a replay's answer. */
+		store_wait_durable(op.commit_lsn);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",
@@ -401,6 +403,12 @@ lake_abort_append(PG_FUNCTION_ARGS)
 	store_lock_for_write(abort_writes);
 	(void) lock_open_stage(stage, &row, NULL, NULL);
 	store_drop_stage(stage, true);
+	/*
+	 * Synchronous, as a chunk is: an abort a crash takes back would bring
+	 * the stage back with the chunks its client was told were dropped, and
+	 * the operation's next begin_append would resume it.
+	 */
+	store_commit_durably();
 	store_finish();
 	PG_RETURN_VOID();
 }

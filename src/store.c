@@ -52,6 +52,9 @@
 #include "guc.h"
 #include "miscadmin.h"
 #include "replication/logicalworker.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "schema.h"
@@ -195,6 +198,12 @@ reset_depth_xact(XactEvent event, void *arg)
 		(void) set_config_option("synchronous_commit", "on",
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
+	/* COMMIT PREPARED would wait as its own session's setting says. */
+	if (event == XACT_EVENT_PRE_PREPARE && commit_durably)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot PREPARE a transaction whose lake writes must commit synchronously"),
+				 errdetail("A stage's begin, chunk or abort, a seal and a recovery commit with synchronous_commit = on whatever the session says; COMMIT PREPARED would follow the committing session's setting.")));
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
 		event == XACT_EVENT_PREPARE)
@@ -1307,6 +1316,47 @@ store_commit_durably(void)
 {
 	ForceSyncCommit();
 	commit_durably = true;
+}
+
+void
+store_wait_durable(XLogRecPtr lsn)
+{
+	bool		defined;
+	bool		reached;
+	int			mode;
+
+	if (XLogRecPtrIsInvalid(lsn) || synchronous_commit == SYNCHRONOUS_COMMIT_OFF ||
+		RecoveryInProgress())
+		return;
+	XLogFlush(lsn);
+	if (!SyncRepRequested())
+		return;
+	/*
+	 * PostgreSQL's own wait takes a cancel as a warning (its commit is
+	 * local already) and returns: the answer is refused instead.
+	 */
+	SyncRepWaitForLSN(lsn, false);
+	/* The mode PostgreSQL waited in (syncrep.c keeps it private). */
+	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
+		synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ? SYNC_REP_WAIT_APPLY :
+		SYNC_REP_WAIT_FLUSH;
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+#ifdef SYNC_STANDBY_DEFINED
+	/* As SyncRepWaitForLSN tells whether there are standbys to wait for. */
+	defined = (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0 ||
+		((WalSndCtl->sync_standbys_status & SYNC_STANDBY_INIT) == 0 &&
+		 SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0');
+#else
+	defined = WalSndCtl->sync_standbys_defined;
+#endif
+	reached = !defined || WalSndCtl->lsn[mode] >= lsn;
+	LWLockRelease(SyncRepLock);
+	if (!reached)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("canceling the wait for synchronous replication of what this answer names"),
+				 errdetail("The answer names what another transaction committed; the synchronous standbys do not have it yet."),
+				 errhint("Retry the call.")));
 }
 
 /*

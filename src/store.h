@@ -204,4 +204,12 @@ extern void store_unbound_lock_waits(int nest);
  */
 extern void store_commit_durably(void);
 
+/*
+ * Make 'lsn' (what another transaction committed, named in an answer) as
+ * durable as this session's own commit would make it: flushed unless
+ * synchronous_commit is off, and on the synchronous standbys when it asks
+ * for them (57014 if that wait is cancelled).
+ */
+extern void store_wait_durable(XLogRecPtr lsn);
+
 #endif							/* LAKE_STORE_H */

@@ -37,6 +37,7 @@
 #include "access/transam.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
+#include "executor/tuptable.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
@@ -45,6 +46,7 @@
 #include "guc.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "storage/bufmgr.h"
 #include "store_dict.h"
 #include "store_grant.h"
 #include "store_version.h"
@@ -416,17 +418,21 @@ text_is(Datum d, const char *s, size_t len)
 
 /*
  * Where WAL must be flushed for the tuple's inserting commit to be
- * durable: an asynchronous commit is visible before its flush (a
- * committed hint bit is set only after it).
+ * durable: an asynchronous commit is visible before its flush. A committed
+ * hint bit (or a freeze) does not say it was flushed: PostgreSQL sets the
+ * hint once the page's LSN is past the commit's, flushed or not
+ * (SetHintBits), so the page's LSN, which is then at or above the
+ * commit's, is where to flush.
  */
 static XLogRecPtr
-commit_lsn_of(HeapTupleHeader t)
+commit_lsn_of(HeapTupleHeader t, XLogRecPtr page_lsn)
 {
 	TransactionId xmin = HeapTupleHeaderGetRawXmin(t);
 
-	if (HeapTupleHeaderXminCommitted(t) || !TransactionIdIsNormal(xmin) ||
-		TransactionIdIsCurrentTransactionId(xmin))
+	if (!TransactionIdIsNormal(xmin) || TransactionIdIsCurrentTransactionId(xmin))
 		return InvalidXLogRecPtr;
+	if (HeapTupleHeaderXminCommitted(t))
+		return page_lsn;
 	return TransactionIdGetCommitLSN(xmin);
 }
 
@@ -494,7 +500,9 @@ fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 		{
 			HeapTuple	tup = ExecCopySlotHeapTuple(slot);
 
-			*commit_lsn = commit_lsn_of(tup->t_data);
+			/* The slot keeps the index scan's page pinned. */
+			*commit_lsn = commit_lsn_of(tup->t_data,
+										BufferGetLSNAtomic(((BufferHeapTupleTableSlot *) slot)->buffer));
 			store_deform(rel, tup, values, nulls, VERSION_NATTS);
 		}
 	}

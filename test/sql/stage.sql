@@ -306,3 +306,15 @@ SELECT lake.append_chunk(:switched, 0, '\x0a0b'::bytea);
 SELECT lake.commit_append(:switched) AS switched_version \gset
 SELECT pg_switch_wal() IS NOT NULL AS wal_switched;
 SELECT lake.commit_append(:switched) = :switched_version AS retried_after_switch;
+
+-- A stage's begin, chunk and abort commit synchronously whatever
+-- synchronous_commit says; COMMIT PREPARED would follow the committing
+-- session's setting instead, so such a transaction is not prepared
+-- (0A000), and nothing of it is kept.
+BEGIN;
+SELECT lake.begin_append('uploads', 'acme', 'prepared') IS NOT NULL AS begun;
+\set VERBOSITY sqlstate
+PREPARE TRANSACTION 'lake_stage_prepared';
+\set VERBOSITY default
+SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'lake_stage_prepared';
+SELECT count(*) AS stage_kept FROM lake_data.stage WHERE operation_id = 'prepared';

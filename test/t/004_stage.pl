@@ -284,6 +284,14 @@ $node->start;
 is($node->safe_psql('postgres',
 		"SELECT chunks FROM lake_data.stage WHERE id = $async"),
 	'1', 'a chunk stored asynchronously is still there after a crash');
+# And an abort: taken back, it brought the stage back with the chunks its
+# client was told were dropped, and the operation's next begin_append
+# resumed it (a commit without a digest then kept a dropped chunk).
+$node->safe_psql('postgres', "SET synchronous_commit = off; SELECT lake.abort_append($async)");
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.stage WHERE id = $async"),
+	'0', 'a stage aborted asynchronously stays aborted after a crash');
 $node->safe_psql('postgres', q{
 ALTER SYSTEM RESET wal_writer_delay;
 SELECT pg_reload_conf();

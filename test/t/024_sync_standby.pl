@@ -48,8 +48,23 @@ my $r = $primary->safe_psql('postgres', "SELECT lake.cast('s', 'Planning', 'Cogn
 is($primary->safe_psql('postgres', "SELECT lake.await_durable('$r'::lake.receipt, 2000) IS NULL"),
 	't', 'no coordinate while the synchronous standby is away');
 
+# A replay is as durable as its caller's own commit: an append committed
+# locally (the database's setting) is not answered to a caller whose
+# commits wait for the standby until the standby has it. It was answered at
+# once, and a promotion then gave its number to another operation.
+$primary->safe_psql('postgres', "SELECT lake.create_dataset('d')");
+my $version = $primary->safe_psql('postgres', "SELECT lake.append('d', 't', 'local', '\\x01'::bytea)");
+my ($state, $msg) = sql_error($primary,
+	"SET synchronous_commit = on; SET statement_timeout = '2s';
+	 SELECT lake.append('d', 't', 'local', '\\x01'::bytea)");
+is("$state $msg", "57014 canceling the wait for synchronous replication of what this answer names",
+	'a synchronous replay is not answered while the standby lacks the version');
+
 # ... until it is back: then the standby has the cycle.
 $standby->start;
+is($primary->safe_psql('postgres',
+		"SET synchronous_commit = on; SELECT lake.append('d', 't', 'local', '\\x01'::bytea)"),
+	$version, 'and is answered once the standby is back');
 my $coord = $primary->safe_psql('postgres', "SELECT lake.await_durable('$r'::lake.receipt)");
 like($coord, qr/^\(\d+,1,/, 'the coordinate once the standby confirms');
 my ($cycle) = $coord =~ /^\((\d+),/;

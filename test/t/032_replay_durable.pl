@@ -14,7 +14,7 @@ use Test::More;
 use LakeTAP;
 
 my $node = lake_node('replay_durable',
-	conf => "wal_writer_delay = '10s'\nwal_writer_flush_after = 0\n");
+	conf => "wal_writer_delay = '10s'\nwal_writer_flush_after = 0\nrestart_after_crash = on\n");
 $node->start;
 $node->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_dataset('d')");
 $node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()")
@@ -39,6 +39,39 @@ for my $round (1 .. 3)
 	is( $node->safe_psql('postgres',
 			"SELECT count(*) FROM lake.versions('d') WHERE operation_id = '$op' AND version = $version"),
 		'1', "round $round: with its number");
+}
+
+# The same once the row's committed hint bit is set: PostgreSQL sets it on
+# an unflushed asynchronous commit as soon as the page's LSN is past the
+# commit's (a later write on the page, another clog LSN group), and the
+# replay used to take the hint for a flush. Forty transactions put the
+# second append's commit in another group; a read of the versions sets the
+# hint. The WAL writer is stopped meanwhile (it would flush full pages),
+# and killed for the crash.
+{
+	my $walwriter = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'");
+	kill 'STOP', $walwriter;
+	my $version = $node->safe_psql('postgres',
+		"SET synchronous_commit = off; SELECT lake.append('d', 't', 'hinted', '\\x0a0a'::bytea)");
+	$node->safe_psql('postgres',
+		join('', map { "SET synchronous_commit = off; SELECT txid_current();\n" } 1 .. 40)
+		  . "SET synchronous_commit = off; SELECT lake.append('d', 't', 'hinted-next', '\\x0c0c'::bytea);\n"
+		  . "SELECT count(*) FROM lake.versions('d');\n");
+	my ($insert, $flush) = split /\|/, $node->safe_psql('postgres',
+		'SELECT pg_current_wal_insert_lsn(), pg_current_wal_flush_lsn()');
+	is( $node->safe_psql('postgres', "SELECT lake.append('d', 't', 'hinted', '\\x0a0a'::bytea)"),
+		$version, 'a synchronous replay of a hinted row answers its version');
+	kill 'KILL', $walwriter;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'walwriter' AND pid <> $walwriter")
+	  or die 'the server did not restart after the crash';
+	my (undef, $read) = $node->psql('postgres', "SELECT lake.read_operation('d', 't', 'hinted')");
+	is( $read, '\\x0a0a', 'after a crash the hinted version is there'
+		  . ($insert eq $flush ? ' (the commit was flushed anyway: this proves nothing)' : ''));
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM lake.versions('d') WHERE operation_id = 'hinted' AND version = $version"),
+		'1', 'with its number');
 }
 
 done_testing();
