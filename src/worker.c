@@ -233,6 +233,12 @@ expire_stages(void *arg)
 	e->more = store_expire_stages(e->held ? DT_NOBEGIN :
 								  GetCurrentTimestamp() - (int64) lake_stage_ttl_s * USECS_PER_SEC - e->steps_us,
 								  EXPIRY_BATCH_BYTES, &e->stages, &e->chunks, &e->open);
+	/*
+	 * Whatever the database or the worker's role set: a client told its
+	 * stage expired (42704) must not find it back after a crash, with its
+	 * old chunks, under its operation's next begin_append.
+	 */
+	store_commit_durably();
 	store_finish();
 }
 
