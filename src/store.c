@@ -1321,7 +1321,7 @@ store_commit_durably(void)
 void
 store_wait_durable(XLogRecPtr lsn)
 {
-	bool		defined;
+	volatile WalSndCtlData *ctl = WalSndCtl;
 	bool		reached;
 	int			mode;
 
@@ -1336,20 +1336,22 @@ store_wait_durable(XLogRecPtr lsn)
 	 * local already) and returns: the answer is refused instead.
 	 */
 	SyncRepWaitForLSN(lsn, false);
+	/* Whether there were standbys to wait for, read as that wait reads it. */
+#ifdef SYNC_STANDBY_DEFINED
+	if ((ctl->sync_standbys_status & SYNC_STANDBY_DEFINED) == 0 &&
+		((ctl->sync_standbys_status & SYNC_STANDBY_INIT) != 0 ||
+		 SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0'))
+		return;
+#else
+	if (!ctl->sync_standbys_defined)
+		return;
+#endif
 	/* The mode PostgreSQL waited in (syncrep.c keeps it private). */
 	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
 		synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ? SYNC_REP_WAIT_APPLY :
 		SYNC_REP_WAIT_FLUSH;
 	LWLockAcquire(SyncRepLock, LW_SHARED);
-#ifdef SYNC_STANDBY_DEFINED
-	/* As SyncRepWaitForLSN tells whether there are standbys to wait for. */
-	defined = (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0 ||
-		((WalSndCtl->sync_standbys_status & SYNC_STANDBY_INIT) == 0 &&
-		 SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0');
-#else
-	defined = WalSndCtl->sync_standbys_defined;
-#endif
-	reached = !defined || WalSndCtl->lsn[mode] >= lsn;
+	reached = ctl->lsn[mode] >= lsn;
 	LWLockRelease(SyncRepLock);
 	if (!reached)
 		ereport(ERROR,
