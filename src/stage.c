@@ -245,7 +245,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 					 errhint("Re-send the same bytes, or abort the stage and begin again.")));
 		(void) store_touch_stage(stage);	/* but is activity */
 		/* Its ack says the chunk is durable: it may be an earlier asynchronous commit's. */
-		store_commit_durably();
+		store_commit_flushed();
 		store_finish();
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}
@@ -266,12 +266,13 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	store_put_chunk(stage, chunk_no, VARDATA_ANY(data), len);
 
 	/*
-	 * Durable once the caller commits (SPEC §3), synchronous_commit or not:
-	 * an asynchronous chunk lost in a crash would leave the stage short of
-	 * its last chunks, and a commit without a digest would make a version
-	 * of what is left.
+	 * Durable once the caller commits (SPEC §3): flushed, synchronous_commit
+	 * or not (synchronous standbys are waited for as the session says). An
+	 * asynchronous chunk lost in a crash would leave the stage short of its
+	 * last chunks, and a commit without a digest would make a version of
+	 * what is left.
 	 */
-	store_commit_durably();
+	store_commit_flushed();
 	store_finish();
 	PG_RETURN_VOID();
 }
@@ -404,11 +405,11 @@ lake_abort_append(PG_FUNCTION_ARGS)
 	(void) lock_open_stage(stage, &row, NULL, NULL);
 	store_drop_stage(stage, true);
 	/*
-	 * Synchronous, as a chunk is: an abort a crash takes back would bring
+	 * Flushed, as a chunk is: an abort a crash takes back would bring
 	 * the stage back with the chunks its client was told were dropped, and
 	 * the operation's next begin_append would resume it.
 	 */
-	store_commit_durably();
+	store_commit_flushed();
 	store_finish();
 	PG_RETURN_VOID();
 }

@@ -198,12 +198,6 @@ reset_depth_xact(XactEvent event, void *arg)
 		(void) set_config_option("synchronous_commit", "on",
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
-	/* COMMIT PREPARED would wait as its own session's setting says. */
-	if (event == XACT_EVENT_PRE_PREPARE && commit_durably)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot PREPARE a transaction whose lake writes must commit synchronously"),
-				 errdetail("A stage's begin, chunk or abort, a seal and a recovery commit with synchronous_commit = on whatever the session says; COMMIT PREPARED would follow the committing session's setting.")));
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
 		event == XACT_EVENT_PREPARE)
@@ -1316,6 +1310,12 @@ store_commit_durably(void)
 {
 	ForceSyncCommit();
 	commit_durably = true;
+}
+
+void
+store_commit_flushed(void)
+{
+	ForceSyncCommit();
 }
 
 void

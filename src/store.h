@@ -205,6 +205,13 @@ extern void store_unbound_lock_waits(int nest);
 extern void store_commit_durably(void);
 
 /*
+ * Make this transaction's commit flushed here whatever the session or
+ * database asks for (as synchronous_commit = local would at least); it
+ * waits for synchronous standbys only as the session's setting says.
+ */
+extern void store_commit_flushed(void);
+
+/*
  * Make 'lsn' (what another transaction committed, named in an answer) as
  * durable as this session's own commit would make it: flushed unless
  * synchronous_commit is off, and on the synchronous standbys when it asks

@@ -175,7 +175,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 			 * that a crash takes back would take the sequence's advance
 			 * with it, and the id would name the next operation's stage.
 			 */
-			store_commit_durably();
+			store_commit_flushed();
 			return DatumGetInt64(store_colv(0, 1));
 		}
 		if ((id = find_stage(values, types, false, 0)) != 0)

@@ -238,7 +238,7 @@ expire_stages(void *arg)
 	 * stage expired (42704) must not find it back after a crash, with its
 	 * old chunks, under its operation's next begin_append.
 	 */
-	store_commit_durably();
+	store_commit_flushed();
 	store_finish();
 }
 

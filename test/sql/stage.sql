@@ -307,14 +307,12 @@ SELECT lake.commit_append(:switched) AS switched_version \gset
 SELECT pg_switch_wal() IS NOT NULL AS wal_switched;
 SELECT lake.commit_append(:switched) = :switched_version AS retried_after_switch;
 
--- A stage's begin, chunk and abort commit synchronously whatever
--- synchronous_commit says; COMMIT PREPARED would follow the committing
--- session's setting instead, so such a transaction is not prepared
--- (0A000), and nothing of it is kept.
+-- A stage's begin, chunk and abort are flushed at commit whatever
+-- synchronous_commit says; a prepared one is flushed at PREPARE and at
+-- COMMIT PREPARED anyway, so it may be prepared.
 BEGIN;
-SELECT lake.begin_append('uploads', 'acme', 'prepared') IS NOT NULL AS begun;
-\set VERBOSITY sqlstate
+SELECT lake.begin_append('uploads', 'acme', 'prepared') AS prepared_stage \gset
 PREPARE TRANSACTION 'lake_stage_prepared';
-\set VERBOSITY default
-SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'lake_stage_prepared';
-SELECT count(*) AS stage_kept FROM lake_data.stage WHERE operation_id = 'prepared';
+COMMIT PREPARED 'lake_stage_prepared';
+SELECT count(*) AS stage_kept FROM lake_data.stage WHERE id = :prepared_stage;
+SELECT lake.abort_append(:prepared_stage);

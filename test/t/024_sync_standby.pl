@@ -60,6 +60,14 @@ my ($state, $msg) = sql_error($primary,
 is("$state $msg", "57014 canceling the wait for synchronous replication of what this answer names",
 	'a synchronous replay is not answered while the standby lacks the version');
 
+# A stage's calls are flushed whatever the session says, but wait for the
+# standby only as the session's setting (here the database's local) says:
+# forced to wait, they hung past statement_timeout with their locks held.
+my (undef, $staged) = $primary->psql('postgres',
+	"SELECT count(*) FROM (SELECT lake.append_chunk(lake.begin_append('d', 't', 'staged'), 0, '\\x02'::bytea)) c",
+	timeout => 30);
+is($staged, '1', 'a stage is begun and fed with the synchronous standby away (synchronous_commit = local)');
+
 # ... until it is back: then the standby has the cycle.
 $standby->start;
 is($primary->safe_psql('postgres',
