@@ -1346,9 +1346,12 @@ store_wait_durable(XLogRecPtr lsn)
 	if (!ctl->sync_standbys_defined)
 		return;
 #endif
-	/* The mode PostgreSQL waited in (syncrep.c keeps it private). */
+	/*
+	 * The mode PostgreSQL waited in (syncrep.c keeps it private): a wait
+	 * that is not a commit's goes no further than the standbys' flush, so
+	 * remote_apply is remote_flush here (durable there, maybe not applied).
+	 */
 	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
-		synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ? SYNC_REP_WAIT_APPLY :
 		SYNC_REP_WAIT_FLUSH;
 	LWLockAcquire(SyncRepLock, LW_SHARED);
 	reached = ctl->lsn[mode] >= lsn;

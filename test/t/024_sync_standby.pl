@@ -73,6 +73,18 @@ $standby->start;
 is($primary->safe_psql('postgres',
 		"SET synchronous_commit = on; SELECT lake.append('d', 't', 'local', '\\x01'::bytea)"),
 	$version, 'and is answered once the standby is back');
+# remote_apply waits, outside a commit, for the standby's flush only: the
+# replay is answered while the standby's replay is paused (it was 57014,
+# checked against the applied position).
+$standby->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_stat_wal_receiver")
+  or die 'the standby does not stream';
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+my $applied = $primary->safe_psql('postgres', "SELECT lake.append('d', 't', 'paused', '\\x03'::bytea)");
+is($primary->safe_psql('postgres',
+		"SET synchronous_commit = remote_apply; SET statement_timeout = '20s';
+		 SELECT lake.append('d', 't', 'paused', '\\x03'::bytea)"),
+	$applied, 'a remote_apply replay is answered once the standby has flushed the version');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
 my $coord = $primary->safe_psql('postgres', "SELECT lake.await_durable('$r'::lake.receipt)");
 like($coord, qr/^\(\d+,1,/, 'the coordinate once the standby confirms');
 my ($cycle) = $coord =~ /^\((\d+),/;
