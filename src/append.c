@@ -130,6 +130,7 @@ lake_append(PG_FUNCTION_ARGS)
 	if (op.found)
 	{
 		payload = digested_payload(fcinfo, len, supplied, digest);
+		op.own_permit = !held;
 		version = operation_replay_of(&op, digest, VARDATA_ANY(payload), len,
 									  dataset, tenant, operation_id, wait_ms);
 	}

@@ -87,8 +87,13 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 	 * Acknowledged as durable as this caller's own commit would be: its
 	 * writer may have committed without waiting for the flush or the
 	 * synchronous standbys, and a crash or a failover before it would take
-	 * the version back (and give its number to another operation).
+	 * the version back (and give its number to another operation). A
+	 * standby wait may be long: the call's own permit, of no more use, is
+	 * not held through it, or one tenant's replays would keep every
+	 * other's appends out (53000).
 	 */
+	if (op->own_permit)
+		admission_give_back();
 	store_wait_durable(op->commit_lsn);
 	return op->version;
 }
@@ -104,6 +109,7 @@ operation_lookup(int32 dataset_id, const char *tenant, const char *operation_id,
 	op->seen_head = IsolationUsesXactSnapshot() ? -1 :
 		head_get(store_relid("dataset"), dataset_id);
 	op->locked = false;
+	op->own_permit = false;
 	store_lookup_operation(dataset_id, tenant, operation_id, op);
 }
 

@@ -297,6 +297,7 @@ reconcile_retired(int64 stage, const uint8 *supplied, long wait_ms)
 	if (!store_stage_version(stage, &row, &op))
 		stage_not_open(stage);
 	require_retired_stage(stage, &row);
+	op.own_permit = !admission_held();
 	wait_ms = admission_reserve_within(0, wait_ms);
 	return operation_replay(&op, supplied, row.dataset, row.tenant, row.operation_id, wait_ms);
 }

@@ -46,7 +46,8 @@ typedef struct OperationLookup
 	int64		max_version;	/* store_recheck_operation only */
 	/* operation.c's: the dataset's head when looked up (-1: not known), */
 	int64		seen_head;
-	bool		locked;			/* and whether its append lock is held */
+	bool		locked;			/* and whether its append lock is held, */
+	bool		own_permit;		/* and whether the call took the permit it holds */
 } OperationLookup;
 
 /* Receives each decoded chunk of a payload, in order. */

@@ -59,6 +59,16 @@ my ($state, $msg) = sql_error($primary,
 	 SELECT lake.append('d', 't', 'local', '\\x01'::bytea)");
 is("$state $msg", "57014 canceling the wait for synchronous replication of what this answer names",
 	'a synchronous replay is not answered while the standby lacks the version');
+# While it waits it holds no admission permit: one tenant's replays held
+# every permit, and every other session's appends were 53000.
+my $replayer = $primary->background_psql('postgres', on_error_stop => 0);
+$replayer->query_until(qr/start/,
+	"\\echo start\nSET synchronous_commit = on;\nSELECT lake.append('d', 't', 'local', '\\x01'::bytea);\n");
+ok($primary->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE '%lake.append%'"),
+	'a replay waits for the synchronous standby');
+is($primary->safe_psql('postgres', 'SELECT slots_in_use FROM lake.admission()'),
+	'0', 'without holding an admission permit');
 
 # A stage's calls are flushed whatever the session says, but wait for the
 # standby only as the session's setting (here the database's local) says:
@@ -73,6 +83,10 @@ $standby->start;
 is($primary->safe_psql('postgres',
 		"SET synchronous_commit = on; SELECT lake.append('d', 't', 'local', '\\x01'::bytea)"),
 	$version, 'and is answered once the standby is back');
+ok($primary->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE wait_event = 'SyncRep'"),
+	'and the waiting replay is answered too');
+$replayer->quit;
 # remote_apply waits, outside a commit, for the standby's flush only: the
 # replay is answered while the standby's replay is paused (it was 57014,
 # checked against the applied position).
