@@ -89,12 +89,10 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 	 * synchronous standbys, and a crash or a failover before it would take
 	 * the version back (and give its number to another operation). A
 	 * standby wait may be long: the call's own permit, of no more use, is
-	 * not held through it, or one tenant's replays would keep every
+	 * given back before it, or one tenant's replays would keep every
 	 * other's appends out (53000).
 	 */
-	if (op->own_permit)
-		admission_give_back();
-	store_wait_durable(op->commit_lsn);
+	store_wait_durable(op->commit_lsn, op->own_permit ? admission_give_back : NULL);
 	return op->version;
 }
 

@@ -140,7 +140,7 @@ stage_not_open(int64 stage)
 	{
 		require_retired_stage(stage, &row);
 		/* The version it names is as durable as a replay's answer. */
-		store_wait_durable(op.commit_lsn);
+		store_wait_durable(op.commit_lsn, NULL);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",

@@ -1319,7 +1319,7 @@ store_commit_flushed(void)
 }
 
 void
-store_wait_durable(XLogRecPtr lsn)
+store_wait_durable(XLogRecPtr lsn, void (*before_waiting) (void))
 {
 	volatile WalSndCtlData *ctl = WalSndCtl;
 	bool		reached;
@@ -1331,12 +1331,7 @@ store_wait_durable(XLogRecPtr lsn)
 	XLogFlush(lsn);
 	if (!SyncRepRequested())
 		return;
-	/*
-	 * PostgreSQL's own wait takes a cancel as a warning (its commit is
-	 * local already) and returns: the answer is refused instead.
-	 */
-	SyncRepWaitForLSN(lsn, false);
-	/* Whether there were standbys to wait for, read as that wait reads it. */
+	/* Whether there are standbys to wait for, read as PostgreSQL's wait reads it. */
 #ifdef SYNC_STANDBY_DEFINED
 	if ((ctl->sync_standbys_status & SYNC_STANDBY_DEFINED) == 0 &&
 		((ctl->sync_standbys_status & SYNC_STANDBY_INIT) != 0 ||
@@ -1347,12 +1342,24 @@ store_wait_durable(XLogRecPtr lsn)
 		return;
 #endif
 	/*
-	 * The mode PostgreSQL waited in (syncrep.c keeps it private): a wait
+	 * The mode PostgreSQL waits in (syncrep.c keeps it private): a wait
 	 * that is not a commit's goes no further than the standbys' flush, so
 	 * remote_apply is remote_flush here (durable there, maybe not applied).
 	 */
 	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
 		SYNC_REP_WAIT_FLUSH;
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	reached = ctl->lsn[mode] >= lsn;
+	LWLockRelease(SyncRepLock);
+	if (reached)
+		return;
+	if (before_waiting != NULL)
+		before_waiting();
+	/*
+	 * PostgreSQL's own wait takes a cancel as a warning (its commit is
+	 * local already) and returns: the answer is refused instead.
+	 */
+	SyncRepWaitForLSN(lsn, false);
 	LWLockAcquire(SyncRepLock, LW_SHARED);
 	reached = ctl->lsn[mode] >= lsn;
 	LWLockRelease(SyncRepLock);

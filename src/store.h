@@ -215,8 +215,9 @@ extern void store_commit_flushed(void);
  * Make 'lsn' (what another transaction committed, named in an answer) as
  * durable as this session's own commit would make it: flushed unless
  * synchronous_commit is off, and on the synchronous standbys when it asks
- * for them (57014 if that wait is cancelled).
+ * for them (57014 if that wait is cancelled). 'before_waiting' (or NULL)
+ * runs only when the standbys must be waited for.
  */
-extern void store_wait_durable(XLogRecPtr lsn);
+extern void store_wait_durable(XLogRecPtr lsn, void (*before_waiting) (void));
 
 #endif							/* LAKE_STORE_H */
