@@ -8,7 +8,7 @@ EXTENSION   = lake
 EXTVERSION  = 0.1.0
 MODULE_big  = lake
 OBJS        = src/lake.o src/guc.o src/args.o src/hold.o src/admission.o src/codec.o \
-              src/digest.o src/schema.o src/store.o src/store_version.o \
+              src/digest.o src/encode.o src/durable.o src/schema.o src/store.o src/store_version.o \
               src/store_stage.o src/store_grant.o src/store_owner.o src/store_dict.o \
               src/access.o src/head.o src/operation.o \
               src/append.o src/dict.o src/stage.o src/lifecycle.o src/owner.o \

@@ -15,6 +15,7 @@
 #include "args.h"
 #include "catalog/pg_type.h"
 #include "checkpoint.h"
+#include "encode.h"
 #include "guc.h"
 #include "cycle.h"
 #include "executor/spi.h"
@@ -161,7 +162,7 @@ checkpoint_take(bool lock_held)
 	if (!live)
 		return take_later();
 	(void) lake_images_put_header(raw, (uint32) kept, cycle);
-	stored = store_encode((const char *) raw, pos);
+	stored = encode_record((const char *) raw, pos);
 
 	{
 		Oid			types[5] = {INT8OID, INT4OID, INT8OID, INT8OID, BYTEAOID};

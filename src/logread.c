@@ -28,6 +28,7 @@
 #include "catalog/pg_type.h"
 #include "codec.h"
 #include "digest.h"
+#include "encode.h"
 #include "executor/spi.h"
 #include "logread.h"
 #include "miscadmin.h"
@@ -82,7 +83,7 @@ log_unwrap(Datum data, const int64 *declared, bool contain, uint8_t **raw, size_
 	if (cst == LAKE_CODEC_OK)
 	{
 		*raw = palloc(Max(size, 1));
-		cst = lake_chunk_decode(store_decompression_context(), in, inlen, LAKE_PLACE_NONE,
+		cst = lake_chunk_decode(encode_decompression_context(), in, inlen, LAKE_PLACE_NONE,
 								*raw, size, len);
 	}
 	/* A detoasted copy: a walk over many cycles must not keep them all. */

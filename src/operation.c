@@ -24,6 +24,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "admission.h"
+#include "durable.h"
 #include "guc.h"
 #include "head.h"
 #include "hold.h"
@@ -92,7 +93,7 @@ operation_replay_of(const OperationLookup *op, const uint8 *digest,
 	 * given back before it, or one tenant's replays would keep every
 	 * other's appends out (53000).
 	 */
-	store_wait_durable(op->commit_lsn, op->own_permit ? admission_give_back : NULL);
+	durable_wait(op->commit_lsn, op->own_permit ? admission_give_back : NULL);
 	return op->version;
 }
 

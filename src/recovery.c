@@ -30,6 +30,7 @@
 #include "commands/extension.h"
 #include "checkpoint.h"
 #include "commands/trigger.h"
+#include "durable.h"
 #include "executor/spi.h"
 #include "cycle.h"
 #include "funcapi.h"
@@ -817,7 +818,7 @@ recovery_run(RecoveryResult *out)
 	store_finish();
 
 	/* The new epoch must be durable before any receipt carries it. */
-	store_commit_durably();
+	durable_commit();
 	rp.fig.snapshot = snapshot;
 	rp.fig.ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
 	ereport(LOG,

@@ -36,6 +36,8 @@
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "cycle.h"
+#include "durable.h"
+#include "encode.h"
 #include "executor/executor.h"
 #include "guc.h"
 #include "landing.h"
@@ -403,7 +405,7 @@ block_write(BlockBuild *bb)
 
 		rows[n * 3] = Int32GetDatum(bo->b.owner_id);
 		rows[n * 3 + 1] = Int64GetDatum(bo->b.first_cycle);
-		rows[n * 3 + 2] = PointerGetDatum(store_encode_raw((const char *) entry, len));
+		rows[n * 3 + 2] = PointerGetDatum(encode_record_raw((const char *) entry, len));
 		n++;
 	}
 	if (n > 0)
@@ -740,7 +742,7 @@ seal_run(void)
 			nops++;
 		}
 	}
-	stored = store_encode((const char *) raw, pos);
+	stored = encode_record((const char *) raw, pos);
 	for (int i = 0; i < nowners; i++)
 		listed[i].landings = (uint32) owners[i].count;
 	list = palloc(lake_cycle_owners_bound((uint32) nowners));
@@ -764,7 +766,7 @@ seal_run(void)
 			Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
 			TimestampTzGetDatum(GetCurrentTimestamp()), LSNGetDatum(lsn),
 			Int64GetDatum(index.index.indexed_through), Int32GetDatum(index.index.tail_owners),
-			PointerGetDatum(store_encode_raw((const char *) list, listlen)),
+			PointerGetDatum(encode_record_raw((const char *) list, listlen)),
 		PointerGetDatum(stored), Int16GetDatum((int16) GetDatabaseEncoding())};
 
 		insert_rows(SEAL_CYCLE, 1, row, nulls);
@@ -772,7 +774,7 @@ seal_run(void)
 	if (nops > 0)
 		insert_rows(SEAL_CAST_OPERATION, nops, op_rows, nulls);
 
-	store_commit_durably();
+	durable_commit();
 	publish_at_commit(&cut, cycle, lsn, owners, nowners, positions, started);
 	store_finish();
 	return cycle;

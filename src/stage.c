@@ -24,6 +24,7 @@
 #include "admission.h"
 #include "args.h"
 #include "digest.h"
+#include "durable.h"
 #include "guc.h"
 #include "miscadmin.h"
 #include "operation.h"
@@ -140,7 +141,7 @@ stage_not_open(int64 stage)
 	{
 		require_retired_stage(stage, &row);
 		/* The version it names is as durable as a replay's answer. */
-		store_wait_durable(op.commit_lsn, NULL);
+		durable_wait(op.commit_lsn, NULL);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stage " INT64_FORMAT " is already committed as version " INT64_FORMAT " of dataset \"%s\"",
@@ -245,7 +246,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 					 errhint("Re-send the same bytes, or abort the stage and begin again.")));
 		(void) store_touch_stage(stage);	/* but is activity */
 		/* Its ack says the chunk is durable: it may be an earlier asynchronous commit's. */
-		store_commit_flushed();
+		durable_commit_flushed();
 		store_finish();
 		PG_RETURN_VOID();		/* an identical re-send changes nothing */
 	}
@@ -272,7 +273,7 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 	 * last chunks, and a commit without a digest would make a version of
 	 * what is left.
 	 */
-	store_commit_flushed();
+	durable_commit_flushed();
 	store_finish();
 	PG_RETURN_VOID();
 }
@@ -410,7 +411,7 @@ lake_abort_append(PG_FUNCTION_ARGS)
 	 * the stage back with the chunks its client was told were dropped, and
 	 * the operation's next begin_append would resume it.
 	 */
-	store_commit_flushed();
+	durable_commit_flushed();
 	store_finish();
 	PG_RETURN_VOID();
 }

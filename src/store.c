@@ -10,8 +10,7 @@
  *     entries (store_insert) and point lookups through an index
  *     (store_fetch);
  *   - SPI plans kept per backend for the statements that stay SQL;
- *   - bounded object locks, and the per-backend zstd contexts and encode
- *     buffer.
+ *   - bounded object locks.
  *
  * Every SQL statement is prepared once per backend, names its tables with
  * their schema and uses pg_catalog operators; caller input only ever
@@ -25,8 +24,6 @@
  * are looked up by namespace OID or used by OID.
  */
 #include "lake.h"
-
-#include <zstd.h>
 
 #include "access/genam.h"
 #include "access/relation.h"
@@ -52,9 +49,6 @@
 #include "guc.h"
 #include "miscadmin.h"
 #include "replication/logicalworker.h"
-#include "replication/syncrep.h"
-#include "replication/walsender.h"
-#include "replication/walsender_private.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "schema.h"
@@ -125,9 +119,6 @@ static bool callbacks_set = false;
  */
 static Oid	call_schema = InvalidOid;
 
-/* zstd context reused for the life of the backend (zstd's own allocator). */
-static ZSTD_CCtx *cctx = NULL;
-
 /*
  * The extension's owner (pg_extension.extowner) and lake_data's namespace,
  * cached per backend. The install script creates lake's data schema, so
@@ -182,26 +173,9 @@ lookup_owner(bool missing_ok)
 
 static void forget_all(void);
 
-/* store_commit_durably was called in this transaction. */
-static bool commit_durably = false;
-
 static void
 reset_depth_xact(XactEvent event, void *arg)
 {
-	/*
-	 * Raised at pre-commit, outside every GUC nest level (a function's SET
-	 * clause would take a value set inside it back before the commit), and
-	 * only for this transaction.
-	 */
-	if (event == XACT_EVENT_PRE_COMMIT && commit_durably &&
-		synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
-		(void) set_config_option("synchronous_commit", "on",
-								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
-								 true, 0, false);
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PREPARE)
-		commit_durably = false;
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		depth = 0;
@@ -1305,72 +1279,6 @@ store_unbound_lock_waits(int nest)
 	AtEOXact_GUC(true, nest);
 }
 
-void
-store_commit_durably(void)
-{
-	ForceSyncCommit();
-	commit_durably = true;
-}
-
-void
-store_commit_flushed(void)
-{
-	ForceSyncCommit();
-}
-
-void
-store_wait_durable(XLogRecPtr lsn, void (*before_waiting) (void))
-{
-	volatile WalSndCtlData *ctl = WalSndCtl;
-	bool		reached;
-	int			mode;
-
-	if (XLogRecPtrIsInvalid(lsn) || synchronous_commit == SYNCHRONOUS_COMMIT_OFF ||
-		RecoveryInProgress())
-		return;
-	XLogFlush(lsn);
-	if (!SyncRepRequested())
-		return;
-	/* Whether there are standbys to wait for, read as PostgreSQL's wait reads it. */
-#ifdef SYNC_STANDBY_DEFINED
-	if ((ctl->sync_standbys_status & SYNC_STANDBY_DEFINED) == 0 &&
-		((ctl->sync_standbys_status & SYNC_STANDBY_INIT) != 0 ||
-		 SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0'))
-		return;
-#else
-	if (!ctl->sync_standbys_defined)
-		return;
-#endif
-	/*
-	 * The mode PostgreSQL waits in (syncrep.c keeps it private): a wait
-	 * that is not a commit's goes no further than the standbys' flush, so
-	 * remote_apply is remote_flush here (durable there, maybe not applied).
-	 */
-	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
-		SYNC_REP_WAIT_FLUSH;
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	reached = ctl->lsn[mode] >= lsn;
-	LWLockRelease(SyncRepLock);
-	if (reached)
-		return;
-	if (before_waiting != NULL)
-		before_waiting();
-	/*
-	 * PostgreSQL's own wait takes a cancel as a warning (its commit is
-	 * local already) and returns: the answer is refused instead.
-	 */
-	SyncRepWaitForLSN(lsn, false);
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	reached = ctl->lsn[mode] >= lsn;
-	LWLockRelease(SyncRepLock);
-	if (!reached)
-		ereport(ERROR,
-				(errcode(ERRCODE_QUERY_CANCELED),
-				 errmsg("canceling the wait for synchronous replication of what this answer names"),
-				 errdetail("The answer names what another transaction committed; the synchronous standbys do not have it yet."),
-				 errhint("Retry the call.")));
-}
-
 /*
  * In the PG_CATCH of a bounded wait begun in 'mcxt': re-throws anything
  * but the bound's own lock timeout or a deadlock found during the wait,
@@ -1482,144 +1390,6 @@ store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 	PG_END_TRY();
 	store_unbound_lock_waits(nest);
 	return true;
-}
-
-/* Between the steps of a large chunk's compression (codec.h). */
-static void
-compression_step(void)
-{
-	CHECK_FOR_INTERRUPTS();
-}
-
-/*
- * A chunk larger than lake's own is being compressed: its context goes
- * once it is done, or at the next use if it was interrupted. At a high
- * level zstd's workspace for it is a hundred megabytes.
- */
-static bool large_in_progress = false;
-
-static void
-drop_large_context(void)
-{
-	if (large_in_progress && cctx != NULL)
-	{
-		ZSTD_freeCCtx(cctx);
-		cctx = NULL;
-	}
-	large_in_progress = false;
-}
-
-static ZSTD_CCtx *
-compression_context(void)
-{
-	drop_large_context();
-	if (cctx == NULL)
-	{
-		lake_codec_step = compression_step;
-		cctx = ZSTD_createCCtx();
-		if (cctx == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory"),
-					 errdetail("Could not create a zstd compression context.")));
-	}
-	return cctx;
-}
-
-/* The backend's zstd decompression context, for every decode. */
-ZSTD_DCtx *
-store_decompression_context(void)
-{
-	static ZSTD_DCtx *dctx = NULL;
-
-	if (dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory"),
-				 errdetail("Could not create a zstd decompression context.")));
-	return dctx;
-}
-
-/* Encode (compress or not, codec.h) into a freshly palloc'd bytea. */
-bytea *
-store_encode(const char *data, size_t len)
-{
-	bytea	   *out = palloc(VARHDRSZ + lake_chunk_bound(len));
-	size_t		n = lake_chunk_encode(compression_context(), lake_compression_level,
-									  (const uint8_t *) data, len, false,
-									  LAKE_PLACE_NONE, (uint8_t *) VARDATA(out));
-
-	SET_VARSIZE(out, VARHDRSZ + n);
-	return out;
-}
-
-bytea *
-store_encode_raw(const char *data, size_t len)
-{
-	bytea	   *out = palloc(VARHDRSZ + LAKE_CHUNK_HEADER + len);
-
-	SET_VARSIZE(out, VARHDRSZ + lake_chunk_encode_raw((const uint8_t *) data, len, false,
-													  LAKE_PLACE_NONE, (uint8_t *) VARDATA(out)));
-	return out;
-}
-
-/*
- * Encode a payload chunk. Chunks up to LAKE_CHUNK_BYTES (every chunk lake
- * cuts itself) go into the backend's one encode buffer, kept for the life
- * of the backend at the size of the largest such chunk so far: no megabyte
- * allocated per chunk; the result is valid until the next call. A larger
- * staged chunk (its size is the client's, up to lake.max_stream_bytes) is
- * encoded into memory of the current context instead, so no backend keeps
- * its size for good. With a prepared
- * dictionary (store_dict.h) the chunk is compressed with it, at its level.
- */
-bytea *
-store_encode_chunk_dict(const char *data, size_t len,
-						const struct ZSTD_CDict_s *cdict, uint32 place)
-{
-	static bytea *buffer = NULL;
-	static size_t capacity = 0;
-	size_t		need = VARHDRSZ + lake_chunk_bound(len);
-	bytea	   *out;
-	size_t		n;
-	ZSTD_CCtx  *ctx;
-
-	if (need > MaxAllocSize)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a chunk of %zu bytes is too large to store", len),
-				 errhint("Send the payload in smaller chunks.")));
-	if (need > VARHDRSZ + lake_chunk_bound(LAKE_CHUNK_BYTES))
-		out = palloc(need);
-	else
-	{
-		if (need > capacity)
-		{
-			if (buffer != NULL)
-				pfree(buffer);
-			buffer = NULL;		/* kept sound if the allocation fails */
-			capacity = 0;
-			buffer = MemoryContextAlloc(TopMemoryContext, need);
-			capacity = need;
-		}
-		out = buffer;
-	}
-	ctx = compression_context();
-	large_in_progress = out != buffer;
-	n = cdict != NULL ?
-		lake_chunk_encode_dict(ctx, cdict,
-							   (const uint8_t *) data, len, false, place, (uint8_t *) VARDATA(out)) :
-		lake_chunk_encode(ctx, lake_compression_level,
-						  (const uint8_t *) data, len, false, place, (uint8_t *) VARDATA(out));
-	SET_VARSIZE(out, VARHDRSZ + n);
-	drop_large_context();
-	return out;
-}
-
-bytea *
-store_encode_chunk(const char *data, size_t len, uint32 place)
-{
-	return store_encode_chunk_dict(data, len, NULL, place);
 }
 
 /*

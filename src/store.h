@@ -143,23 +143,6 @@ extern char *store_contain_damage(void (*fn) (void *arg), void *arg);
  */
 extern bytea *store_detoast_contained(Datum value, char **why);
 
-/* Encode bytes as a stored chunk (codec.h) at lake.compression_level. */
-extern bytea *store_encode(const char *data, size_t len);
-/* The same, stored raw (small records that would not compress). */
-extern bytea *store_encode_raw(const char *data, size_t len);
-/* The backend's zstd decompression context (codec.h), kept. */
-struct ZSTD_DCtx_s;
-extern struct ZSTD_DCtx_s *store_decompression_context(void);
-/*
- * The same into the backend's reused buffer, valid until the next call, as
- * the row of lake_data.chunk at 'place' (lake_chunk_place).
- */
-extern bytea *store_encode_chunk(const char *data, size_t len, uint32 place);
-/* The same, compressed with a prepared dictionary (NULL: none). */
-struct ZSTD_CDict_s;
-extern bytea *store_encode_chunk_dict(const char *data, size_t len,
-									  const struct ZSTD_CDict_s *cdict, uint32 place);
-
 /* SPI helpers for the table families' statements. */
 extern void store_run(SPIPlanPtr plan, Datum *values, int expected);
 /* XX001 unless the tables a kept plan just ran on are as lake made them. */
@@ -195,29 +178,5 @@ extern bool store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait
  */
 extern int	store_bound_lock_waits(long wait_ms, bool *bounded);
 extern void store_unbound_lock_waits(int nest);
-
-/*
- * Make this transaction's commit durable whatever the session or database
- * asks for: flushed here (even with synchronous_commit = off) and, where
- * synchronous standbys are named, there too (synchronous_commit raised to
- * on for the rest of the transaction: local or off would skip the wait).
- */
-extern void store_commit_durably(void);
-
-/*
- * Make this transaction's commit flushed here whatever the session or
- * database asks for (as synchronous_commit = local would at least); it
- * waits for synchronous standbys only as the session's setting says.
- */
-extern void store_commit_flushed(void);
-
-/*
- * Make 'lsn' (what another transaction committed, named in an answer) as
- * durable as this session's own commit would make it: flushed unless
- * synchronous_commit is off, and on the synchronous standbys when it asks
- * for them (57014 if that wait is cancelled). 'before_waiting' (or NULL)
- * runs only when the standbys must be waited for.
- */
-extern void store_wait_durable(XLogRecPtr lsn, void (*before_waiting) (void));
 
 #endif							/* LAKE_STORE_H */

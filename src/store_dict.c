@@ -10,6 +10,7 @@
 
 #include "catalog/pg_type.h"
 #include "codec.h"
+#include "encode.h"
 #include "guc.h"
 #include "port/pg_crc32c.h"
 #include "store_dict.h"
@@ -259,7 +260,7 @@ store_dict_encode_chunk(int32 dataset_id, const char *data, size_t len)
 	const char *why = NULL;
 
 	if (len > LAKE_DICT_MAX_INPUT || (id = dataset_dict_id(dataset_id)) == 0)
-		return store_encode_chunk_dict(data, len, NULL, LAKE_PLACE_NONE);
+		return encode_chunk_dict(data, len, NULL, LAKE_PLACE_NONE);
 	if ((d = kept_dict(id, &why)) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -298,7 +299,7 @@ store_dict_encode_chunk(int32 dataset_id, const char *data, size_t len)
 			elog(ERROR, "lake: zstd could not prepare compression dictionary %d", id);
 		d->level = lake_compression_level;
 	}
-	return store_encode_chunk_dict(data, len, d->cdict, LAKE_PLACE_NONE);
+	return encode_chunk_dict(data, len, d->cdict, LAKE_PLACE_NONE);
 }
 
 const char *
@@ -319,7 +320,7 @@ store_dict_decode(const uint8 *in, size_t len, bool bare, uint32 place,
 				psprintf("compression dictionary %u is missing", id);
 		ddict = d->ddict;
 	}
-	st = lake_chunk_decode_dict(store_decompression_context(), ddict, in, len,
+	st = lake_chunk_decode_dict(encode_decompression_context(), ddict, in, len,
 								bare, place, out, cap, outlen);
 	return st == LAKE_CODEC_OK ? NULL : lake_codec_status_text(st);
 }

@@ -33,7 +33,7 @@
 
 /*
  * Encode a version's chunk 0 (checked at LAKE_PLACE_NONE: codec.h) into
- * store_encode_chunk's buffer, with the dataset's dictionary when
+ * encode_chunk's buffer, with the dataset's dictionary when
  * it has one and the chunk is small enough. XX001 if that dictionary is
  * damaged.
  */

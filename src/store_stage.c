@@ -13,6 +13,8 @@
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "codec.h"
+#include "durable.h"
+#include "encode.h"
 #include "guc.h"
 #include "miscadmin.h"
 #include "store_stage.h"
@@ -175,7 +177,7 @@ store_begin_stage(int32 dataset_id, const char *tenant, const char *operation_id
 			 * that a crash takes back would take the sequence's advance
 			 * with it, and the id would name the next operation's stage.
 			 */
-			store_commit_flushed();
+			durable_commit_flushed();
 			return DatumGetInt64(store_colv(0, 1));
 		}
 		if ((id = find_stage(values, types, false, 0)) != 0)
@@ -423,7 +425,7 @@ store_chunk_compare(int64 blob, int32 chunk_no, const char *data, size_t len)
 	if (cst == LAKE_CODEC_OK)
 	{
 		decoded = palloc(Max(size, 1));
-		cst = lake_chunk_decode(store_decompression_context(), in, inlen,
+		cst = lake_chunk_decode(encode_decompression_context(), in, inlen,
 								lake_chunk_place(blob, chunk_no), decoded, size, &got);
 	}
 	if (cst != LAKE_CODEC_OK || got != size)

@@ -42,6 +42,7 @@
 #include "codec.h"
 #include "common/hashfn.h"
 #include "digest.h"
+#include "encode.h"
 #include "executor/tuptable.h"
 #include "guc.h"
 #include "miscadmin.h"
@@ -565,7 +566,7 @@ store_recheck_operation(const char *tenant, const char *operation_id,
 void
 store_insert_chunk(Relation rel, int64 blob, int32 chunk_no, const char *data, size_t len)
 {
-	bytea	   *enc = store_encode_chunk(data, len, lake_chunk_place(blob, chunk_no));
+	bytea	   *enc = encode_chunk(data, len, lake_chunk_place(blob, chunk_no));
 	Datum		values[CHUNK_NATTS] = {Int64GetDatum(blob), Int32GetDatum(chunk_no),
 		Int32GetDatum((int32) len), PointerGetDatum(enc)};
 	bool		nulls[CHUNK_NATTS] = {false, false, false, false};

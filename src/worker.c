@@ -22,6 +22,7 @@
 #include "admission.h"
 #include "args.h"
 #include "commands/extension.h"
+#include "durable.h"
 #include "funcapi.h"
 #include "guc.h"
 #include "miscadmin.h"
@@ -238,7 +239,7 @@ expire_stages(void *arg)
 	 * stage expired (42704) must not find it back after a crash, with its
 	 * old chunks, under its operation's next begin_append.
 	 */
-	store_commit_flushed();
+	durable_commit_flushed();
 	store_finish();
 }
 

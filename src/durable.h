@@ -1,0 +1,36 @@
+/*
+ * durable.h — how durable a commit, or what an answer names, is made:
+ * flushed here, and on the synchronous standbys where the session asks.
+ */
+#ifndef LAKE_DURABLE_H
+#define LAKE_DURABLE_H
+
+#include "lake.h"
+
+#include "access/xlogdefs.h"
+
+/*
+ * Make this transaction's commit durable whatever the session or database
+ * asks for: flushed here (even with synchronous_commit = off) and, where
+ * synchronous standbys are named, there too (synchronous_commit raised to
+ * on for the rest of the transaction: local or off would skip the wait).
+ */
+extern void durable_commit(void);
+
+/*
+ * Make this transaction's commit flushed here whatever the session or
+ * database asks for (as synchronous_commit = local would at least); it
+ * waits for synchronous standbys only as the session's setting says.
+ */
+extern void durable_commit_flushed(void);
+
+/*
+ * Make 'lsn' (what another transaction committed, named in an answer) as
+ * durable as this session's own commit would make it: flushed unless
+ * synchronous_commit is off, and on the synchronous standbys when it asks
+ * for them (57014 if that wait is cancelled). 'before_waiting' (or NULL)
+ * runs only when the standbys must be waited for.
+ */
+extern void durable_wait(XLogRecPtr lsn, void (*before_waiting) (void));
+
+#endif							/* LAKE_DURABLE_H */
