@@ -19,8 +19,6 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
-
-
 /* What the last recovery did. */
 typedef struct RecoveryFigures
 {

@@ -34,7 +34,6 @@ typedef struct OwnerState
 	char		reason[OWNER_REASON_LEN];
 } OwnerState;
 
-
 extern void owner_shmem_request(void);
 extern void owner_shmem_startup(void);
 

@@ -459,7 +459,6 @@ store_put_chunk(int64 blob, int32 chunk_no, const char *data, size_t len)
 		values, SPI_OK_UPDATE);
 }
 
-
 void
 store_stage_summary(int64 blob, StageSummary *sum)
 {
@@ -609,7 +608,6 @@ store_expire_stages(TimestampTz idle_before, int64 batch_bytes, int64 *stages,
 	*open = DatumGetInt64(store_colv(0, 1));
 	return false;
 }
-
 
 /* The stage's chunks become the version's: insert its row, retire the stage. */
 void
