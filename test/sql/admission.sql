@@ -27,6 +27,7 @@ SELECT slots_in_use, bytes_reserved FROM lake.admission();
 BEGIN;
 SELECT lake.append('events', 'acme', 'adm-5', '\x01'::bytea) AS v;
 SELECT lake.append('events', 'acme', 'adm-5', '\x02'::bytea) AS conflict;
+\echo :SQLSTATE
 ROLLBACK;
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
 
@@ -36,6 +37,7 @@ BEGIN;
 SELECT lake.append('events', 'acme', 'adm-6', '\x01'::bytea) AS v;
 SAVEPOINT s;
 SELECT lake.append('events', 'acme', 'adm-6', '\x02'::bytea) AS conflict;
+\echo :SQLSTATE
 ROLLBACK TO SAVEPOINT s;
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
 COMMIT;
@@ -47,6 +49,7 @@ SELECT slots_in_use, bytes_reserved FROM lake.admission();
 BEGIN;
 SAVEPOINT s;
 SELECT lake.append('events', 'acme', 'adm-6b', '\x02'::bytea, sha256('\x03')) AS mismatch;
+\echo :SQLSTATE
 ROLLBACK TO SAVEPOINT s;
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
 SELECT t.err($$SELECT lake.append('events', 'acme', 'adm-6c', '\x02'::bytea, sha256('\x03'))$$);
@@ -89,6 +92,7 @@ SELECT t.err($$SELECT lake.append('events', 'acme', 'adm-7', decode(repeat('00',
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
 SET statement_timeout = '100ms';
 SELECT lake.append('events', 'acme', 'adm-8', '\x01'::bytea), pg_sleep(5);
+\echo :SQLSTATE
 RESET statement_timeout;
 SELECT slots_in_use, bytes_reserved FROM lake.admission();
 SELECT count(*) AS adm_8_versions FROM lake.versions('events') WHERE operation_id = 'adm-8';

@@ -298,7 +298,9 @@ SELECT max(cycle) = :cycle_before AS no_new_cycle FROM lake.cycles();
 -- numbered after it (a gap in the owner's positions).
 \set VERBOSITY terse
 DO $$ BEGIN PERFORM lake.seal(); PERFORM * FROM lake.recover('gamma'); RAISE EXCEPTION 'the block fails'; END $$;
+\echo :SQLSTATE
 DO $$ BEGIN PERFORM lake.seal(); PERFORM lake.release_owner('gamma'); RAISE EXCEPTION 'the block fails'; END $$;
+\echo :SQLSTATE
 \set VERBOSITY default
 SELECT pending FROM lake.owner_state('gamma');
 SELECT lake.seal() > :cycle_before AS sealed_on_its_own;

@@ -317,7 +317,8 @@ DROP INDEX lake_data.version_other;
 -- An index of the administrator's own on lake's table is theirs: lake
 -- goes on, and fills it (read here through it alone).
 CREATE INDEX admin_extra ON lake_data.version (committed_at);
-SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea) > 0 AS append_with_an_extra_index;
+SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea) AS idx_version \gset
+SELECT :idx_version > 0 AS append_with_an_extra_index;
 BEGIN;
 SET LOCAL enable_seqscan = off;
 SET LOCAL enable_bitmapscan = off;
@@ -325,7 +326,8 @@ SELECT count(*) AS found_through_it FROM lake_data.version
 WHERE committed_at > now() - interval '1 day' AND operation_id = 'idx';
 ROLLBACK;
 DROP INDEX lake_data.admin_extra;
-SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea) > 0 AS replay_as_made;
+SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea) = :idx_version AS replay_as_made,
+       (SELECT count(*) FROM lake.versions('d_cols_ds') WHERE operation_id = 'idx') AS idx_versions;
 
 -- lake's composite types retyped (ALTER TYPE, open to their owner): the
 -- results were formed from datums of the types lake made them with, and

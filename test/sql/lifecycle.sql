@@ -138,7 +138,7 @@ SELECT phase, "position", quarantined FROM lake.owner_state('lc_o1');
 -- boundary: the cut used to fall inside a multibyte character, so the
 -- message was not valid in the database's encoding (a client in another
 -- encoding got 22021 instead of 22023).
-SELECT lake.define_lifecycle('lc_long', 'a', ARRAY[['a', 'a' || repeat('é', 40)]]);
+SELECT t.err($$SELECT lake.define_lifecycle('lc_long', 'a', ARRAY[['a', 'a' || repeat('é', 40)]])$$);
 
 -- A quarantine reason longer than its 160-byte slot is cut at a character
 -- boundary: with multibyte phase names the cut used to fall inside a
@@ -176,6 +176,7 @@ RESET session_replication_role;
 -- (A new session: this one keeps the lifecycle as it loaded it.)
 \c -
 SELECT lake.checkpoint();
+\echo :SQLSTATE
 SET session_replication_role = replica;
 UPDATE lake_data.lifecycle SET initial_phase = 'A' WHERE name = 'lc_snap';
 RESET session_replication_role;
@@ -196,6 +197,7 @@ UPDATE lake_data.lifecycle SET edges = '{{A,B},{C,A}}' WHERE name = 'lc_rel';
 SELECT phase, "position", quarantined FROM lake.owner_state('lc_rel_o');
 UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C}}' WHERE name = 'lc_rel';
 SELECT lake.release_owner('lc_rel_o');
+\echo :SQLSTATE
 SELECT phase, lap, "position", quarantined, reason FROM lake.owner_state('lc_rel_o');
 SELECT lake.checkpoint() > 0 AS checkpoint_taken;
 SELECT quarantine_position FROM lake_data.owner WHERE name = 'lc_rel_o';
@@ -217,6 +219,7 @@ SELECT owner, phase, "position", quarantined FROM unnest(ARRAY['lc_rx_o', 'lc_ry
 UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C},{C,A}}' WHERE name = 'lc_rx';
 UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C}}' WHERE name = 'lc_ry';
 SELECT lake.release_owner(o) FROM unnest(ARRAY['lc_rx_o', 'lc_rx_o', 'lc_ry_o']) o;
+\echo :SQLSTATE
 SELECT phase, "position", quarantined FROM lake.owner_state('lc_rx_o');
 UPDATE lake_data.lifecycle SET edges = '{{A,B},{B,C},{C,A}}' WHERE name = 'lc_ry';
 SELECT lake.release_owner(o) FROM unnest(ARRAY['lc_rx_o', 'lc_ry_o']) o;

@@ -168,10 +168,15 @@ SELECT lake.rebuild_owner_index() >= 0 AS rebuilt;
 \set VERBOSITY terse
 SET ROLE lake_p_tenant;
 SELECT lake.seal();
+\echo :SQLSTATE
 SELECT lake.checkpoint();
+\echo :SQLSTATE
 SELECT * FROM lake.recover();
+\echo :SQLSTATE
 SELECT lake.release_owner('p_owner');
+\echo :SQLSTATE
 SELECT lake.rebuild_owner_index();
+\echo :SQLSTATE
 RESET ROLE;
 \set VERBOSITY default
 

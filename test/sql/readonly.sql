@@ -22,10 +22,15 @@ SELECT left(t.err($$SELECT lake.cast_durable('ro_o', 'CognitiveWork', 'Evaluatio
 SELECT left(t.err($$SELECT lake.cast('ro_o', NULL, NULL)$$), 5) AS cast_no_step;
 -- (The administrative functions run in transactions of their own.)
 SELECT lake.seal();
+\echo :SQLSTATE
 SELECT lake.checkpoint();
+\echo :SQLSTATE
 SELECT * FROM lake.recover();
+\echo :SQLSTATE
 SELECT lake.release_owner('ro_o');
+\echo :SQLSTATE
 SELECT lake.rebuild_owner_index();
+\echo :SQLSTATE
 SELECT left(t.err($$SELECT lake.create_owner('ro_o2')$$), 5) AS create_owner;
 SELECT left(t.err($$SELECT lake.create_dataset('ro_ds2')$$), 5) AS create_dataset;
 SELECT left(t.err($$SELECT lake.define_lifecycle('ro_lc', 'a', ARRAY[['a', 'b']])$$), 5) AS define_lifecycle;
