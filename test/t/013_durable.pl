@@ -27,6 +27,30 @@ $node->start;
 $node->safe_psql('postgres',
 	"CREATE EXTENSION lake; SELECT lake.create_owner('d' || i) FROM generate_series(1, $CLIENTS) i;");
 
+# At most one WAL flush per cycle (SPEC §4): a seal of a hundred owners'
+# casts flushes once, at its commit, not once per landing or row
+# (pg_stat_wal's wal_sync, with fsync on; the worker seals only when asked
+# here). Another process's flush can only add to the count: the fewest of
+# three seals is the seal's own.
+$node->safe_psql('postgres', "SELECT count(lake.create_owner('f' || i)) FROM generate_series(1, 100) i");
+my @syncs;
+for my $round (1 .. 3)
+{
+	$node->safe_psql('postgres',
+		"SELECT count(lake.cast('f' || i, NULL, NULL, '\\x01'::bytea)) FROM generate_series(1, 100) i");
+	my ($syncs, $landed) = split /\|/, (split /\n/, $node->safe_psql('postgres', q{
+SELECT pg_stat_force_next_flush();
+SELECT wal_sync AS s0 FROM pg_stat_wal \gset
+SELECT lake.seal() IS NOT NULL AS sealed;
+SELECT pg_stat_force_next_flush();
+SELECT 1;
+SELECT wal_sync - :s0, (SELECT count(*) FROM lake.log() WHERE owner LIKE 'f%') FROM pg_stat_wal;
+}))[-1];
+	is($landed, 100 * $round, "round $round: one seal wrote the hundred casts");
+	push @syncs, $syncs;
+}
+is((sort { $a <=> $b } @syncs)[0], 1, 'a seal flushes the WAL once (counted: ' . join(', ', @syncs) . ')');
+
 # Each client checks, right after each cast_durable returned, that the
 # coordinate's lsn is at or below the flushed WAL position.
 my (@runs, @out);
@@ -78,9 +102,9 @@ eval { $waiter->quit };    # its backend is gone
 # its cast accepted: the error names the receipt, the cast is sealed once
 # seals can run, and a retry of its operation id gets its coordinate.
 my ($rc, $out, $err) = $node->psql('postgres',
-	"SET statement_timeout = '300ms'; "
+	"\\set VERBOSITY verbose\nSET statement_timeout = '300ms';\n"
 	  . "SELECT lake.cast_durable('d1', NULL, NULL, '\\x05'::bytea, NULL, 'cut-short')");
-like($err, qr/canceling statement due to statement timeout/, 'a cast_durable cut short fails');
+like($err, qr/ERROR:  57014: canceling statement due to statement timeout/, 'a cast_durable cut short fails (57014)');
 my ($accepted) = $err =~ /accepted as receipt (\(\d+,\d+\)); lake.await_durable tells/;
 ok(defined $accepted, '... naming the receipt it was accepted as') or diag($err);
 is($node->safe_psql('postgres',
