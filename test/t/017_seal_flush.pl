@@ -30,7 +30,8 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use LakeTAP;
 
-plan skip_all => 'gdb is not installed' unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
+BAIL_OUT('gdb is required (scripts/setup.sh installs it)')
+  unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 
 my $node = lake_node('flush',
 	conf => "fsync = on\nsynchronous_commit = off\nwal_writer_delay = 10s\n"
@@ -203,8 +204,8 @@ for my $call (
 	my ($sql, $what) = @$call;
 	my $b = background($node, "SET statement_timeout = '60s'; $sql");
 	ok(defined wait_until(20, sub { finished($b) }), "round 3: $what returns while the worker holds");
-	like($b->{err}, qr/lake owners are not available yet: the worker has not recovered them/,
-		'... refused: the recovery took longer than lake.admission_queue_wait');
+	like($b->{err}, qr/ERROR:\s+53000: lake owners are not available yet: the worker has not recovered them/,
+		'... refused with 53000: the recovery took longer than lake.admission_queue_wait');
 }
 gdb_let_go($g);
 like($node->safe_psql('postgres', "SELECT (lake.await_durable('$r3'::lake.receipt, 60000)).position"),

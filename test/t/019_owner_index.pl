@@ -173,5 +173,28 @@ is($standby->safe_psql('postgres', 'SELECT lake.rebuild_owner_index()'), $rows, 
 is($standby->safe_psql('postgres', $index_sql), $written, 'the rebuilt index is the one the seals wrote');
 complete($standby, 'after lake.rebuild_owner_index()');
 
+# While a rebuild waits (here for a row of lake_data.owner_block another
+# transaction holds), a second one is refused at once with 55006.
+# rebuild_owner_index.spec shows the interleaving; the refusal's code
+# needs a test outside a subtransaction, which the call refuses.
+{
+	my $holder = $standby->background_psql('postgres');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('SELECT 1 FROM lake_data.owner_block ORDER BY owner_id, first_cycle LIMIT 1 FOR UPDATE');
+	my $rebuilder = $standby->background_psql('postgres', on_error_stop => 0);
+	my $rb_pid = $rebuilder->query_safe('SELECT pg_backend_pid()');
+	$rebuilder->query_until(qr/start/, "\\echo start\nSELECT lake.rebuild_owner_index();\n");
+	ok($standby->poll_query_until('postgres',
+			"SELECT count(*) > 0 FROM pg_locks WHERE pid = $rb_pid AND NOT granted"),
+		'a rebuild waits for a row of the owner index another transaction holds');
+	my ($state, $msg) = sql_error($standby, 'SELECT lake.rebuild_owner_index()');
+	is($state, '55006', 'meanwhile a second rebuild is refused at once (55006)') or diag($msg);
+	like($msg, qr/the owner index is being rebuilt by another session/, '... saying why');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	$rebuilder->quit;
+	is($rebuilder->{stderr}, '', 'the first rebuild then finishes without an error');
+}
+
 $standby->stop;
 done_testing();

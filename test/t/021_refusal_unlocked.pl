@@ -15,7 +15,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
-plan skip_all => 'gdb is not installed' unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
+BAIL_OUT('gdb is required (scripts/setup.sh installs it)')
+  unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 
 # No statement logging: its LOG message would stop at the breakpoint first.
 my $node = lake_node('refusal', conf => "lake.cycle_interval = 1h\nlog_statement = none");
@@ -65,10 +66,11 @@ for my $refusal (
 {
 	my $a = $node->background_psql('postgres', on_error_stop => 0);
 	my $pid = $a->query_safe('SELECT pg_backend_pid()');
+	$a->query_safe('\set VERBOSITY verbose');
 	# A refused cast first: the session's caches of the owner's lifecycle
 	# and tenant are warm, so the next cast is accepted on its first pass.
 	$a->query("SELECT lake.cast('a', 'Commit', 'Planning')");
-	like($a->{stderr}, qr/ERROR:  owner "a" is in phase "Planning", not "Commit"/, 'a first cast is refused (LK002)');
+	like($a->{stderr}, qr/ERROR:\s+LK002: owner "a" is in phase "Planning", not "Commit"/, 'a first cast is refused (LK002)');
 	$a->{stderr} = '';
 	my $g = gdb_hold($pid, 'cycle_owners_live');
 	$a->query_until(qr/start/, "\\echo start\nSELECT lake.cast('a', 'Planning', 'CognitiveWork');\n");
@@ -76,10 +78,33 @@ for my $refusal (
 	$node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 	gdb_let_go($g);
 	$a->quit;
-	like($a->{stderr}, qr/ERROR:\s+canceling statement due to user request/, 'the cast is cancelled');
+	like($a->{stderr}, qr/ERROR:\s+57014: canceling statement due to user request/, 'the cast is cancelled (57014)');
 }
 is($node->safe_psql('postgres', "SELECT position, pending FROM lake.owner_state('a')"),
 	'0|0', 'the refused and the cancelled casts queued nothing');
+
+# The sealing lock is waited for at most lake.admission_queue_wait (100 ms
+# here), then refused with 53000 (SPEC §3): a lifecycle edit left open
+# holds it. (The
+# administrative calls refuse subtransactions, so no regress or isolation
+# test can show this code.)
+{
+	$node->append_conf('postgresql.conf', "lake.admission_queue_wait = '100ms'");
+	$node->reload;
+	ok($node->poll_query_until('postgres', "SELECT current_setting('lake.admission_queue_wait') = '100'"),
+		'lake.admission_queue_wait is 100 ms');
+	my $editor = $node->background_psql('postgres');
+	$editor->query_safe("BEGIN; UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'kanban'");
+	for my $call ('SELECT lake.seal()', 'SELECT lake.checkpoint()')
+	{
+		my ($state, $msg) = sql_error($node, $call);
+		is($state, '53000', "$call while a lifecycle edit holds the sealing lock: 53000")
+		  or diag($msg);
+		like($msg, qr/lake's sealing lock is busy/, '... saying the sealing lock is busy');
+	}
+	$editor->query_safe('ROLLBACK');
+	$editor->quit;
+}
 
 $node->stop;
 done_testing();

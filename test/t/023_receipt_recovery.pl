@@ -22,7 +22,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
-plan skip_all => 'gdb is not installed' unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
+BAIL_OUT('gdb is required (scripts/setup.sh installs it)')
+  unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 
 # The session's wait for the recovery must outlast the held worker; no
 # statement logging (its LOG message would stop at a breakpoint first).

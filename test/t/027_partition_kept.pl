@@ -29,6 +29,7 @@ for my $wrong ("lake.partition = 2", "lake.partitions = 8")
 {
 	$node->stop;
 	$node->append_conf('postgresql.conf', "$wrong\n");
+	my $log_at = -s $node->logfile;
 	$node->start;
 	my $why = '';
 	ok(defined wait_until(60, sub {
@@ -36,8 +37,9 @@ for my $wrong ("lake.partition = 2", "lake.partitions = 8")
 				$why eq '55000' }),
 		"started with $wrong: a cast is refused (55000)");
 	my ($state, $msg) = sql_error($node, "SELECT lake.cast('p3', 'CognitiveWork', 'Evaluation')");
+	is($state, '55000', '... and a plain cast too (55000)');
 	like($msg, qr/could not recover/, '... because the worker could not recover the owners');
-	like(slurp_file($node->logfile), qr/this database's lake is partition 1 of 4, not/,
+	like(slurp_file($node->logfile, $log_at), qr/this database's lake is partition 1 of 4, not/,
 		'... and the server log says which partition the data belongs to');
 	is($node->safe_psql('postgres', 'SELECT epoch FROM lake_data.writer'), $epoch,
 		'... and no epoch was taken');

@@ -15,7 +15,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
-plan skip_all => 'gdb is not installed' unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
+BAIL_OUT('gdb is required (scripts/setup.sh installs it)')
+  unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 
 my $node = lake_node('lifecycle_edit', conf => "log_statement = none");
 $node->start;

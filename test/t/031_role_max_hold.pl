@@ -51,6 +51,21 @@ sub hog_sessions
 	return $node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE usename = 'hog'");
 }
 
+# A control for a session that must NOT be ended: another of hog's sessions
+# takes a hold after it and keeps it. Its bound runs out after the tested
+# session's would have, so once the control has been ended, the tested
+# session would have been too (no fixed wait for a timer to fire or not).
+sub control_ended
+{
+	my ($operation, $what) = @_;
+	my $ctl = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+	my $pid = $ctl->query_safe('SELECT pg_backend_pid()');
+	$ctl->query_safe("BEGIN; SELECT lake.append('shared', 'acme', '$operation', '\\x09')");
+	ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
+		"$what: a control session holding past the bound meanwhile is ended");
+	eval { $ctl->quit };    # its backend is gone
+}
+
 my ($state, $msg) = sql_error($node,
 	"SET SESSION AUTHORIZATION hog; SET lake.role_max_hold = 0");
 is($state, '42501', 'the role cannot lift its own bound');
@@ -60,19 +75,20 @@ my $calm = $node->background_psql('postgres', on_error_stop => 0, extra_params =
 $calm->query_safe("BEGIN; SELECT lake.append('calm_ds', 'calm', 'c1', '\\x01')");
 
 my $hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
-my $start = time();
+my $start = Time::HiRes::time();
 $hog->query_safe("SET idle_in_transaction_session_timeout = 0; BEGIN; "
 	  . "SELECT lake.append('shared', 'acme', 'h1', '\\x01')");
 my $refused = other("SELECT lake.append('shared', 'globex', 'o1', '\\x02')");
-# Only meaningful while the hog's bound has not passed yet.
+# Only meaningful while the hog's bound has not passed yet: the hog still
+# there after the check held the dataset during it.
 SKIP:
 {
-	skip 'the machine was too slow: the bound passed before the check', 1 if time() - $start >= 2;
+	skip 'the machine was too slow: the bound passed before the check', 1 if hog_sessions() ne '1';
 	is($refused, '53000', "while the hog holds the dataset, another tenant's append is 53000");
 }
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'hog'"),
 	'past lake.role_max_hold the idle session is ended');
-cmp_ok(time() - $start, '>=', 1, 'not before its bound');
+cmp_ok(Time::HiRes::time() - $start, '>=', 2, 'not before its bound');
 like(slurp_file($node->logfile),
 	qr/FATAL:  terminating connection: its transaction held what other sessions wait for longer than lake.role_max_hold \(2000 ms\)/,
 	'the FATAL names the bound');
@@ -123,9 +139,12 @@ $node->safe_psql('postgres', "ALTER ROLE hog RESET log_min_messages");
 # What a savepoint took and gave back with its rollback is not held: the
 # clock stops with it (a create_owner refused 42710 took the lock first).
 $hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
+$hog->query_safe('\\set VERBOSITY verbose');
 $hog->query("BEGIN;\nSAVEPOINT s;\nSELECT lake.create_owner('other_owner', 'kanban', 'acme');\n"
-	  . "ROLLBACK TO SAVEPOINT s;\nSELECT pg_sleep(3)");
-# (query, not query_safe: the 42710 above stays in this psql's stderr.)
+	  . "ROLLBACK TO SAVEPOINT s");
+# (query, not query_safe: the 42710 stays in this psql's stderr.)
+like($hog->{stderr}, qr/ERROR:  42710:/, 'the create_owner in the savepoint was refused (42710)');
+control_ended('ctl1', 'its savepoint rolled back');
 is($hog->query('SELECT 1'), '1', 'a session whose holds went with its savepoint is not ended');
 $hog->query('COMMIT');
 $hog->quit;
@@ -133,7 +152,8 @@ $hog->quit;
 # A commit ends the hold: a session that stays past the bound after its
 # transaction committed is not ended, and its append is kept.
 $hog = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'hog' ]);
-$hog->query_safe("BEGIN; SELECT lake.append('shared', 'acme', 'h3', '\\x03'); COMMIT; SELECT pg_sleep(3)");
+$hog->query_safe("BEGIN; SELECT lake.append('shared', 'acme', 'h3', '\\x03'); COMMIT");
+control_ended('ctl2', 'its transaction committed');
 is($hog->query('SELECT 1'), '1', 'a session whose transaction committed is not ended past the bound');
 $hog->quit;
 is($node->safe_psql('postgres', "SELECT count(*) FROM lake.versions('shared') WHERE operation_id = 'h3'"),

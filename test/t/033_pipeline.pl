@@ -18,7 +18,7 @@ use IO::Socket::UNIX;
 use LakeTAP;
 
 my $node = lake_node('pipeline',
-	conf => "max_prepared_transactions = 2\nlake.cycle_interval = '1h'");
+	conf => "max_prepared_transactions = 2\nlake.cycle_interval = '1h'\nlog_error_verbosity = verbose");
 $node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION lake;
@@ -73,9 +73,12 @@ foreach my $call (
 	(my $function = $call) =~ s/\(.*\)/()/;
 	(my $name = $function) =~ s/\W+/_/g;
 	$node->safe_psql('postgres', q{SELECT lake.cast('p1', NULL, NULL)});
+	my $log_at = -s $node->logfile;
 	($status, $stderr) = pgbench_pipeline("second_$name", 'SELECT 1', "SELECT $call");
 	isnt($status, 0, "$call second in a pipeline fails");
 	like($stderr, qr/\Q$function\E cannot be executed within a pipeline/, "$call: refused as in a pipeline");
+	like(slurp_file($node->logfile, $log_at), qr/ERROR:  25001: \Q$function\E cannot be executed within a pipeline/,
+		"$call: with 25001 (the server log)");
 	is($node->safe_psql('postgres', q{SELECT pending FROM lake.owner_state('p1')}),
 		'1', "$call: the pending cast stays pending");
 	$node->safe_psql('postgres', 'SELECT lake.seal()');
@@ -160,9 +163,12 @@ is($node->safe_psql('plain', 'SELECT count(*) FROM t'), '1',
 
 # lake.seal() takes the pipeline's first place only when nothing ran before
 # it in the transaction: after BEGIN it is refused as in any block.
+my $log_at = -s $node->logfile;
 ($status, $stderr) = pgbench_pipeline('begin_then_seal', 'BEGIN', 'SELECT lake.seal()', 'COMMIT');
 isnt($status, 0, 'lake.seal() after BEGIN in a pipeline fails');
 like($stderr, qr/lake\.seal\(\) cannot run inside a transaction block/, 'refused inside a transaction block');
+like(slurp_file($node->logfile, $log_at), qr/ERROR:  25001: lake\.seal\(\) cannot run inside a transaction block/,
+	'... with 25001 (the server log)');
 
 $node->stop;
 done_testing();

@@ -89,6 +89,7 @@ $admin->query_safe('LOCK TABLE lake_data.cycle IN SHARE MODE');	# no seal gets t
 my $receipt = $node->safe_psql('postgres', "SELECT lake.cast('w2', 'Planning', 'CognitiveWork')");
 my $w = $node->background_psql('postgres', on_error_stop => 0);
 $w->query_safe('LISTEN lake_ping');
+$w->query_safe('\\set VERBOSITY verbose');
 my $w_pid = $w->query_safe('SELECT pg_backend_pid()');
 $w->query_until(qr/start/, "\\echo start\nSELECT lake.await_durable('$receipt'::lake.receipt);\n\\echo done\n");
 ok( $node->poll_query_until(
@@ -111,7 +112,7 @@ $admin->query_safe('COMMIT');
 my $dropped = time;
 $w->query_until(qr/done/, '');
 my $waited = time - $dropped;
-like($w->{stderr}, qr/can never become durable/, 'it was told the receipt can never become durable (LK006)');
+like($w->{stderr}, qr/ERROR:  LK006: receipt \S+ can never become durable/, 'it was told the receipt can never become durable (LK006)');
 cmp_ok($waited, '<', 10, 'within about a second of the drop, while the pings go on');
 ok($ping->pumpable, 'the pings were still running');
 note(sprintf('the waiter returned %.1f s after the drop', $waited));

@@ -27,7 +27,7 @@ $a->query_safe(q{SELECT lake.append('lt', 'default', 'a1', '\x01')});
 # B appends and queues for the lock; gdb holds it where ProcSleep, granted,
 # turns its timers off.
 my ($b, $b_pid, $g) = held_session($node, 'disable_timeouts',
-	q{SELECT lake.append('lt', 'default', 'b1', '\x02');});
+	qq{\\set VERBOSITY verbose\nSELECT lake.append('lt', 'default', 'b1', '\\x02');});
 my $issued = time;
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_locks WHERE pid = $b_pid AND NOT granted"),
@@ -41,7 +41,7 @@ ok(gdb_stopped($g), 'it was granted the lock and is held before its timers are o
 usleep(100_000) while time < $issued + 1.5;
 gdb_let_go($g);
 $b->query_until(qr/done/, '');
-like($b->{stderr}, qr/dataset "lt" is busy|append admission limit reached/,
+like($b->{stderr}, qr/ERROR:  53000: (?:dataset "lt" is busy|append admission limit reached)/,
 	'the append is refused with lake\'s own bound (53000)');
 unlike($b->{stderr}, qr/lock timeout/, 'not with a lock timeout the session never set');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM lake.versions('lt')}),

@@ -45,9 +45,9 @@ for my $c (@calls)
 {
 	my ($name, $sql) = @$c;
 	my ($out, $err) = ('', '');
-	$node->psql('postgres', "SET client_min_messages = log; $sql",
+	$node->psql('postgres', "\\set VERBOSITY verbose\nSET client_min_messages = log;\n$sql",
 		stdout => \$out, stderr => \$err, extra_params => [ '-U', 'tb' ]);
-	like($err, qr/ERROR:  permission denied/, "$name of another tenant's row is refused");
+	like($err, qr/ERROR:  42501: permission denied/, "$name of another tenant's row is refused (42501)");
 	unlike($err, qr/alpha/, "$name: nothing the session saw names the row's tenant");
 }
 

@@ -351,13 +351,14 @@ sub gdb_let_go
 	$g->{h}->finish;
 }
 
-# background(node, sql) -> a psql running sql in the background
+# background(node, sql) -> a psql running sql in the background (errors
+# verbose: "ERROR:  <SQLSTATE>: message")
 sub background
 {
 	my ($node, $sql) = @_;
 	my %b = (out => '', err => '');
 	$b{h} = IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $sql ],
+		[ 'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'), '-c', $sql ],
 		'>', \$b{out}, '2>', \$b{err});
 	return \%b;
 }
