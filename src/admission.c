@@ -127,7 +127,8 @@ admission_shmem_startup(void)
 		 */
 		if (!lake_guc_byte_pair_valid())
 			ereport(WARNING,
-					(errmsg("lake.max_buffered_bytes (%d) is less than lake.max_stream_bytes (%d); using the pair in force at server start (lake.max_stream_bytes = %u, lake.max_buffered_bytes = %u)",
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lake.max_buffered_bytes (%d) is less than lake.max_stream_bytes (%d); using the pair in force at server start (lake.max_stream_bytes = %u, lake.max_buffered_bytes = %u)",
 							lake_max_buffered_bytes, lake_max_stream_bytes,
 							HIGH32(start_limits), LOW32(start_limits))));
 		pg_atomic_init_u64(&adm->usage, 0);
@@ -557,7 +558,7 @@ reserve(uint64 bytes, long budget_ms, bool retake)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stream of " UINT64_FORMAT " bytes exceeds lake.max_stream_bytes (%u)",
 						bytes, max_stream),
-				 errhint("Split the payload with lake.begin_append and lake.append_chunk, or raise lake.max_stream_bytes.")));
+				 errhint("Raise lake.max_stream_bytes (and lake.max_buffered_bytes, which must stay at least as large); a staged append is held to the same limit.")));
 	}
 
 	if (held && held_bytes >= bytes)

@@ -238,7 +238,7 @@ require_sealable(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot wait for a seal while this transaction holds lake's sealing lock"),
 				 errdetail("A seal, checkpoint, recover or release earlier in this transaction holds it until the commit, and the seal waited for needs it."),
-				 errhint("Wait in a statement of its own.")));
+				 errhint("Wait in a transaction of its own.")));
 }
 
 /*

@@ -139,7 +139,7 @@ checkpoint_take(bool lock_held)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("owner id %d cannot be snapshotted: its lifecycle is not usable", c.images[i].id),
-					 errdetail("%s", why),
+					 errdetail("Its %s.", why),
 					 errhint("Repair lake_data.lifecycle, or quarantine its owners with lake.recover().")));
 
 		if (c.images[i].phase >= lc->nphases)

@@ -497,7 +497,7 @@ wait_open(LakeGeneration generation, TimestampTz deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("lake owners are not available: the worker could not recover them"),
-					 errdetail("%s", why),
+					 errdetail("The last recovery failed: %s.", why),
 					 errhint("The worker retries every second; the server log has the whole error.")));
 		}
 		sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline));
@@ -1242,7 +1242,8 @@ cycle_xact_callback(XactEvent event, void *arg)
 			/* Its sealing lock would stop every seal until it is resolved. */
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot PREPARE a transaction that changed lake's lifecycles or writer epoch")));
+					 errmsg("cannot PREPARE a transaction that changed lake's lifecycles or writer epoch"),
+					 errhint("Commit or roll back the transaction instead of preparing it.")));
 			break;
 		case XACT_EVENT_PRE_COMMIT:
 			/*

@@ -91,8 +91,9 @@ lake_train_dictionary(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("dataset \"%s\" has too few payloads to train a dictionary", dataset),
-				 errdetail("It has %d payloads of 1 to %d bytes; training needs %d.",
-						   s.n, LAKE_DICT_MAX_INPUT, TRAIN_MIN_SAMPLES)));
+				 errdetail_plural("It has %d payload of 1 to %d bytes; training needs %d.",
+								  "It has %d payloads of 1 to %d bytes; training needs %d.",
+								  s.n, s.n, LAKE_DICT_MAX_INPUT, TRAIN_MIN_SAMPLES)));
 	dictlen = ZDICT_trainFromBuffer(dict, LAKE_DICT_BYTES, s.buf.data, s.sizes,
 									(unsigned) s.n);
 	if (ZDICT_isError(dictlen) && ZSTD_getErrorCode(dictlen) == ZSTD_error_memory_allocation)

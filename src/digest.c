@@ -33,7 +33,7 @@ digest_failed(pg_cryptohash_ctx *ctx)
 				 errdetail("Could not set up a SHA-256: %s.", why)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
-			 errmsg("could not compute SHA-256: %s", why)));
+			 errmsg_internal("could not compute SHA-256: %s", why)));
 }
 
 LakeDigest *
@@ -93,7 +93,7 @@ digest_error(void)
 						   ERR_error_string(e, NULL))));
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
-			 errmsg("could not compute SHA-256"),
+			 errmsg_internal("could not compute SHA-256"),
 			 e != 0 ? errdetail("OpenSSL: %s.", ERR_error_string(e, NULL)) : 0));
 }
 
@@ -125,7 +125,7 @@ lake_sha256(const void *data, size_t len, uint8 *out)
 	if (sha256 == NULL && (sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not compute SHA-256: the algorithm is not available")));
+				 errmsg_internal("could not compute SHA-256: the algorithm is not available")));
 	if (ctx == NULL && (ctx = EVP_MD_CTX_new()) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),

@@ -115,7 +115,8 @@ hold_xact_callback(XactEvent event, void *arg)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot PREPARE a transaction that holds a lake dataset's append lock or the owner-creation lock under lake.role_max_hold"),
 				 errdetail("A prepared transaction would keep them past lake.role_max_hold (%d ms), until an administrator resolves it.",
-						   lake_role_max_hold_ms)));
+						   lake_role_max_hold_ms),
+				 errhint("Commit or roll back the transaction instead of preparing it.")));
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)

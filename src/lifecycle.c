@@ -137,8 +137,9 @@ edge_pairs(ArrayType *edges, Datum **elems, int *nedges, Flaw *f)
 	if (ARR_NDIM(edges) != 2 || ARR_DIMS(edges)[1] != 2)
 		return flaw(f, ERRCODE_INVALID_PARAMETER_VALUE,
 					pstrdup("edges must be a two-dimensional array of {from, to} pairs"),
-					psprintf("The array given has %d dimension(s)%s.", ARR_NDIM(edges),
-							 ARR_NDIM(edges) == 2 ? " but its pairs are not of two phases" : ""));
+					ARR_NDIM(edges) == 2 ? pstrdup("Its pairs are not of two phases.") :
+					ARR_NDIM(edges) == 1 ? pstrdup("The array given has one dimension.") :
+					psprintf("The array given has %d dimensions.", ARR_NDIM(edges)));
 	deconstruct_array(edges, TEXTOID, -1, false, TYPALIGN_INT, elems, &nulls, &n);
 	for (int i = 0; i < n; i++)
 		if (nulls[i])
@@ -282,9 +283,8 @@ load(int32 id, Flaw *f)
 	MemoryContextSwitchTo(old);
 	if (!ok)
 	{
-		f->msg = psprintf("lifecycle \"%s\" is not well formed: %s%s%s",
-						  TextDatumGetCString(store_colv(0, 3)),
-						  f->msg, f->detail ? " " : "", f->detail ? f->detail : "");
+		f->msg = psprintf("lifecycle \"%s\" is not well formed: %s",
+						  TextDatumGetCString(store_colv(0, 3)), f->msg);
 		MemoryContextDelete(scratch);
 		return NULL;
 	}
@@ -304,6 +304,7 @@ lifecycle_get(int32 id)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("%s", f.msg),
+				 f.detail ? errdetail("%s", f.detail) : 0,
 				 errhint("Fix the row in lake_data.lifecycle; its owners are quarantined until then.")));
 	return lc;
 }
@@ -451,7 +452,7 @@ lake_lifecycle_check(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(td->tg_event) || TRIGGER_FIRED_BY_DELETE(td->tg_event))
-		elog(ERROR, "lake_lifecycle_check: must run BEFORE INSERT OR UPDATE FOR EACH ROW");
+		store_trigger_misfired("lake.lifecycle_check()", "BEFORE INSERT OR UPDATE FOR EACH ROW");
 	store_require_trigger_on(td, "lifecycle");
 	row = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
 	desc = RelationGetDescr(td->tg_relation);

@@ -127,7 +127,7 @@ cycle_damaged_error(int64 cycle, const char *why)
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("cycle " INT64_FORMAT " is damaged", cycle),
-			 errdetail("%s", why)));
+			 errdetail("The check of the record found: %s.", why)));
 }
 
 /* Decode one stored cycle and visit its landings (XX001 if damaged). */
@@ -661,7 +661,7 @@ walk_damaged(OwnerWalk *w, int64 cycle, const char *why)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the owner index of owner id %d is damaged at cycle " INT64_FORMAT,
 						w->owner_id, cycle),
-				 errdetail("%s", why)));
+				 errdetail("The check of the entry found: %s.", why)));
 	w->rescan = true;
 	w->done = true;
 }

@@ -83,7 +83,8 @@ owner_shmem_startup(void)
 	owner_seed = ShmemInitStruct("lake owner hash seed", sizeof(uint64), &found);
 	if (!found && !pg_strong_random(owner_seed, sizeof(uint64)))
 		ereport(FATAL,
-				(errmsg("lake: could not generate a random seed for the owner table")));
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not generate a random seed for lake's owner table")));
 	info.keysize = NAMEDATALEN;
 	info.entrysize = sizeof(OwnerState);
 	info.hash = owner_name_hash;

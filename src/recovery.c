@@ -197,9 +197,10 @@ quarantine(Replay *rp, ById *b, const char *why)
 	b->newly = true;
 	rp->fig.quarantined++;
 	ereport(WARNING,
-			(errmsg("lake recovery: owner \"%s\" quarantined at position " INT64_FORMAT,
+			(errcode(ERRCODE_LAKE_OWNER_QUARANTINED),
+			 errmsg("lake recovery: owner \"%s\" quarantined at position " INT64_FORMAT,
 					o->name, o->position),
-			 errdetail("%s", why)));
+			 errdetail("Its recovery stopped there: %s.", why)));
 }
 
 /*
@@ -484,7 +485,7 @@ load_snapshot(Replay *rp)
 			 sr.found ?
 			 errmsg("lake recovery: the snapshot of cycle " INT64_FORMAT " is damaged; replaying the whole log", cycle) :
 			 errmsg("lake recovery: the newest snapshot is damaged; replaying the whole log"),
-			 errdetail("%s", why)));
+			 errdetail("The check of the snapshot found: %s.", why)));
 	{
 		LWLockAcquire(cycle_lock(), LW_EXCLUSIVE);
 		for (int i = 0; i < rp->n; i++)
@@ -645,7 +646,7 @@ advance_epoch(void)
 	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
 	tup = systable_getnext_ordered(scan, ForwardScanDirection);
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "lake: the writer epoch row is missing");
+		store_writer_row_missing();
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
 	heap_deform_tuple(tup, desc, values, nulls);
@@ -699,7 +700,7 @@ Datum
 lake_lifecycle_changed(PG_FUNCTION_ARGS)
 {
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "lake_lifecycle_changed: not called as a trigger");
+		store_trigger_misfired("lake.lifecycle_changed()", "by the trigger manager");
 	store_require_trigger_on((TriggerData *) fcinfo->context, "lifecycle");
 	seal_lock();
 	cycle_recover_at_commit();
@@ -749,7 +750,7 @@ lake_writer_merge(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(td->tg_event) || !TRIGGER_FIRED_BY_INSERT(td->tg_event))
-		elog(ERROR, "lake_writer_merge: must run BEFORE INSERT FOR EACH ROW");
+		store_trigger_misfired("lake.writer_merge()", "BEFORE INSERT FOR EACH ROW");
 	store_require_trigger_on(td, "writer");
 	values[0] = heap_getattr(td->tg_trigtuple, SPI_fnumber(desc, "epoch"), desc, &isnull);
 	if (isnull)

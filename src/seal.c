@@ -79,7 +79,8 @@ seal_xact_callback(XactEvent event, void *arg)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot PREPARE a transaction that holds lake's sealing lock"),
-				 errdetail("It ran lake.seal(), checkpoint(), recover() or release_owner(), or edited a lifecycle; what that did takes effect at its commit.")));
+				 errdetail("It ran lake.seal(), checkpoint(), recover() or release_owner(), or edited a lifecycle; what that did takes effect at its commit."),
+				 errhint("Commit or roll back the transaction instead of preparing it.")));
 	if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PARALLEL_PRE_COMMIT &&
 		event != XACT_EVENT_PRE_PREPARE)
 		sealing_locked = false;
@@ -172,7 +173,7 @@ check_fence(const CycleCut *cut, int64 base)
 				 errmsg("seal refused: the extension was re-created since its casts were accepted")));
 	if (!store_fetch("writer", "writer_pkey", GetLatestSnapshot(), NULL, 0,
 					 ForwardScanDirection, writer_row, writer_nulls))
-		elog(ERROR, "lake: the writer epoch row is missing");
+		store_writer_row_missing();
 	epoch = DatumGetInt32(writer_row[WA_EPOCH - 1]);
 	found = log_index_state(GetLatestSnapshot(), &st);
 

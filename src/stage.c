@@ -200,7 +200,7 @@ require_chunk_room(int64 stage, int64 nchunks)
 						lake_role_name(GetSessionUserId())),
 				 errdetail_plural("The stage holds " INT64_FORMAT " chunk.",
 								  "The stage holds " INT64_FORMAT " chunks.", nchunks, nchunks),
-				 errhint("Commit the stage, or send larger chunks.")));
+				 errhint("Commit the stage, send larger chunks, or ask a superuser to raise the role's lake.role_max_stage_chunks.")));
 	}
 }
 
@@ -262,7 +262,8 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 				 errmsg("stage " INT64_FORMAT " would exceed lake.max_stream_bytes (%u)",
 						stage, max_stream),
 				 errdetail("With chunk %d the stage would hold " INT64_FORMAT " bytes.",
-						   chunk_no, bytes + len)));
+						   chunk_no, bytes + len),
+				 errhint("Raise lake.max_stream_bytes, or abort the stage with lake.abort_append.")));
 	}
 	store_put_chunk(stage, chunk_no, VARDATA_ANY(data), len);
 
@@ -356,15 +357,17 @@ lake_commit_append(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("stage " INT64_FORMAT " is missing chunk " INT64_FORMAT,
 						stage, sum.nchunks == 0 ? 0 : store_first_missing_chunk(stage)),
-				 errdetail("A commit needs chunks 0 to n-1 with no holes; " INT64_FORMAT " chunks were uploaded.",
-						   sum.nchunks)));
+				 errdetail_plural("A commit needs chunks 0 to n-1 with no holes; " INT64_FORMAT " chunk was uploaded.",
+								  "A commit needs chunks 0 to n-1 with no holes; " INT64_FORMAT " chunks were uploaded.",
+								  (unsigned long) sum.nchunks, sum.nchunks)));
 	if (sum.bytes > admission_max_stream_bytes())
 	{
 		admission_count_refusal();
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("stage " INT64_FORMAT " holds " INT64_FORMAT " bytes, more than lake.max_stream_bytes (%u)",
-						stage, sum.bytes, admission_max_stream_bytes())));
+						stage, sum.bytes, admission_max_stream_bytes()),
+				 errhint("Raise lake.max_stream_bytes, or abort the stage with lake.abort_append.")));
 	}
 	/* Every wait of the call counts against the one budget. */
 	wait_ms = admission_reserve_within((uint64) sum.largest_chunk, wait_ms);
@@ -375,7 +378,7 @@ lake_commit_append(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("stage " INT64_FORMAT " cannot be committed: its chunks are damaged", stage),
-				 errdetail("%s", why)));
+				 errdetail("The check of its chunks found: %s.", why)));
 	lake_digest_end(ctx, digest);
 	lake_check_digest(supplied, digest);
 

@@ -725,6 +725,14 @@ store_require_shape_of_plan(SPIPlanPtr plan)
 static void require_shape_of(Oid relid);
 
 void
+store_trigger_misfired(const char *function, const char *how)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg("function %s must be fired %s", function, how)));
+}
+
+void
 store_require_trigger_on(TriggerData *td, const char *table)
 {
 	if (RelationGetRelid(td->tg_relation) != store_relid(table))
@@ -771,6 +779,16 @@ store_sealing_lock_held(void)
  * the sequence's values again, and a stage id a client holds from the old
  * timeline's lost end must not name another operation's stage.
  */
+void
+store_writer_row_missing(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("lake_data.writer has no row"),
+			 errdetail("Its one row holds the writer epoch, without which lake cannot seal or recover."),
+			 errhint("Put the row back as a backup of this database has it.")));
+}
+
 void
 store_require_partition(int32 partitions, int32 partition)
 {
@@ -906,7 +924,7 @@ lake_data_changed(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "lake_data_changed: not called as a trigger");
+		store_trigger_misfired("lake.data_changed()", "by the trigger manager");
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
 	return PointerGetDatum(NULL);
 }
@@ -927,7 +945,7 @@ lake_refuse_logical_apply(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "lake_refuse_logical_apply: not called as a trigger");
+		store_trigger_misfired("lake.refuse_logical_apply()", "by the trigger manager");
 	/* lake's own writes go on: a lake call in a trigger of the application's. */
 	if (IsLogicalWorker() && depth == 0)
 		ereport(ERROR,

@@ -56,6 +56,8 @@ extern Oid	store_relid(const char *name);
  */
 struct TriggerData;
 extern void store_require_trigger_on(struct TriggerData *td, const char *table);
+/* 39P01: trigger function 'function' was not fired as 'how' says it must be. */
+extern void store_trigger_misfired(const char *function, const char *how) pg_attribute_noreturn();
 /*
  * The sealing lock's object (lake_data.cycle's OID): seal.h takes it; lower
  * layers only ask whether this transaction holds it, before a wait that a
@@ -74,6 +76,8 @@ extern Oid	store_sealing_lock_object(void);
  * stage ids were issued as (partitions 0: none recorded yet).
  */
 extern void store_require_partition(int32 partitions, int32 partition);
+/* XX001: lake_data.writer's one row is gone (deleted by hand). */
+extern void store_writer_row_missing(void) pg_attribute_noreturn();
 extern bool store_sealing_lock_held(void);
 /* This transaction holds the object lock (ExclusiveLock) on 'object'. */
 extern bool store_object_lock_held(Oid object);

@@ -265,7 +265,7 @@ store_dict_encode_chunk(int32 dataset_id, const char *data, size_t len)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the compression dictionary of this dataset is damaged"),
-				 errdetail("%s", why),
+				 errdetail("The check of the dictionary found: %s.", why),
 				 errhint("Train a new one with lake.train_dictionary().")));
 	if (d->cdict != NULL && d->level != lake_compression_level)
 	{

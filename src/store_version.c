@@ -1062,7 +1062,7 @@ store_lineage_broken(const char *dataset, int64 version, const char *why)
 	ereport(ERROR,
 			(errcode(ERRCODE_LAKE_INCOMPLETE_LINEAGE),
 			 errmsg("version " INT64_FORMAT " of dataset \"%s\" is incomplete", version, dataset),
-			 errdetail("%s", why),
+			 errdetail("The check of its stored bytes found: %s.", why),
 			 errhint("The stored chunks are missing or damaged; restore them from a backup.")));
 }
 

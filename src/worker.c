@@ -473,7 +473,8 @@ recover_owners(LakeGeneration generation)
 				 * can never be sealed. Recovery settles it as lost (LK006).
 				 */
 				ereport(WARNING,
-						(errmsg("lake worker: " INT64_FORMAT " pending casts cannot be sealed on the durable log and are lost",
+						(errcode(ERRCODE_LAKE_NOT_DURABLE),
+						 errmsg("lake worker: " INT64_FORMAT " pending casts cannot be sealed on the durable log and are lost",
 								cycle_pending()),
 						 errdetail("The log's head or epoch is not the one the live states were recovered from."),
 						 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));

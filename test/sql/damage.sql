@@ -356,3 +356,20 @@ UPDATE lake_data.version SET digest = sha256('\x01'::bytea)
 WHERE version = :nulled AND dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'd_cols_ds');
 ALTER TABLE lake_data.version ALTER COLUMN digest SET NOT NULL;
 SELECT lake.read('d_cols_ds', :nulled) AS read_repaired;
+
+-- lake_data.writer's one row deleted by hand: a seal is refused with
+-- XX001 (it was an internal error, XX000), and goes on once the row is
+-- back (put back as a restore would, without the merge trigger).
+SELECT lake.create_owner('d_writer');
+CREATE TEMP TABLE writer_kept AS SELECT * FROM lake_data.writer;
+DELETE FROM lake_data.writer;
+SELECT lake.cast('d_writer', 'Planning', 'CognitiveWork') IS NOT NULL AS accepted;
+\set VERBOSITY sqlstate
+SELECT lake.seal();
+\set VERBOSITY default
+SELECT lake.seal();
+SET session_replication_role = replica;
+INSERT INTO lake_data.writer SELECT * FROM writer_kept;
+RESET session_replication_role;
+SELECT lake.seal() > 0 AS sealed_again;
+SELECT phase, "position" FROM lake.owner_state('d_writer');

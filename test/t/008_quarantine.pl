@@ -383,7 +383,7 @@ states_replay('after the release and a restart');
 	my $offset = -s $node->logfile;
 	restart('fast');
 	like(slurp_file($node->logfile, $offset),
-		qr/the snapshot of cycle $past is damaged; replaying the whole log\n.*DETAIL:  the record was written for another cycle/,
+		qr/the snapshot of cycle $past is damaged; replaying the whole log\n.*DETAIL:  The check of the snapshot found: the record was written for another cycle/,
 		'the moved snapshot is reported as damaged');
 	is($node->safe_psql('postgres', "SELECT phase, position FROM lake.owner_state('s1')"),
 		'CognitiveWork|1', "s1's landing after the snapshot's true cycle is applied");
