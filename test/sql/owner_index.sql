@@ -166,17 +166,13 @@ UPDATE lake_data.cycle c SET owners = set_bit(c.owners, 50, 1 - get_bit(c.owners
                              data = set_bit(c.data, 100, 1 - get_bit(c.data, 100))
 FROM t.ix_k k WHERE c.cycle = k.cycle;
 DELETE FROM lake_data.owner_block;
-SET client_min_messages = error;
 SELECT lake.rebuild_owner_index() = (SELECT count(*) FROM t.ix_all) - (SELECT count(*) FROM t.ix_k_block) AS rows_written;
-RESET client_min_messages;
 -- (from nothing: the kept block had no rows left to keep)
 SELECT count(*) AS rows_of_the_block FROM lake_data.owner_block b JOIN t.ix_k_block k USING (owner_id, first_cycle);
 INSERT INTO lake_data.owner_block SELECT * FROM t.ix_k_block;
 UPDATE lake_data.owner_block b SET entry = set_bit(b.entry, 45, 1 - get_bit(b.entry, 45))
 FROM t.ix_block k WHERE (b.owner_id, b.first_cycle) = (k.owner_id, k.first_cycle);
-SET client_min_messages = error;
 SELECT lake.rebuild_owner_index() = (SELECT count(*) FROM t.ix_all) - (SELECT count(*) FROM t.ix_k_block) AS rows_written;
-RESET client_min_messages;
 SELECT (SELECT count(*) FROM (TABLE t.ix_all EXCEPT TABLE lake_data.owner_block) d) AS lost,
        (SELECT count(*) FROM (TABLE lake_data.owner_block EXCEPT TABLE t.ix_all) d) AS stray;
 SELECT o, t.ix_err(format('SELECT count(*) FROM lake.trajectory(%L)', o)) AS across_the_damaged_cycle

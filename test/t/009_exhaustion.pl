@@ -665,7 +665,7 @@ server_up('at the end');
 	like($msg, qr/lake owners are not available: the worker could not recover them/,
 		'saying the worker could not recover the owners');
 	my (undef, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT lake.cast('c1', NULL, NULL)");
-	like($err, qr/DETAIL:\s+lake\.max_owners \($half\) is too small for the $MAX_OWNERS registered owners/,
+	like($err, qr/DETAIL:\s+The last recovery failed: lake\.max_owners \($half\) is too small for the $MAX_OWNERS registered owners/,
 		'and why, in the detail');
 	cmp_ok($took, '<', 10, sprintf('the refusal is prompt (%.2f s), not a wait', $took));
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_stat_activity WHERE backend_type = \'lake worker\''),
