@@ -334,3 +334,15 @@ SELECT casts FROM lake.cycles() ORDER BY cycle DESC LIMIT 1;
 SELECT i, (lake.cast_durable('many_ops', NULL, NULL, NULL, NULL, 'op' || i)).position
 FROM unnest(ARRAY[1, 1000, 1001, 2000, 2001, 2500]) i;
 SELECT "position", pending FROM lake.owner_state('many_ops');
+
+-- A session that awaits a receipt wakes the worker, which seals at once:
+-- the waiter never pays lake.cycle_interval. Each cast below opens a cycle
+-- (its first cast wakes the worker, which then sleeps for the interval);
+-- the await in the next statement must find it sealed well within 5 s.
+SELECT lake.create_owner('wake_w');
+SELECT lake.cast('wake_w', 'Planning', 'CognitiveWork') AS r \gset
+SELECT lake.await_durable(:'r'::lake.receipt, 5000) IS NOT NULL AS woken_1;
+SELECT lake.cast('wake_w', 'CognitiveWork', 'Evaluation') AS r \gset
+SELECT lake.await_durable(:'r'::lake.receipt, 5000) IS NOT NULL AS woken_2;
+SELECT lake.cast('wake_w', 'Evaluation', 'Commit') AS r \gset
+SELECT lake.await_durable(:'r'::lake.receipt, 5000) IS NOT NULL AS woken_3;

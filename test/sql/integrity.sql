@@ -397,6 +397,24 @@ SELECT left(t.err($q$SELECT lake.cast('i_op1', 'Planning', 'CognitiveWork', NULL
 UPDATE lake_data.cast_operation c SET digest = g.digest
 FROM t.i_ops g WHERE c.owner_id = g.owner_id AND c.operation_id = g.operation_id;
 SELECT (lake.cast_durable('i_op1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-a')).position AS op_a_repaired;
+-- A cast_operation row pointed at ANOTHER owner's landing of the SAME
+-- operation id with the SAME content: the operation and its digest match,
+-- only the owner differs. It is XX001, never that owner's coordinate.
+SELECT lake.create_owner('i_same1'), lake.create_owner('i_same2');
+SELECT (lake.cast_durable('i_same1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-same')).position AS same1;
+SELECT (lake.cast_durable('i_same2', 'Planning', 'CognitiveWork', NULL, NULL, 'op-same')).position AS same2;
+CREATE TABLE t.i_same AS SELECT * FROM lake_data.cast_operation WHERE operation_id = 'op-same';
+UPDATE lake_data.cast_operation a SET epoch = b.epoch, seq = b.seq
+FROM t.i_same b
+WHERE a.operation_id = 'op-same' AND b.operation_id = 'op-same'
+  AND a.owner_id = (SELECT id FROM lake_data.owner WHERE name = 'i_same1')
+  AND b.owner_id = (SELECT id FROM lake_data.owner WHERE name = 'i_same2');
+SELECT regexp_replace(t.err($q$SELECT lake.cast_durable('i_same1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-same')$q$),
+                      '\(\d+,\d+\)', '(e,s)') AS same_op_row_moved;
+UPDATE lake_data.cast_operation c SET epoch = g.epoch, seq = g.seq
+FROM t.i_same g WHERE c.owner_id = g.owner_id AND c.operation_id = g.operation_id;
+SELECT (lake.cast_durable('i_same1', 'Planning', 'CognitiveWork', NULL, NULL, 'op-same')).position AS same1_repaired;
+DROP TABLE t.i_same;
 -- The lsn a sealed receipt is answered with must be flushed WAL: a row's
 -- lsn edited past the flush is XX001, never a coordinate the server has
 -- not made durable.
