@@ -283,8 +283,11 @@ load(int32 id, Flaw *f)
 	MemoryContextSwitchTo(old);
 	if (!ok)
 	{
+		/* Both out of the scratch context before it goes. */
 		f->msg = psprintf("lifecycle \"%s\" is not well formed: %s",
 						  TextDatumGetCString(store_colv(0, 3)), f->msg);
+		if (f->detail != NULL)
+			f->detail = pstrdup(f->detail);
 		MemoryContextDelete(scratch);
 		return NULL;
 	}

@@ -47,6 +47,14 @@ UPDATE lake_data.lifecycle SET initial_phase = 'A', edges = '{{A,B},{A,B}}' WHER
 RESET session_replication_role;
 SELECT t.err($$SELECT lake.create_owner('lc_p', 'lc_hand')$$);
 SELECT t.err($$SELECT lake.create_owner('lc_p', 'lc_inserted')$$);
+-- A stored shape error keeps its detail apart from the message.
+SET session_replication_role = replica;
+UPDATE lake_data.lifecycle SET edges = '{A,B}' WHERE name = 'lc_inserted';
+RESET session_replication_role;
+SELECT t.err($$SELECT lake.create_owner('lc_p', 'lc_inserted')$$);
+SET session_replication_role = replica;
+UPDATE lake_data.lifecycle SET edges = '{{A,B},{A,B}}' WHERE name = 'lc_inserted';
+RESET session_replication_role;
 SELECT count(*) AS created FROM lake_data.owner WHERE name = 'lc_p';
 -- Owners made of them all the same (the registry edited by hand too).
 INSERT INTO lake_data.owner (name, lifecycle, tenant)
