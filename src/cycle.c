@@ -75,7 +75,6 @@ typedef struct CycleShared
 	/* the ring */
 	uint64		capacity;
 	uint64		head;			/* oldest record not yet sealed */
-	uint64		cut;			/* end of the prefix a sealer is writing */
 	uint64		tail;			/* where the next record goes */
 	int64		pending;		/* records in [head, tail) */
 	int64		next_seq;		/* last seq issued in this epoch */
@@ -298,7 +297,7 @@ cycle_begin_recovery(void)
 	cs->recovery_failure[0] = '\0';
 	owner_clear_all();
 	cs->owner_table++;			/* every OwnerState pointer held is void now */
-	cs->head = cs->cut = cs->tail = 0;
+	cs->head = cs->tail = 0;
 	memset(cs->anchors, 0, sizeof(RingAnchor) * cs->nanchors);	/* into the emptied ring */
 	cs->pending = 0;
 	cs->nrole_bytes = 0;
@@ -1445,9 +1444,6 @@ cycle_cut(CycleCut *cut, int max_casts)
 	}
 	pg_read_barrier();			/* payloads are read after their 'ready' */
 	cut->end = off;
-	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-	cs->cut = off;
-	LWLockRelease(&cs->lock);
 	cut_active = cut->ncasts > 0;
 	return cut->ncasts > 0;
 }
@@ -1477,15 +1473,14 @@ cycle_require_no_cut(const char *what)
 				 errhint("Run it in a transaction of its own.")));
 }
 
-/* A seal's transaction aborted: its cut stays pending for the next seal. */
+/*
+ * A seal's transaction aborted: the ring's head moves only at a seal's
+ * commit, so its cut stays pending for the next seal; this transaction
+ * just no longer holds one.
+ */
 void
 cycle_uncut(void)
 {
-	if (!cut_active)
-		return;
-	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
-	cs->cut = cs->head;
-	LWLockRelease(&cs->lock);
 	cut_active = false;
 }
 
@@ -1509,7 +1504,7 @@ cycle_apply_seal(const CycleCut *cut, int64 cycle,
 		so->owner->pending -= so->count;
 	}
 	role_bytes_sealed(cs->head, cut->end);
-	cs->head = cs->cut = cut->end;
+	cs->head = cut->end;
 	cs->pending -= cut->ncasts;
 	cs->sealed_seq = cut->last_seq;
 	cs->sealed_cycle = cycle;
