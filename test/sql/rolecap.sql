@@ -141,3 +141,31 @@ BEGIN
         EXECUTE format('DROP ROLE lake_cap_many_%s', i);
     END LOOP;
 END $$;
+
+-- The cap is "at most": a cast that brings the role's pending bytes to
+-- exactly lake.role_max_pending_cast_bytes is accepted, one byte less refuses.
+CREATE ROLE lake_cap_x LOGIN;
+GRANT USAGE ON SCHEMA lake, t TO lake_cap_x;
+SELECT lake.grant_tenant('lake_cap_x', 'xcap');
+SELECT lake.create_owner('xcap_owner', 'kanban', 'xcap');
+SELECT lake.seal() IS NOT DISTINCT FROM lake.seal() AS settled;
+SET lake.role_max_pending_cast_bytes = 1;
+SET SESSION AUTHORIZATION lake_cap_x;
+SELECT substring(t.err($$SELECT lake.cast('xcap_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))$$)
+                 from 'this one needs (\d+)') AS need \gset
+RESET SESSION AUTHORIZATION;
+SELECT :need > 600 AS need_known;
+SELECT set_config('lake.role_max_pending_cast_bytes', (:need - 1)::text, false) IS NOT NULL AS cap_below;
+SET SESSION AUTHORIZATION lake_cap_x;
+SELECT left(t.err($$SELECT lake.cast('xcap_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))$$), 5) AS one_byte_over;
+RESET SESSION AUTHORIZATION;
+SELECT set_config('lake.role_max_pending_cast_bytes', :need::text, false) IS NOT NULL AS cap_exact;
+SET SESSION AUTHORIZATION lake_cap_x;
+SELECT t.err($$SELECT lake.cast('xcap_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))$$) AS exactly_at_cap;
+SELECT left(t.err($$SELECT lake.cast('xcap_owner', NULL, NULL, convert_to(repeat('p', 600), 'UTF8'))$$), 5) AS then_over;
+RESET SESSION AUTHORIZATION;
+RESET lake.role_max_pending_cast_bytes;
+SELECT lake.seal() > 0 AS sealed;
+SELECT lake.revoke_tenant('lake_cap_x', 'xcap');
+DROP OWNED BY lake_cap_x;
+DROP ROLE lake_cap_x;

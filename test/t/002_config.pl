@@ -186,6 +186,7 @@ my @bad = (
 	[ 'lake.cycle_buffer_size', "'512MB'", '16MB' ],
 	[ 'lake.max_owners', '0', '100000' ],
 	[ 'lake.checkpoint_cycles', '-1', '1000' ],
+	[ 'lake.checkpoint_cycles', '0', '1000' ],
 	[ 'lake.stage_ttl', '0', '1h' ],
 	# A name PostgreSQL would cut to 63 bytes, or none: no database to serve.
 	[ 'lake.database', "'" . ('d' x 64) . "'", 'postgres' ],
