@@ -34,6 +34,7 @@ typedef struct ColumnShape
 {
 	const char *name;
 	Oid			type;
+	bool		notnull;		/* made NOT NULL: lake reads it without a test */
 } ColumnShape;
 
 typedef struct TableShape
@@ -45,126 +46,126 @@ typedef struct TableShape
 
 static const TableShape shapes[] = {
 	{"dataset", 3, {
-		{"id", INT4OID},
-		{"name", TEXTOID},
-		{"created_at", TIMESTAMPTZOID}
+		{"id", INT4OID, true},
+		{"name", TEXTOID, true},
+		{"created_at", TIMESTAMPTZOID, true}
 	}},
 	{"version", 7, {
-		{"version", INT8OID},
-		{"committed_at", TIMESTAMPTZOID},
-		{"dataset_id", INT4OID},
-		{"data", BYTEAOID},
-		{"tenant", TEXTOID},
-		{"operation_id", TEXTOID},
-		{"digest", BYTEAOID}
+		{"version", INT8OID, true},
+		{"committed_at", TIMESTAMPTZOID, true},
+		{"dataset_id", INT4OID, true},
+		{"data", BYTEAOID, false},
+		{"tenant", TEXTOID, true},
+		{"operation_id", TEXTOID, true},
+		{"digest", BYTEAOID, true}
 	}},
 	{"version_blob", 5, {
-		{"blob", INT8OID},
-		{"dataset_id", INT4OID},
-		{"nchunks", INT4OID},
-		{"version", INT8OID},
-		{"bytes", INT8OID}
+		{"blob", INT8OID, true},
+		{"dataset_id", INT4OID, true},
+		{"nchunks", INT4OID, true},
+		{"version", INT8OID, true},
+		{"bytes", INT8OID, true}
 	}},
 	{"stage_replay", 5, {
-		{"stage", INT8OID},
-		{"dataset_id", INT4OID},
-		{"version", INT8OID},
-		{"tenant", TEXTOID},
-		{"operation_id", TEXTOID}
+		{"stage", INT8OID, true},
+		{"dataset_id", INT4OID, true},
+		{"version", INT8OID, true},
+		{"tenant", TEXTOID, true},
+		{"operation_id", TEXTOID, true}
 	}},
 	{"chunk", 4, {
-		{"blob", INT8OID},
-		{"chunk_no", INT4OID},
-		{"bytes", INT4OID},
-		{"data", BYTEAOID}
+		{"blob", INT8OID, true},
+		{"chunk_no", INT4OID, true},
+		{"bytes", INT4OID, true},
+		{"data", BYTEAOID, true}
 	}},
 	{"stage", 9, {
-		{"id", INT8OID},
-		{"dataset_id", INT4OID},
-		{"tenant", TEXTOID},
-		{"operation_id", TEXTOID},
-		{"created_at", TIMESTAMPTZOID},
-		{"touched_at", TIMESTAMPTZOID},
-		{"opened_by", OIDOID},
-		{"chunks", INT4OID},
-		{"bytes", INT8OID}
+		{"id", INT8OID, true},
+		{"dataset_id", INT4OID, true},
+		{"tenant", TEXTOID, true},
+		{"operation_id", TEXTOID, true},
+		{"created_at", TIMESTAMPTZOID, true},
+		{"touched_at", TIMESTAMPTZOID, true},
+		{"opened_by", OIDOID, true},
+		{"chunks", INT4OID, true},
+		{"bytes", INT8OID, true}
 	}},
 	{"blob_gone", 1, {
-		{"blob", INT8OID}
+		{"blob", INT8OID, true}
 	}},
 	{"tenant_grant", 2, {
-		{"tenant", TEXTOID},
-		{"role", OIDOID}
+		{"tenant", TEXTOID, true},
+		{"role", OIDOID, true}
 	}},
 	{"dictionary", 6, {
-		{"id", INT4OID},
-		{"dataset_id", INT4OID},
-		{"created_at", TIMESTAMPTZOID},
-		{"samples", INT4OID},
-		{"checksum", INT8OID},
-		{"data", BYTEAOID}
+		{"id", INT4OID, true},
+		{"dataset_id", INT4OID, true},
+		{"created_at", TIMESTAMPTZOID, true},
+		{"samples", INT4OID, true},
+		{"checksum", INT8OID, true},
+		{"data", BYTEAOID, true}
 	}},
 	{"lifecycle", 6, {
-		{"id", INT4OID},
-		{"name", TEXTOID},
-		{"initial_phase", TEXTOID},
-		{"phases", TEXTARRAYOID},
-		{"edges", TEXTARRAYOID},
-		{"created_at", TIMESTAMPTZOID}
+		{"id", INT4OID, true},
+		{"name", TEXTOID, true},
+		{"initial_phase", TEXTOID, true},
+		{"phases", TEXTARRAYOID, true},
+		{"edges", TEXTARRAYOID, true},
+		{"created_at", TIMESTAMPTZOID, true}
 	}},
 	{"owner", 7, {
-		{"id", INT4OID},
-		{"name", TEXTOID},
-		{"lifecycle", INT4OID},
-		{"tenant", TEXTOID},
-		{"created_at", TIMESTAMPTZOID},
-		{"quarantine_position", INT8OID},
-		{"quarantine_reason", TEXTOID}
+		{"id", INT4OID, true},
+		{"name", TEXTOID, true},
+		{"lifecycle", INT4OID, true},
+		{"tenant", TEXTOID, true},
+		{"created_at", TIMESTAMPTZOID, true},
+		{"quarantine_position", INT8OID, false},
+		{"quarantine_reason", TEXTOID, false}
 	}},
 	{"writer", 6, {
-		{"one", BOOLOID},
-		{"epoch", INT4OID},
-		{"timeline", INT8OID},
-		{"partitions", INT4OID},
-		{"partition_no", INT4OID},
-		{"encoding", INT2OID}
+		{"one", BOOLOID, true},
+		{"epoch", INT4OID, true},
+		{"timeline", INT8OID, false},
+		{"partitions", INT4OID, false},
+		{"partition_no", INT4OID, false},
+		{"encoding", INT2OID, true}
 	}},
 	{"cycle", 14, {
-		{"cycle", INT8OID},
-		{"epoch", INT4OID},
-		{"first_seq", INT8OID},
-		{"last_seq", INT8OID},
-		{"casts", INT4OID},
-		{"bytes", INT8OID},
-		{"stored_bytes", INT8OID},
-		{"sealed_at", TIMESTAMPTZOID},
-		{"lsn", PG_LSNOID},
-		{"indexed_through", INT8OID},
-		{"tail_owners", INT4OID},
-		{"owners", BYTEAOID},
-		{"data", BYTEAOID},
-		{"encoding", INT2OID}
+		{"cycle", INT8OID, true},
+		{"epoch", INT4OID, true},
+		{"first_seq", INT8OID, true},
+		{"last_seq", INT8OID, true},
+		{"casts", INT4OID, true},
+		{"bytes", INT8OID, true},
+		{"stored_bytes", INT8OID, true},
+		{"sealed_at", TIMESTAMPTZOID, true},
+		{"lsn", PG_LSNOID, true},
+		{"indexed_through", INT8OID, true},
+		{"tail_owners", INT4OID, true},
+		{"owners", BYTEAOID, true},
+		{"data", BYTEAOID, true},
+		{"encoding", INT2OID, true}
 	}},
 	{"owner_block", 3, {
-		{"owner_id", INT4OID},
-		{"first_cycle", INT8OID},
-		{"entry", BYTEAOID}
+		{"owner_id", INT4OID, true},
+		{"first_cycle", INT8OID, true},
+		{"entry", BYTEAOID, true}
 	}},
 	{"cast_operation", 5, {
-		{"owner_id", INT4OID},
-		{"operation_id", TEXTOID},
-		{"digest", BYTEAOID},
-		{"epoch", INT4OID},
-		{"seq", INT8OID}
+		{"owner_id", INT4OID, true},
+		{"operation_id", TEXTOID, true},
+		{"digest", BYTEAOID, true},
+		{"epoch", INT4OID, true},
+		{"seq", INT8OID, true}
 	}},
 	{"snapshot", 7, {
-		{"cycle", INT8OID},
-		{"taken_at", TIMESTAMPTZOID},
-		{"owners", INT4OID},
-		{"bytes", INT8OID},
-		{"stored_bytes", INT8OID},
-		{"data", BYTEAOID},
-		{"encoding", INT2OID}
+		{"cycle", INT8OID, true},
+		{"taken_at", TIMESTAMPTZOID, true},
+		{"owners", INT4OID, true},
+		{"bytes", INT8OID, true},
+		{"stored_bytes", INT8OID, true},
+		{"data", BYTEAOID, true},
+		{"encoding", INT2OID, true}
 	}},
 };
 
@@ -414,6 +415,13 @@ require_columns(int i, Relation rel, bool missing_only)
 							   c + 1, NameStr(att->attname), format_type_be(att->atttypid),
 							   t->columns[c].name, format_type_be(t->columns[c].type)),
 					 errhint("Undo the change. " SCHEMA_MOVE_HINT)));
+		if (!missing_only && t->columns[c].notnull && !att->attnotnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, t->table),
+					 errdetail("Its column \"%s\" lost the NOT NULL constraint lake made it with.",
+							   t->columns[c].name),
+					 errhint("Undo the change (ALTER TABLE ... ALTER COLUMN ... SET NOT NULL). " SCHEMA_MOVE_HINT)));
 		at++;
 	}
 }

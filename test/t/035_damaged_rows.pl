@@ -275,4 +275,31 @@ is("$state $msg", '55000 lake_data.version lacks column "digest" (bytea), which 
 	'a read is refused');
 
 $node->stop;
+
+# 11. A NOT NULL constraint dropped by hand, then a NULL stored in the
+# newest snapshot's data: the worker's recovery read it and crashed, and
+# the server restarted it every few seconds. A table that lost one of
+# lake's NOT NULL constraints is refused as altered (XX001, naming the
+# column): here the snapshot is passed over, as a damaged one is, and the
+# owners are recovered from the whole log. (A node of its own: the one
+# above has damaged cycles on purpose.)
+my $nn = lake_node('not_null', conf => "lake.checkpoint_cycles = 1000000\n");
+$nn->start;
+$nn->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner('nn1')");
+$nn->safe_psql('postgres', "SELECT lake.cast_durable('nn1', 'Planning', 'CognitiveWork')");
+$nn->safe_psql('postgres', 'SELECT lake.checkpoint()');
+$nn->safe_psql('postgres', 'ALTER TABLE lake_data.snapshot ALTER COLUMN data DROP NOT NULL');
+$nn->safe_psql('postgres', 'UPDATE lake_data.snapshot SET data = NULL');
+$log_from = -s $nn->logfile;
+$nn->restart;
+ok($nn->poll_query_until('postgres', $serving), 'the worker recovers over a snapshot table without its NOT NULL');
+like(slurp_file($nn->logfile, $log_from), qr/lost the NOT NULL constraint lake made it with/,
+	'the log names the lost constraint');
+is($nn->safe_psql('postgres', "SELECT phase || position FROM lake.owner_state('nn1')"), 'CognitiveWork1',
+	'the owner is recovered from the whole log');
+unlike(slurp_file($nn->logfile, $log_from), qr/terminated by signal/, 'no process crashed');
+$nn->safe_psql('postgres', 'DELETE FROM lake_data.snapshot WHERE data IS NULL');
+$nn->safe_psql('postgres', 'ALTER TABLE lake_data.snapshot ALTER COLUMN data SET NOT NULL');
+like($nn->safe_psql('postgres', 'SELECT lake.checkpoint()'), qr/^\d+$/, 'the constraint back, a checkpoint is taken');
+$nn->stop;
 done_testing();
