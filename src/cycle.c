@@ -613,6 +613,7 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 	int32		lc = 0;
 	char		tenant[NAMEDATALEN];
 	bool		full = false;
+	MemoryContext caller_cxt = CurrentMemoryContext;
 
 	if (as_tenant)
 		AcceptInvalidationMessages();	/* grant changes committed elsewhere */
@@ -658,6 +659,9 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 	else if (as_tenant)
 		access_require_owner(tenant, name);
 	*lifecycle = why ? lifecycle_try_get(lc, why) : lifecycle_get(lc);
+	/* The reason is made in the store's memory, which store_finish frees. */
+	if (why != NULL && *lifecycle == NULL)
+		*why = MemoryContextStrdup(caller_cxt, *why);
 	store_finish();
 
 	if (o == NULL)

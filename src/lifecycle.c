@@ -319,7 +319,7 @@ lifecycle_try_get(int32 id, char **why)
 	const Lifecycle *lc = load(id, &f);
 
 	if (lc == NULL)
-		*why = f.msg;
+		*why = store_reason(f.msg, f.detail);
 	return lc;
 }
 

@@ -1134,6 +1134,19 @@ copy_error_or_null(void)
 }
 
 char *
+store_reason(const char *message, const char *detail)
+{
+	size_t		n;
+
+	if (detail == NULL)
+		return pstrdup(message);
+	n = strlen(detail);
+	if (n > 0 && detail[n - 1] == '.')
+		n--;
+	return psprintf("%s (%.*s)", message, (int) n, detail);
+}
+
+char *
 store_contain_damage(void (*fn) (void *arg), void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -1165,7 +1178,7 @@ store_contain_damage(void (*fn) (void *arg), void *arg)
 					 errdetail("Could not keep the error of a read of stored bytes.")));
 		if (e->sqlerrcode != ERRCODE_DATA_CORRUPTED)
 			ReThrowError(e);
-		why = e->detail != NULL ? psprintf("%s: %s", e->message, e->detail) : e->message;
+		why = store_reason(e->message, e->detail);
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);

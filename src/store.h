@@ -141,6 +141,11 @@ extern void store_require_columns(TupleDesc desc, const bool *nulls, const char 
  */
 extern char *store_contain_damage(void (*fn) (void *arg), void *arg);
 /*
+ * An error's message and detail as one reason, which callers quote in a
+ * sentence of their own: "message (detail without its final period)".
+ */
+extern char *store_reason(const char *message, const char *detail);
+/*
  * A stored bytea, detoasted: NULL and *why when its TOAST rows are
  * damaged (contained as above; only an out-of-line or compressed value
  * pays for the subtransaction).
