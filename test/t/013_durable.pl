@@ -44,9 +44,9 @@ SELECT wal_sync AS s0 FROM pg_stat_wal \gset
 SELECT lake.seal() IS NOT NULL AS sealed;
 SELECT pg_stat_force_next_flush();
 SELECT 1;
-SELECT wal_sync - :s0, (SELECT count(*) FROM lake.log() WHERE owner LIKE 'f%') FROM pg_stat_wal;
+SELECT wal_sync - :s0, (SELECT casts FROM lake.cycles() ORDER BY cycle DESC LIMIT 1) FROM pg_stat_wal;
 }))[-1];
-	is($landed, 100 * $round, "round $round: one seal wrote the hundred casts");
+	is($landed, '100', "round $round: one seal wrote the hundred casts");
 	push @syncs, $syncs;
 }
 is((sort { $a <=> $b } @syncs)[0], 1, 'a seal flushes the WAL once (counted: ' . join(', ', @syncs) . ')');

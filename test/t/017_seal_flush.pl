@@ -30,7 +30,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use LakeTAP;
 
-BAIL_OUT('gdb is required (scripts/setup.sh installs it)')
+die 'gdb is required (scripts/setup.sh installs it)'
   unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 
 my $node = lake_node('flush',

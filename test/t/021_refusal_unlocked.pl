@@ -15,7 +15,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
-BAIL_OUT('gdb is required (scripts/setup.sh installs it)')
+die 'gdb is required (scripts/setup.sh installs it)'
   unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 
 # No statement logging: its LOG message would stop at the breakpoint first.

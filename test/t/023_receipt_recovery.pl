@@ -22,7 +22,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
-BAIL_OUT('gdb is required (scripts/setup.sh installs it)')
+die 'gdb is required (scripts/setup.sh installs it)'
   unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 
 # The session's wait for the recovery must outlast the held worker; no

@@ -15,7 +15,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
-BAIL_OUT('gdb is required (scripts/setup.sh installs it)')
+die 'gdb is required (scripts/setup.sh installs it)'
   unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 
 my $node = lake_node('lifecycle_edit', conf => "log_statement = none");

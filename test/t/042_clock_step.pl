@@ -21,7 +21,7 @@ my $dir = PostgreSQL::Test::Utils::tempdir;
 my $so = "$dir/clock_shift.so";
 my $cc = $ENV{CC} // $Config{cc} // 'cc';
 system($cc, '-shared', '-fPIC', '-O2', '-o', $so, 'test/t/clock_shift.c') == 0
-  or BAIL_OUT("cannot build the clock-shifting library with $cc");
+  or die "cannot build the clock-shifting library with $cc";
 my $shift = "$dir/shift";
 append_to_file($shift, '0');
 

@@ -23,7 +23,7 @@ my $dir = PostgreSQL::Test::Utils::tempdir;
 my $so = "$dir/alloc_fail.so";
 my $cc = $ENV{CC} // $Config{cc} // 'cc';
 system($cc, '-shared', '-fPIC', '-O2', '-o', $so, 'test/t/alloc_fail.c') == 0
-  or BAIL_OUT("cannot build the allocation-failing library with $cc");
+  or die "cannot build the allocation-failing library with $cc";
 my $arm_signal = POSIX::SIGRTMIN() + 4;
 
 my $node = lake_node('alloc_fail');
