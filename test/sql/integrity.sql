@@ -447,45 +447,38 @@ WHERE d.id = v.dataset_id AND d.name = 'i_key' AND v.operation_id = 'k-b';
 REINDEX INDEX lake_data.version_pkey;
 SELECT convert_from(lake.read('i_key', 2), 'UTF8') AS version_2_repaired;
 
--- A replay verifies the version's chunk 0 against its payload: a raw chunk 0
--- copied from another version of the same size (its checksum intact, as the
--- checksum of a raw chunk covers only its own bytes) is damage, LK005, never
--- the version answered (codec.c lake_chunk_holds: the memcmp of a raw chunk).
-SELECT lake.create_dataset('m03_ds');
-SELECT lake.append('m03_ds', 'acme', 'm03-a', convert_to('100 EUR', 'UTF8')) AS m03_a \gset
-SELECT lake.append('m03_ds', 'acme', 'm03-b', convert_to('200 EUR', 'UTF8')) AS m03_b \gset
-CREATE TABLE t.m03_saved AS SELECT v.data FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
-WHERE d.name = 'm03_ds' AND v.version = :m03_a;
-UPDATE lake_data.version v SET data = o.data
-FROM lake_data.version o, lake_data.dataset d
-WHERE d.name = 'm03_ds' AND v.dataset_id = d.id AND o.dataset_id = d.id
-  AND v.version = :m03_a AND o.version = :m03_b;
-SELECT left(t.err($q$SELECT lake.append('m03_ds', 'acme', 'm03-a', convert_to('100 EUR', 'UTF8'))$q$), 5) AS copied_chunk_replay;
-SELECT left(t.err(format('SELECT lake.read(%L, %s)', 'm03_ds', :m03_a)), 5) AS copied_chunk_read;
-UPDATE lake_data.version v SET data = s.data FROM t.m03_saved s, lake_data.dataset d
-WHERE d.name = 'm03_ds' AND v.dataset_id = d.id AND v.version = :m03_a;
-SELECT lake.append('m03_ds', 'acme', 'm03-a', convert_to('100 EUR', 'UTF8')) = :m03_a AS repaired_replay;
-DROP TABLE t.m03_saved;
-
--- A replay compares the stored chunks with the whole payload: a version whose
--- raw chunk 0 was replaced by an intact chunk holding only a prefix of the
--- payload (copied from another version) is damage, LK005, never the version
--- answered (store_version.c store_check_lineage: v.at != len).
-SELECT lake.create_dataset('m12_ds');
-SELECT lake.append('m12_ds', 'acme', 'm12-a', convert_to('100 EUR', 'UTF8')) AS m12_a \gset
-SELECT lake.append('m12_ds', 'acme', 'm12-b', convert_to('100', 'UTF8')) AS m12_b \gset
-CREATE TABLE t.m12_saved AS SELECT v.data FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
-WHERE d.name = 'm12_ds' AND v.version = :m12_a;
-UPDATE lake_data.version v SET data = o.data
-FROM lake_data.version o, lake_data.dataset d
-WHERE d.name = 'm12_ds' AND v.dataset_id = d.id AND o.dataset_id = d.id
-  AND v.version = :m12_a AND o.version = :m12_b;
-SELECT left(t.err($q$SELECT lake.append('m12_ds', 'acme', 'm12-a', convert_to('100 EUR', 'UTF8'))$q$), 5) AS prefix_chunk_replay;
-SELECT left(t.err(format('SELECT lake.read(%L, %s)', 'm12_ds', :m12_a)), 5) AS prefix_chunk_read;
-UPDATE lake_data.version v SET data = s.data FROM t.m12_saved s, lake_data.dataset d
-WHERE d.name = 'm12_ds' AND v.dataset_id = d.id AND v.version = :m12_a;
-SELECT lake.append('m12_ds', 'acme', 'm12-a', convert_to('100 EUR', 'UTF8')) = :m12_a AS repaired_replay;
-DROP TABLE t.m12_saved;
+-- A replay verifies the version's chunk 0 against its payload, as a read
+-- does: version a's raw chunk 0 replaced by another version's intact one,
+-- of the same size (a raw chunk's checksum covers only its own bytes, and
+-- every chunk 0 is checked at the same place: lake_chunk_holds's byte
+-- comparison) or holding only a prefix of the payload (store_check_lineage's
+-- length check), is damage, LK005, never the version answered.
+SELECT lake.create_dataset('swap_ds');
+SELECT lake.append('swap_ds', 'acme', 'swap-a', convert_to('100 EUR', 'UTF8')) AS swap_a \gset
+SELECT lake.append('swap_ds', 'acme', 'swap-b', convert_to('200 EUR', 'UTF8')) AS swap_b \gset
+SELECT lake.append('swap_ds', 'acme', 'swap-c', convert_to('100', 'UTF8')) AS swap_c \gset
+CREATE FUNCTION t.chunk0_swapped(a bigint, source bigint) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+    kept bytea;
+    replay text;
+    read text;
+BEGIN
+    SELECT v.data INTO kept FROM lake_data.version v JOIN lake_data.dataset d ON d.id = v.dataset_id
+    WHERE d.name = 'swap_ds' AND v.version = a;
+    UPDATE lake_data.version v SET data = o.data
+    FROM lake_data.version o, lake_data.dataset d
+    WHERE d.name = 'swap_ds' AND v.dataset_id = d.id AND o.dataset_id = d.id
+      AND v.version = a AND o.version = source;
+    replay := left(t.err($q$SELECT lake.append('swap_ds', 'acme', 'swap-a', convert_to('100 EUR', 'UTF8'))$q$), 5);
+    read := left(t.err(format('SELECT lake.read(%L, %s)', 'swap_ds', a)), 5);
+    UPDATE lake_data.version v SET data = kept FROM lake_data.dataset d
+    WHERE d.name = 'swap_ds' AND v.dataset_id = d.id AND v.version = a;
+    RETURN 'replay ' || replay || ', read ' || read;
+END $f$;
+SELECT what, t.chunk0_swapped(:swap_a, source) AS outcome
+FROM (VALUES ('same size', :swap_b), ('a prefix', :swap_c)) s(what, source);
+SELECT lake.append('swap_ds', 'acme', 'swap-a', convert_to('100 EUR', 'UTF8')) = :swap_a AS repaired_replay;
+DROP FUNCTION t.chunk0_swapped(bigint, bigint);
 
 DROP FUNCTION t.i_cycle_flips(bigint), t.i_row_flips(text, bigint, bytea, text), t.i_stage_flips(bigint),
     t.i_replay(), t.i_zreplay(), t.i_outcome(text, text), t.i_flip(bytea, int);
