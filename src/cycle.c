@@ -613,7 +613,7 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 	int32		lc = 0;
 	char		tenant[NAMEDATALEN];
 	bool		full = false;
-	MemoryContext caller_cxt = CurrentMemoryContext;
+	MemoryContext caller_cxt;
 
 	if (as_tenant)
 		AcceptInvalidationMessages();	/* grant changes committed elsewhere */
@@ -629,6 +629,7 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 		(*lifecycle = lifecycle_cached(lc)) != NULL)
 		return o;
 
+	caller_cxt = CurrentMemoryContext;
 	store_connect();
 	if (o == NULL)
 	{

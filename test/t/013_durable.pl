@@ -134,6 +134,20 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres', 'SELECT count(*) FROM lake.trajectory(\'again\')'), '2',
 	'both landings are in the new log');
 
+# $ddl, holding lake_data.cycle, drops the extension, which queues behind
+# the locks of the durable cast $tw waits in: the waiter must give up
+# (57014) so that the drop completes.
+sub drop_ends_the_wait
+{
+	my ($ddl, $tw, $what) = @_;
+	$ddl->query_safe('DROP EXTENSION lake');
+	$ddl->query_safe('COMMIT');
+	$ddl->quit;
+	$tw->query('SELECT 1');
+	like($tw->{stderr}, qr/ERROR:\s+57014: stopped waiting for receipt \(\d+,\d+\): another session waits for a lock this transaction holds on lake's tables/,
+		$what);
+}
+
 # A waiter whose transaction holds a lock on lake's tables that another
 # session waits for (here a tenant's grant check, and the DROP EXTENSION
 # that must wait for it while its own lock keeps every seal out) gives up at
@@ -154,11 +168,7 @@ $tw->query_until(qr/start/,
 	"\\echo start\n\\set VERBOSITY verbose\nSELECT lake.cast_durable('tw_o', NULL, NULL, '\\x07'::bytea, NULL, 'tw-1');\n");
 ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats()', '1'),
 	'a tenant waits for a cast no seal can write');
-$ddl->query_safe('DROP EXTENSION lake');    # waits for the tenant's locks
-$ddl->query_safe('COMMIT');
-$ddl->quit;
-$tw->query('SELECT 1');
-like($tw->{stderr}, qr/ERROR:\s+57014: stopped waiting for receipt \(\d+,\d+\): another session waits for a lock this transaction holds on lake's tables/,
+drop_ends_the_wait($ddl, $tw,
 	'the waiter gives up (57014) for the DROP EXTENSION queued behind its lock, which then completes');
 $tw->quit;
 $node->safe_psql('postgres', 'CREATE EXTENSION lake');
@@ -228,12 +238,7 @@ ok($node->poll_query_until('postgres',
   or diag($node->safe_psql('postgres', 'SELECT locktype, relation::regclass, mode, granted, pid FROM pg_locks'));
 ok($node->poll_query_until('postgres', 'SELECT sessions_waiting FROM lake.stats()', '1'),
 	'and the tenant waits for a cast no seal can write');
-$ddl->query_safe('DROP EXTENSION lake');    # waits for the tenant's locks
-$ddl->query_safe('COMMIT');
-$ddl->quit;
-$tw->query('SELECT 1');
-like($tw->{stderr}, qr/ERROR:\s+57014: stopped waiting for receipt \(\d+,\d+\): another session waits for a lock this transaction holds on lake's tables/,
-	'the waiter still gives up for the DROP EXTENSION, among 65 contended locks of its own');
+drop_ends_the_wait($ddl, $tw, 'the waiter still gives up for the DROP EXTENSION, among 65 contended locks of its own');
 $tw->query('ROLLBACK');
 $tw->quit;
 $_->quit for @readers;
