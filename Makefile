@@ -1,5 +1,5 @@
 # lake — PGXS build. `make && make install`, then `make check` runs every
-# suite (regress, isolation, TAP, a short fuzzing run) against throwaway
+# suite (layers, regress, isolation, TAP, a short fuzzing run) against throwaway
 # servers; run it as a non-root user (scripts/test.sh does the set-up as
 # root). `make fuzz` fuzzes longer; `make check-valgrind` runs the regress
 # and isolation suites with the server under valgrind.
@@ -57,9 +57,14 @@ REGRESS_T := extension append read stage tenant cast lifecycle recovery admissio
              hostile privileges memory damage owner_tenant integrity rolecap recreate dictionary head operation_key \
              owner_index search_path readonly extowner
 
-.PHONY: check check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench
+.PHONY: check check-layers check-regress check-isolation check-tap check-fuzz fuzz check-valgrind bench
 
-check: check-regress check-isolation check-tap check-fuzz
+check: check-layers check-regress check-isolation check-tap check-fuzz
+
+# README's Layout is the contract of the source tree's layers: checked on the
+# built objects (which file references which file's symbols).
+check-layers: $(OBJS)
+	perl $(srcdir)/test/layers.pl $(srcdir)/README.md $(OBJS)
 
 # lake's suites need their own server settings (shared_preload_libraries,
 # test/conf/*.conf), so they never run against a server already up: after

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every suite (regress, isolation, TAP, a short fuzzing run) against throwaway servers and
+# Runs every suite (layers, regress, isolation, TAP, a short fuzzing run) against throwaway servers and
 # exits non-zero on any failure. Works as root on a fresh Debian 12 machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ chown -R "$LAKE_OS_USER" "$work"
 chmod 755 "$work"
 
 status=0
-for suite in check-regress check-isolation check-tap check-fuzz; do
+for suite in check-layers check-regress check-isolation check-tap check-fuzz; do
   echo "== $suite"
   if ! runuser -u "$LAKE_OS_USER" -- make -C "$work/src" -s \
        PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config $suite; then
