@@ -62,9 +62,11 @@ REGRESS_T := extension append read stage tenant cast lifecycle recovery admissio
 check: check-layers check-regress check-isolation check-tap check-fuzz
 
 # README's Layout is the contract of the source tree's layers: checked on the
-# built objects (which file references which file's symbols).
+# built objects (which file references which file's symbols), with the
+# sources and fuzz harnesses for the functions called by name.
 check-layers: $(OBJS)
-	perl $(srcdir)/test/layers.pl $(srcdir)/README.md $(OBJS)
+	perl $(srcdir)/test/layers.pl $(srcdir)/README.md $(OBJS) -- \
+	  $(wildcard $(srcdir)/src/*.c) $(wildcard $(srcdir)/test/fuzz/*.c)
 
 # lake's suites need their own server settings (shared_preload_libraries,
 # test/conf/*.conf), so they never run against a server already up: after

@@ -1283,7 +1283,7 @@ store_fetch_sized(const char *table, const char *index, Snapshot snapshot,
  * to store_unbound_lock_waits, and whether a lock-timeout error is then
  * this bound's ('bounded') rather than the session's own 55P03.
  */
-int
+static int
 store_bound_lock_waits(long wait_ms, bool *bounded)
 {
 	int			nest;
@@ -1304,7 +1304,7 @@ store_bound_lock_waits(long wait_ms, bool *bounded)
 	return nest;
 }
 
-void
+static void
 store_unbound_lock_waits(int nest)
 {
 	AtEOXact_GUC(true, nest);

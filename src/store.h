@@ -181,11 +181,4 @@ extern Datum store_digest_datum(const uint8 *digest);
  */
 extern bool store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms);
 
-/*
- * Bound every lock wait until store_unbound_lock_waits to wait_ms (see
- * store.c); a 55P03 then raised is the bound's when 'bounded' is set.
- */
-extern int	store_bound_lock_waits(long wait_ms, bool *bounded);
-extern void store_unbound_lock_waits(int nest);
-
 #endif							/* LAKE_STORE_H */

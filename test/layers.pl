@@ -5,13 +5,23 @@
 # each other in a circle. A reference is any undefined symbol of one object
 # that another of lake's objects defines (a call or a variable), as `nm`
 # shows it, so a forgotten prototype or a static inline cannot hide one.
+# And a header holds a module's public surface only: a function another
+# object never references is static, unless PostgreSQL calls it by name (an
+# SQL-callable function, a background worker's entry point) or a file given
+# after "--" (the fuzz harnesses) does.
 #
-#   perl test/layers.pl README.md src/*.o
+#   perl test/layers.pl README.md src/*.o -- src/*.c test/fuzz/*.c
 use strict;
 use warnings;
 
 my ($readme, @objs) = @ARGV;
-die "usage: $0 README.md OBJECT...\n" unless $readme && @objs;
+my @texts;
+if (my ($sep) = grep { $objs[$_] eq '--' } 0 .. $#objs)
+{
+	@texts = @objs[ $sep + 1 .. $#objs ];
+	splice @objs, $sep;
+}
+die "usage: $0 README.md OBJECT... [-- SOURCE...]\n" unless $readme && @objs;
 
 # The layers, from README's Layout block: "# name" starts a layer, each
 # "src/file.c" line after it belongs to it.
@@ -30,7 +40,7 @@ close $fh;
 die "$readme: no layers found under \"## Layout\"\n" unless @names;
 
 my @fail;
-my (%defined_in, %refs);
+my (%defined_in, %refs, %function);
 for my $obj (@objs)
 {
 	my ($file) = $obj =~ m{(\w+)\.o$} or die "$obj: not an object file\n";
@@ -42,6 +52,7 @@ for my $obj (@objs)
 		my ($sym, $type) = split ' ';
 		if ($type eq 'U') { $refs{$file}{$sym} = 1; }
 		elsif ($type =~ /^[TDBRC]$/) { $defined_in{$sym} = $file; }
+		$function{$sym} = $file if $type eq 'T';
 	}
 	close $nm or die "nm $obj failed\n";
 }
@@ -50,6 +61,29 @@ for my $file (sort keys %layer)
 {
 	push @fail, "${readme}'s Layout names src/$file.c, which is not built"
 	  unless $built{$file};
+}
+
+# Exported functions nothing else references.
+my %referenced;
+for my $file (keys %refs) { $referenced{$_} = 1 for keys %{ $refs{$file} }; }
+my $named = '';
+for my $text (@texts)
+{
+	open my $t, '<', $text or die "$text: $!\n";
+	local $/;
+	my $body = <$t>;
+	# A harness names the functions it calls; a source file names a
+	# function PostgreSQL calls by name in a string ("lake_worker_main").
+	$named .= $text =~ m{/src/|^src/} ? join("\n", $body =~ /"(\w+)"/g) : $body;
+	$named .= "\n";
+	close $t;
+}
+for my $sym (sort keys %function)
+{
+	next if $referenced{$sym} || $sym =~ /^(pg_finfo_|Pg_magic_func$|_PG_init$)/;
+	next if exists $function{"pg_finfo_$sym"};
+	next if $named =~ /\b\Q$sym\E\b/;
+	push @fail, "src/$function{$sym}.c exports $sym, which no other file uses: make it static";
 }
 
 # file -> file it references -> the symbols
