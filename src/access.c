@@ -111,6 +111,8 @@ refresh_held(void)
 		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(DATABASEOID, forget_held_database, (Datum) 0);
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_held, (Datum) 0);
+		/* The extension's owner holds every tenant. */
+		CacheRegisterSyscacheCallback(EXTENSIONOID, forget_held, (Datum) 0);
 		CacheRegisterRelcacheCallback(forget_held_rel, (Datum) 0);
 	}
 	if (held != NULL)

@@ -121,10 +121,10 @@ static Oid	call_schema = InvalidOid;
 
 /*
  * The extension's owner (pg_extension.extowner) and lake_data's namespace,
- * cached per backend. The install script creates lake's data schema, so
- * dropping or recreating the extension, or reassigning its objects,
- * invalidates a namespace syscache entry: that resets the cache and no
- * stale owner or namespace is ever served.
+ * cached per backend. Any change of the extension's row (a REASSIGN OWNED
+ * of its owner, also when an administrator has given lake's schemas to
+ * another role) or of a schema (dropping or recreating the extension)
+ * resets the cache: no stale owner or namespace is ever served.
  */
 static Oid	cached_owner = InvalidOid;
 static Oid	cached_schema = InvalidOid;
@@ -150,6 +150,7 @@ lookup_owner(bool missing_ok)
 	if (!registered)
 	{
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_owner, (Datum) 0);
+		CacheRegisterSyscacheCallback(EXTENSIONOID, forget_owner, (Datum) 0);
 		registered = true;
 	}
 	rel = table_open(ExtensionRelationId, AccessShareLock);

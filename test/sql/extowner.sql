@@ -249,6 +249,26 @@ DROP TRIGGER t_recurse ON lake_data.stage;
 DROP FUNCTION lake_data.t_recurse();
 RESET SESSION AUTHORIZATION;
 
+-- Every tenant is the extension's owner's from each backend's next call,
+-- and no longer once it is not: also when an administrator has given
+-- lake's schemas to another role, so that a REASSIGN OWNED changes the
+-- extension's row and no schema. (A backend kept the owner it had looked
+-- up: the former owner read and appended any tenant's data.)
+ALTER SCHEMA lake OWNER TO CURRENT_USER;
+ALTER SCHEMA lake_data OWNER TO CURRENT_USER;
+GRANT USAGE ON SCHEMA lake, lake_data TO lake_extowner, lake_nobody;
+REASSIGN OWNED BY lake_extowner TO lake_nobody;
+SET SESSION AUTHORIZATION lake_nobody;
+SELECT lake.read('owned', 1) AS read_as_the_owner;
+RESET SESSION AUTHORIZATION;
+REASSIGN OWNED BY lake_nobody TO lake_extowner;
+SET SESSION AUTHORIZATION lake_nobody;
+SELECT left(t.err($$SELECT lake.read('owned', 1)$$), 5) AS read_as_the_former_owner,
+       left(t.err($$SELECT lake.append('owned', 'any_tenant', 'op2', '\x02'::bytea)$$), 5)
+         AS append_as_the_former_owner;
+RESET SESSION AUTHORIZATION;
+SELECT extowner::regrole AS owner FROM pg_extension WHERE extname = 'lake';
+
 DROP EXTENSION lake CASCADE;
 DROP SCHEMA lake;
 DROP OWNED BY lake_nobody;
