@@ -217,7 +217,10 @@ sub vm_hwm_kb
 		'its chunks go');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM lake_data.chunk'),
 		$kept - 40, 'and no other chunk');
-	my $log = substr(slurp_file($node->logfile), $log_at);
+	# The worker logs a batch after its transaction commits: the chunks can
+	# be gone before the line is written. Wait for the line.
+	my $log = '';
+	wait_until(60, sub { $log = substr(slurp_file($node->logfile), $log_at); $log =~ /expired 0 idle stages/ });
 	like($log, qr/expired 1 idle stages \(32 chunks\), more to come/,
 		'in batches: the stage and 32 chunks first');
 	like($log, qr/expired 0 idle stages \(8 chunks\)$/m, 'then its last 8, and nothing more to come');

@@ -79,9 +79,12 @@ is($flushed, $CLIENTS * $CASTS,
 my $holder = $node->background_psql('postgres');
 $holder->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN SHARE MODE;');
 my $r = $node->safe_psql('postgres', "SELECT lake.cast('d1', NULL, NULL, '\\x02'::bytea)");
-my $t0 = time();
-my $res = $node->safe_psql('postgres', "SELECT lake.await_durable('$r'::lake.receipt, 400) IS NULL");
-my $took = time() - $t0;
+# Timed on the server (from the statement's start to the call's return),
+# not with psql's start and connection; statement_timeout turns a timeout
+# that is not honoured into a failure rather than a hang.
+my ($res, $took) = split /\|/, $node->safe_psql('postgres',
+	"SET statement_timeout = '20s'; SELECT x.r, extract(epoch FROM clock_timestamp() - statement_timestamp()) "
+	  . "FROM (SELECT lake.await_durable('$r'::lake.receipt, 400) IS NULL AS r OFFSET 0) x");
 is($res, 't', 'await_durable with a timeout returns NULL while no seal can run');
 ok($took >= 0.4 && $took < 1.4, "... on time (${took}s for 400 ms)");
 is($node->safe_psql('postgres', 'SELECT sessions_waiting FROM lake.stats()'), '0',

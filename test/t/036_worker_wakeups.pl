@@ -14,7 +14,10 @@ use Time::HiRes qw(time);
 use LakeTAP;
 
 # A stage TTL of 4 s: the worker's expiry pass runs once a second.
-my $node = lake_node('wakeups', conf => "lake.stage_ttl = '4s'");
+# deadlock_timeout well above the worker's 500 ms lock_timeout: its timer,
+# armed when the worker's lock wait starts, would otherwise wake the worker
+# 1 s into that wait and cut the cost of a lost wake-up to ~0.5 s.
+my $node = lake_node('wakeups', conf => "lake.stage_ttl = '4s'\ndeadlock_timeout = '5s'");
 $node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION lake;
@@ -22,6 +25,34 @@ SELECT lake.create_owner('w1');
 });
 my $worker = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'lake worker'");
+$node->safe_psql('postgres', q{
+CREATE FUNCTION lake_test_watch(before bigint) RETURNS timestamptz LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..12000 LOOP
+        IF (SELECT config_reloads FROM lake.stats()) > before THEN RETURN clock_timestamp(); END IF;
+        PERFORM pg_sleep(0.005);
+    END LOOP;
+    RETURN NULL;
+END $$;});
+
+# The server's timestamp (log_line_prefix %m) of the first log line from
+# byte offset on that matches re.
+sub logged_at
+{
+	my ($offset, $re) = @_;
+	for my $line (split /\n/, slurp_file($node->logfile, $offset))
+	{
+		return $1 if $line =~ $re && $line =~ /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \S+)/;
+	}
+	return 'infinity';
+}
+
+# Seconds from server timestamp a to b (both as the server prints them).
+sub server_secs
+{
+	my ($a, $b) = @_;
+	return $node->safe_psql('postgres', "SELECT extract(epoch FROM '$b'::timestamptz - '$a'::timestamptz)");
+}
 
 # The worker held (gdb) as its expiry pass starts: it has just found
 # nothing to seal and means to sleep its idle tick afterwards.
@@ -30,8 +61,10 @@ my $g = gdb_hold($worker, 'expire_idle_stages');
 ok(gdb_stopped($g), 'the worker is held at the start of its expiry pass') or diag("gdb: $g->{out}");
 
 # A durable cast now: it sets the worker's latch to have its cycle sealed.
+# The cast reports the server's clock when its coordinate came back, so the
+# time measured below is the server's, not psql's exit or this test's polls.
 my $cast = background($node,
-	q{SELECT c.position FROM lake.cast_durable('w1', 'Planning', 'CognitiveWork') c});
+	q{SELECT c.position || '|' || clock_timestamp() FROM lake.cast_durable('w1', 'Planning', 'CognitiveWork') c});
 ok( $node->poll_query_until(
 		'postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
 WHERE query LIKE '%cast_durable%' AND wait_event_type = 'Extension'}),
@@ -52,13 +85,17 @@ ok( $node->poll_query_until(
 # ends, and it must seal at once, not sleep the second it computed before
 # the cast came.
 ok(lock_timeouts_logged($node, $log_at, 1), 'the expiry pass timed out on the lock');
-my $seen = time;
 wait_until(30, sub { finished($cast) });
-my $took = time - $seen;
-is($cast->{out}, "1\n", 'the durable cast returned its coordinate');
+my ($pos, $returned_at) = split /\|/, $cast->{out};
+is($pos, '1', 'the durable cast returned its coordinate');
+# Server clock: the worker's lock-timeout log line (log_line_prefix %m) to
+# the cast's return. With the wake-up lost the worker sleeps the idle tick
+# it computed before the cast came: the cast returns ~1 s after the lock
+# timeout (1002-1003 ms measured), far above the bound.
+my $took = server_secs(logged_at($log_at, qr/lock timeout/), $returned_at);
 cmp_ok($took, '<', 0.3,
 	'it returned once the worker left its lock wait, not after its idle tick');
-note(sprintf('returned %.0f ms after the lock timeout was seen', 1000 * $took));
+note(sprintf('returned %.0f ms after the lock timeout was logged', 1000 * $took));
 $admin->query_safe('COMMIT');
 
 # The same for a reload: its SIGHUP's wake-up, consumed in the expiry
@@ -67,17 +104,23 @@ $log_at = -s $node->logfile;
 my $reloads = $node->safe_psql('postgres', 'SELECT config_reloads FROM lake.stats()');
 $g = gdb_hold($worker, 'expire_idle_stages');
 ok(gdb_stopped($g), 'the worker is held at the start of its next expiry pass') or diag("gdb: $g->{out}");
+# A session polls lake.stats() on the server (5 ms steps) and prints the
+# server's clock when the reload shows.
+my $watch = $node->background_psql('postgres');
+$watch->query_until(qr/start/, "\\echo start\n"
+	  . "SELECT 'reloaded|' || w FROM (SELECT lake_test_watch($reloads) w) x;\n\\echo done\n");
 $node->safe_psql('postgres', "ALTER SYSTEM SET lake.cycle_interval = '20ms'; SELECT pg_reload_conf()");
 $admin->query_safe('BEGIN');
 $admin->query_safe('LOCK TABLE lake_data.stage IN ACCESS EXCLUSIVE MODE');
 gdb_let_go($g);
 ok(lock_timeouts_logged($node, $log_at, 1), 'the expiry pass timed out on the lock again');
-$seen = time;
-ok($node->poll_query_until('postgres', "SELECT config_reloads > $reloads FROM lake.stats()"),
-	'the worker reloaded its configuration');
-$took = time - $seen;
+my $watched = $watch->query_until(qr/done/, '');
+my ($reloaded_at) = $watched =~ /^reloaded\|(.*)$/m;
+ok(defined $reloaded_at, 'the worker reloaded its configuration') or diag($watched);
+$took = server_secs(logged_at($log_at, qr/lock timeout/), $reloaded_at // 'infinity');
 cmp_ok($took, '<', 0.3, 'once it left its lock wait, not after its idle tick');
-note(sprintf('reloaded %.0f ms after the lock timeout was seen', 1000 * $took));
+note(sprintf('reloaded %.0f ms after the lock timeout was logged', 1000 * $took));
+$watch->quit;
 $admin->query_safe('COMMIT');
 
 # A waiter's once-a-second tick (a dropped extension is noticed, LK006)
