@@ -148,19 +148,20 @@ sub commit_peak_kb
 	my $stage = upload($op, $n);
 	my $s = $node->background_psql('postgres');
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	my $before = vm_hwm_kb($pid);
+	my $before = status_kb($pid, 'VmHWM');
 	$s->query_safe("SELECT lake.commit_append($stage)");
-	my $after = vm_hwm_kb($pid);
+	my $after = status_kb($pid, 'VmHWM');
 	$s->quit;
 	note("$op: $n MB stage, backend peak RSS $before kB before, $after kB after commit");
 	return $after;
 }
 
-sub vm_hwm_kb
+# A field of a process's /proc status, in kB.
+sub status_kb
 {
-	my ($pid) = @_;
+	my ($pid, $field) = @_;
 	my $status = slurp_file("/proc/$pid/status");
-	$status =~ /^VmHWM:\s+(\d+) kB/m or die "no VmHWM for $pid";
+	$status =~ /^$field:\s+(\d+) kB/m or die "no $field for $pid";
 	return $1;
 }
 
@@ -179,6 +180,26 @@ sub vm_hwm_kb
 			"SELECT digest FROM lake.versions('ds') WHERE operation_id = 'mem-256'"),
 		expected_digest('mem-256', 256),
 		'and its digest is the SHA-256 of the uploaded chunks');
+}
+
+# A chunk larger than the kept buffer is encoded with a zstd context of its
+# own, which zstd allocates outside PostgreSQL's memory contexts: it is
+# dropped after the chunk, so no backend keeps its size for good.
+{
+	my $s = $node->background_psql('postgres');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my $stage = $s->query_safe("SELECT lake.begin_append('ds', 't', 'large-chunk')");
+	# A small chunk first: the backend's ordinary context and buffer exist.
+	$s->query_safe("SET lake.compression_level = 19; SELECT lake.append_chunk($stage, 0, '\\x01'::bytea)");
+	my $before = status_kb($pid, 'VmSize');
+	# 8 MiB, compressible (incompressible data is stored raw, without zstd), one chunk.
+	$s->query_safe("SELECT lake.append_chunk($stage, 1, "
+		  . "(SELECT string_agg(int4send(i), '') FROM generate_series(1, 2097152) i))");
+	my $after = status_kb($pid, 'VmSize');
+	cmp_ok($after - $before, '<', 32 * 1024,
+		"the large chunk's zstd context is not kept ($before kB -> $after kB)");
+	$s->query_safe("SELECT lake.abort_append($stage)");
+	$s->quit;
 }
 
 # --- Expiry: idle stages go, with their chunks; committed versions stay.

@@ -107,6 +107,13 @@ is(other("SELECT lake.create_owner('other_owner', 'kanban', 'globex')"), '',
 	"then the other tenant creates its owner");
 is($node->safe_psql('postgres', "SELECT count(*) FROM lake_data.owner WHERE name = 'hog_owner'"),
 	'0', "the hog's owner is not created");
+# The client is told 53000 too, not 57P01 (an administrator's command).
+my ($out, $err) = ('', '');
+$node->psql('postgres', "BEGIN; SELECT lake.append('shared', 'acme', 'h9', '\\x09'); SELECT pg_sleep(600);",
+	stdout => \$out, stderr => \$err, timeout => 120,
+	extra_params => [ '-U', 'hog', '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/FATAL:  53000: terminating connection: its transaction held what other sessions wait for longer than lake.role_max_hold/,
+	'the session ended past its bound is told 53000');
 
 # --- errors in a savepoint ---------------------------------------------------
 # An error turns every timeout off before its abort; a savepoint keeps what

@@ -80,4 +80,30 @@ for my $round (1 .. 3)
 }
 cmp_ok($proving, '>=', 1, 'at least one replay came before its asynchronous commit was flushed');
 
+# A call on a stage already committed is refused (55000) naming the version
+# the stage became: that answer too names what another transaction
+# committed, maybe asynchronously, so it is made as durable first.
+my $staged_proving = 0;
+for my $round (1 .. 3)
+{
+	my $op = "staged-$round";
+	my $stage = $node->safe_psql('postgres', "SELECT lake.begin_append('d', 't', '$op')");
+	$node->safe_psql('postgres', "SELECT lake.append_chunk($stage, 0, '\\x0e0e'::bytea)");
+	my $version = $node->safe_psql('postgres',
+		"SET synchronous_commit = off; SELECT lake.commit_append($stage)");
+	my ($insert, $flush) = split /\|/, $node->safe_psql('postgres',
+		'SELECT pg_current_wal_insert_lsn(), pg_current_wal_flush_lsn()');
+	$staged_proving++ if $insert ne $flush;
+	my ($state, $msg) = sql_error($node, "SELECT lake.append_chunk($stage, 0, '\\x0e0e'::bytea)");
+	is("$state $msg", "55000 stage $stage is already committed as version $version of dataset \"d\"",
+		"staged round $round: a synchronous call on the committed stage names its version");
+	$node->stop('immediate');
+	$node->start;
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM lake.versions('d') WHERE operation_id = '$op' AND version = $version"),
+		'1', "staged round $round: after a crash the version it named is there"
+		  . ($insert eq $flush ? ' (the commit was flushed anyway: this round proves nothing)' : ''));
+}
+cmp_ok($staged_proving, '>', 0, 'at least one staged round crashed with the commit unflushed');
+
 done_testing();
