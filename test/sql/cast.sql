@@ -23,6 +23,11 @@ SELECT t.err($$SELECT lake.define_lifecycle('x', 'Start', '{{Open,Doing}}')$$);
 SELECT t.err($$SELECT lake.define_lifecycle('x', 'Open', '{{Open,Doing},{Open,Doing}}')$$);
 SELECT t.err(format('SELECT lake.define_lifecycle(%L, %L, %L)', 'x', 'Open', format('{{Open,%s}}', repeat('p', 64))));
 SELECT t.err(format('SELECT lake.define_lifecycle(%L, %L, %L)', repeat('l', 64), 'Open', '{{Open,Doing}}'));
+-- The bound of 256 phases at its edge: 256 are accepted, 257 refused (54000).
+SELECT t.err(format('SELECT lake.define_lifecycle(%L, %L, %L)', 'lc_256', 'p0',
+  (SELECT array_agg(ARRAY['p' || i, 'p' || ((i + 1) % 256)]) FROM generate_series(0, 255) i))) AS phases_256;
+SELECT t.err(format('SELECT lake.define_lifecycle(%L, %L, %L)', 'lc_257', 'p0',
+  (SELECT array_agg(ARRAY['p' || i, 'p' || ((i + 1) % 257)]) FROM generate_series(0, 256) i))) AS phases_257;
 SELECT count(*) AS lifecycles FROM lake_data.lifecycle;
 
 -- create_owner.
