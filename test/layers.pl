@@ -74,7 +74,7 @@ for my $text (@texts)
 	my $body = <$t>;
 	# A harness names the functions it calls; a source file names a
 	# function PostgreSQL calls by name in a string ("lake_worker_main").
-	$named .= $text =~ m{/src/|^src/} ? join("\n", $body =~ /"(\w+)"/g) : $body;
+	$named .= $text =~ m{(^|/)test/fuzz/} ? $body : join("\n", $body =~ /"(\w+)"/g);
 	$named .= "\n";
 	close $t;
 }

@@ -17,7 +17,10 @@ use LakeTAP;
 # deadlock_timeout well above the worker's 500 ms lock_timeout: its timer,
 # armed when the worker's lock wait starts, would otherwise wake the worker
 # 1 s into that wait and cut the cost of a lost wake-up to ~0.5 s.
-my $node = lake_node('wakeups', conf => "lake.stage_ttl = '4s'\ndeadlock_timeout = '5s'");
+# The log's %m and clock_timestamp() are compared as timestamptz: in UTC,
+# whose abbreviation reads back unambiguously ("CST" would not).
+my $node = lake_node('wakeups',
+	conf => "lake.stage_ttl = '4s'\ndeadlock_timeout = '5s'\nlog_timezone = 'UTC'\ntimezone = 'UTC'");
 $node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION lake;
@@ -93,6 +96,7 @@ is($pos, '1', 'the durable cast returned its coordinate');
 # it computed before the cast came: the cast returns ~1 s after the lock
 # timeout (1002-1003 ms measured), far above the bound.
 my $took = server_secs(logged_at($log_at, qr/lock timeout/), $returned_at);
+cmp_ok($took, '>=', 0, 'the cast returned after the lock timeout');
 cmp_ok($took, '<', 0.3,
 	'it returned once the worker left its lock wait, not after its idle tick');
 note(sprintf('returned %.0f ms after the lock timeout was logged', 1000 * $took));
@@ -118,6 +122,7 @@ my $watched = $watch->query_until(qr/done/, '');
 my ($reloaded_at) = $watched =~ /^reloaded\|(.*)$/m;
 ok(defined $reloaded_at, 'the worker reloaded its configuration') or diag($watched);
 $took = server_secs(logged_at($log_at, qr/lock timeout/), $reloaded_at // 'infinity');
+cmp_ok($took, '>=', 0, 'the reload came after the lock timeout');
 cmp_ok($took, '<', 0.3, 'once it left its lock wait, not after its idle tick');
 note(sprintf('reloaded %.0f ms after the lock timeout was logged', 1000 * $took));
 $watch->quit;
