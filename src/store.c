@@ -128,12 +128,14 @@ static Oid	call_schema = InvalidOid;
  */
 static Oid	cached_owner = InvalidOid;
 static Oid	cached_schema = InvalidOid;
+static Oid	cached_extension = InvalidOid;
 
 static void
 forget_owner(Datum arg, int cacheid, uint32 hashvalue)
 {
 	cached_owner = InvalidOid;
 	cached_schema = InvalidOid;
+	cached_extension = InvalidOid;
 }
 
 static Oid
@@ -165,11 +167,32 @@ lookup_owner(bool missing_ok)
 	if (HeapTupleIsValid(tup))
 	{
 		cached_owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+		cached_extension = ((Form_pg_extension) GETSTRUCT(tup))->oid;
 		cached_schema = get_namespace_oid(LAKE_DATA_SCHEMA, true);
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return cached_owner;
+}
+
+/*
+ * Hold the extension until the transaction ends, against a DROP EXTENSION:
+ * for the worker, whose passes lock one of lake's tables after another. A
+ * DROP locks the extension first and then each of its objects, so without
+ * this it could hold a table the pass asks for next while it waits for one
+ * the pass holds, and the deadlock detector might end the DROP. This way
+ * the DROP waits at its first lock, holding nothing of lake's, and the
+ * worker, which takes this lock first, waits for a DROP holding nothing
+ * it holds (up to its lock_timeout). No-op when the extension is absent.
+ */
+void
+store_hold_extension(void)
+{
+	if (!OidIsValid(lookup_owner(true)))
+		return;
+	LockDatabaseObject(ExtensionRelationId, cached_extension, 0, AccessShareLock);
+	/* A DROP committed while we waited is seen from here on. */
+	AcceptInvalidationMessages();
 }
 
 static void forget_all(void);

@@ -152,7 +152,7 @@ report_caught(const char *activity)
 	ereport(LOG,
 			(errmsg("lake worker waits for a lock another transaction holds"),
 			 errdetail("%s: %s. It is tried again at the worker's next pass.", activity, edata->message),
-			 errhint("pg_locks shows the transaction holding it: a seal, checkpoint, recovery or lifecycle edit, or DDL on lake's tables.")));
+			 errhint("pg_locks shows the transaction holding it: a seal, checkpoint, recovery or lifecycle edit, DDL on lake's tables, or a DROP EXTENSION.")));
 	FreeErrorData(edata);
 }
 
@@ -183,6 +183,8 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 	PG_TRY();
 	{
 		error_context_stack = &context;
+		/* Before any of lake's tables: see store_hold_extension. */
+		store_hold_extension();
 		fn(arg);
 		PopActiveSnapshot();
 		store_commit_as_owner();
@@ -630,10 +632,11 @@ lake_worker_main(Datum arg)
 	pgstat_report_appname("lake worker");
 
 	/*
-	 * Never wait long for a lock: a DROP EXTENSION (or any session) that
-	 * locks lake's tables in another order would otherwise deadlock with
-	 * the worker. It gives up instead, well before deadlock_timeout, and
-	 * retries at its next pass.
+	 * Never wait long for a lock: a session that locks lake's tables in
+	 * another order (an administrator's DDL; a DROP EXTENSION waits for
+	 * the pass instead, see store_hold_extension) would otherwise deadlock
+	 * with the worker. It gives up instead, well before deadlock_timeout,
+	 * and retries at its next pass.
 	 */
 	SetConfigOption("lock_timeout", "500", PGC_SUSET, PGC_S_OVERRIDE);
 
