@@ -111,8 +111,7 @@ result_desc(FunctionCallInfo fcinfo, SchemaRow row)
 	if (rs != NULL &&
 		lookup_type_cache(rs->typid, TYPECACHE_TUPDESC)->tupDesc_identifier == rs->identifier)
 		return rs->desc;
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	tupdesc = schema_call_row_type(fcinfo);
 	schema_require_row(tupdesc, row);
 	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 	if (rs == NULL)

@@ -22,11 +22,17 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
+#include "funcapi.h"
 #include "nodes/primnodes.h"
 #include "schema.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #define SHAPE_MAX_COLUMNS 14
 
@@ -508,4 +514,42 @@ schema_require_row(TupleDesc desc, SchemaRow row)
 				 errmsg("type %s is not the type lake made", name),
 				 errdetail("Its attributes were altered."),
 				 errhint("Undo the change. " SCHEMA_MOVE_HINT)));
+}
+
+void
+schema_require_not_dropped(void)
+{
+	AcceptInvalidationMessages();
+	if (!OidIsValid(get_extension_oid("lake", true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"lake\" was dropped while this call ran"),
+				 errdetail("The call waited for a lock the DROP EXTENSION held."),
+				 errhint("Nothing the call did is kept.")));
+}
+
+TupleDesc
+schema_call_row_type(FunctionCallInfo fcinfo)
+{
+	TypeCacheEntry *te = lookup_type_cache(get_func_rettype(fcinfo->flinfo->fn_oid), 0);
+	/* Only a first look-up, or one after an invalidation, opens the relation. */
+	Oid			relid = te->tupDesc == NULL ? te->typrelid : InvalidOid;
+	TupleDesc	desc;
+
+	if (OidIsValid(relid))
+	{
+		LockRelationOid(relid, AccessShareLock);
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		{
+			schema_require_not_dropped();
+			elog(ERROR, "lake: the relation of the result type of function %u vanished",
+				 fcinfo->flinfo->fn_oid);
+		}
+	}
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	/* As the type cache does: a waiting session holds no lock a DROP waits for. */
+	if (OidIsValid(relid))
+		UnlockRelationOid(relid, AccessShareLock);
+	return desc;
 }

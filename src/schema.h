@@ -5,6 +5,7 @@
 #define LAKE_SCHEMA_H
 
 #include "access/tupdesc.h"
+#include "fmgr.h"
 #include "utils/relcache.h"
 
 /* lake_data's tables, and the name of table i (0 .. SCHEMA_NTABLES - 1). */
@@ -45,5 +46,20 @@ typedef enum SchemaRow
 
 /* XX001 unless 'desc' is the row type lake made, attribute for attribute. */
 extern void schema_require_row(TupleDesc desc, SchemaRow row);
+
+/*
+ * 55000 if the extension is gone: a DROP EXTENSION that committed while a
+ * call waited for one of its locks. For the call that finds one of lake's
+ * objects missing, before it says what is missing.
+ */
+extern void schema_require_not_dropped(void);
+/*
+ * The composite result type of the function being called. The type cache
+ * opens the type's relation without checking that it survived the lock
+ * wait, so a call that waited for a DROP EXTENSION would fail with an
+ * internal error there: the relation is locked and checked first, and let
+ * go once the type is loaded.
+ */
+extern TupleDesc schema_call_row_type(FunctionCallInfo fcinfo);
 
 #endif							/* LAKE_SCHEMA_H */

@@ -183,16 +183,19 @@ lookup_owner(bool missing_ok)
  * the pass holds, and the deadlock detector might end the DROP. This way
  * the DROP waits at its first lock, holding nothing of lake's, and the
  * worker, which takes this lock first, waits for a DROP holding nothing
- * it holds (up to its lock_timeout). No-op when the extension is absent.
+ * it holds (up to its lock_timeout). False if the extension was dropped
+ * while we waited (nothing to do then); true, holding nothing, when it was
+ * absent from the start.
  */
-void
+bool
 store_hold_extension(void)
 {
 	if (!OidIsValid(lookup_owner(true)))
-		return;
+		return true;
 	LockDatabaseObject(ExtensionRelationId, cached_extension, 0, AccessShareLock);
 	/* A DROP committed while we waited is seen from here on. */
 	AcceptInvalidationMessages();
+	return OidIsValid(lookup_owner(true));
 }
 
 static void forget_all(void);
@@ -582,7 +585,12 @@ lake_relid(const char *name)
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_namespace, (Datum) 0);
 		registered = true;
 	}
-	nsp = get_namespace_oid(LAKE_DATA_SCHEMA, false);
+	nsp = get_namespace_oid(LAKE_DATA_SCHEMA, true);
+	if (!OidIsValid(nsp))
+	{
+		schema_require_not_dropped();
+		(void) get_namespace_oid(LAKE_DATA_SCHEMA, false);	/* 3F000 */
+	}
 	if (depth > 0 && OidIsValid(call_schema) && nsp != call_schema)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -591,11 +599,14 @@ lake_relid(const char *name)
 				 errhint("Retry the call; nothing it did is kept.")));
 	relid = get_relname_relid(name, nsp);
 	if (!OidIsValid(relid))
+	{
+		schema_require_not_dropped();
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s.%s, which this build of lake needs, is missing", LAKE_DATA_SCHEMA, name),
 				 errdetail("The extension's tables are an earlier build's, or it was dropped or renamed."),
 				 errhint(SCHEMA_MOVE_HINT)));
+	}
 	/*
 	 * A name resolved afresh may name another relation than when the shapes
 	 * were checked: an index renamed into place invalidates only itself,

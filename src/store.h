@@ -32,7 +32,7 @@ extern Oid	store_owner(void);
 /* Commit the transaction as the extension's owner (store.c says why). */
 extern void store_commit_as_owner(void);
 /* The worker's first lock in each transaction: the extension, against a DROP. */
-extern void store_hold_extension(void);
+extern bool store_hold_extension(void);
 
 /*
  * A kept plan for a statement, to run at once, in this connected section:

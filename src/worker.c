@@ -183,9 +183,19 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 	PG_TRY();
 	{
 		error_context_stack = &context;
-		/* Before any of lake's tables: see store_hold_extension. */
-		store_hold_extension();
-		fn(arg);
+		/*
+		 * Before any of lake's tables: see store_hold_extension. A DROP
+		 * EXTENSION that committed while we waited leaves nothing to do:
+		 * the next pass finds the extension gone. Until then the pass
+		 * counts as one cut short by a lock, not as a failure to report.
+		 */
+		if (store_hold_extension())
+			fn(arg);
+		else
+		{
+			last_error = ERRCODE_LOCK_NOT_AVAILABLE;
+			ok = false;
+		}
 		PopActiveSnapshot();
 		store_commit_as_owner();
 		error_context_stack = context.previous;

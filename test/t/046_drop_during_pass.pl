@@ -17,6 +17,7 @@ use LakeTAP;
 
 my $node = lake_node('drop_during_pass');
 $node->start;
+my $log0 = -s $node->logfile;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION lake;
 SELECT lake.create_owner('o1');
@@ -30,6 +31,7 @@ my $g = gdb_hold($worker, 'store_require_width');
 $node->safe_psql('postgres', "SELECT lake.cast('o1', 'Planning', 'CognitiveWork')");
 ok(gdb_stopped($g), 'the worker is held inside a seal') or diag("gdb: $g->{out}");
 
+my $before_drop = -s $node->logfile;
 my $drop = background($node, 'DROP EXTENSION lake');
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
@@ -54,10 +56,10 @@ is($drop->{err}, '', 'the DROP succeeded, no deadlock');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_extension WHERE extname = 'lake'"),
 	'0', 'the extension is gone');
 ok(defined wait_until(60, sub {
-			slurp_file($node->logfile) =~ /lake worker waiting: extension "lake" is not installed/ }),
+			slurp_file($node->logfile, $before_drop) =~ /lake worker waiting: extension "lake" is not installed/ }),
 	'the worker waits for the extension again');
-unlike(slurp_file($node->logfile), qr/deadlock detected|lake worker.*exited with exit code/,
-	'no deadlock, no worker exit');
+unlike(slurp_file($node->logfile, $log0), qr/deadlock detected|lake worker.*exited with exit code|ERROR/,
+	'no deadlock, no error, no worker exit');
 
 # A DROP whose transaction stays open: the worker's passes wait for it
 # (their lock waits give up and are tried again), and serve once it is
@@ -66,10 +68,11 @@ $node->safe_psql('postgres', 'CREATE EXTENSION lake');
 ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
 	'the worker serves the new extension');
 my $admin = $node->background_psql('postgres', on_error_stop => 0);
+my $before_open = -s $node->logfile;
 $admin->query_safe('BEGIN');
 $admin->query_safe('DROP EXTENSION lake');
 ok(defined wait_until(30, sub {
-			slurp_file($node->logfile) =~ /lake worker waits for a lock another transaction holds/ }),
+			slurp_file($node->logfile, $before_open) =~ /lake worker waits for a lock another transaction holds/ }),
 	'the worker waits for the open DROP, and says so');
 $admin->query_safe('ROLLBACK');
 $node->safe_psql('postgres', "SELECT lake.create_owner('o2')");
