@@ -79,6 +79,8 @@ check_block(const uint8_t *raw, size_t len)
 		FUZZ_CHECK(b.owner_id > 0 && b.first_position > 0 && b.cycles != 0);
 		FUZZ_CHECK(b.last_position >= b.first_position);
 		FUZZ_CHECK(b.first_cycle > 0);
+		/* Each cycle of the bitmap holds at least one of the positions. */
+		FUZZ_CHECK((uint64_t) __builtin_popcountll(b.cycles) - 1 <= (uint64_t) (b.last_position - b.first_position));
 		FUZZ_CHECK(lake_owner_block_put(out, &b) == len && memcmp(out, raw, len) == 0);
 	}
 }

@@ -356,6 +356,15 @@ UPDATE lake_data.version SET digest = sha256('\x01'::bytea)
 WHERE version = :nulled AND dataset_id = (SELECT id FROM lake_data.dataset WHERE name = 'd_cols_ds');
 ALTER TABLE lake_data.version ALTER COLUMN digest SET NOT NULL;
 SELECT lake.read('d_cols_ds', :nulled) AS read_repaired;
+-- The same of another table's column: version_blob.nchunks without its
+-- NOT NULL makes a commit that writes version_blob XX001, which goes on
+-- once the constraint is back.
+SELECT lake.begin_append('d_cols_ds', 'acme', 'nchunks-nn') AS nn_stage \gset
+SELECT lake.append_chunk(:nn_stage, 0, '\x0102'::bytea);
+ALTER TABLE lake_data.version_blob ALTER COLUMN nchunks DROP NOT NULL;
+SELECT t.err(format('SELECT lake.commit_append(%s)', :nn_stage)) AS nchunks_not_null_lost;
+ALTER TABLE lake_data.version_blob ALTER COLUMN nchunks SET NOT NULL;
+SELECT lake.read('d_cols_ds', lake.commit_append(:nn_stage)) AS read_after_repair;
 
 -- lake_data.writer's one row deleted by hand: a seal is refused with
 -- XX001 (it was an internal error, XX000), and goes on once the row is

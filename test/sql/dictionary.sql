@@ -108,6 +108,19 @@ RESET lake.compression_level;
 \c
 SELECT count(*) FILTER (WHERE lake.read('dict_ds', n) = t.dj(n)) AS read_ok
 FROM generate_series(295, 305) n;
+-- A session that switches lake.compression_level prepares the dictionary
+-- again at the new level: what it stores then is what a session that
+-- started at that level stores (zstd is deterministic for the same
+-- dictionary, level and input), not what the old level made.
+SET lake.compression_level = 19;
+SELECT lake.append('dict_ds', 'acme', 'lvl-19-fresh', t.dj(1019)) AS v19 \gset
+\c
+SELECT lake.append('dict_ds', 'acme', 'lvl-default', t.dj(1019)) AS vdef \gset
+SET lake.compression_level = 19;
+SELECT lake.append('dict_ds', 'acme', 'lvl-19-switched', t.dj(1019)) AS vsw \gset
+RESET lake.compression_level;
+SELECT t.dchunk('dict_ds', :vsw) = t.dchunk('dict_ds', :v19) AS as_at_level_19,
+       t.dchunk('dict_ds', :vsw) <> t.dchunk('dict_ds', :vdef) AS not_as_at_the_default;
 SELECT lake.append('dict_ds', 'acme', 'op-401', t.dj(401)) AS v401 \gset
 SELECT t.dnamed(t.dchunk('dict_ds', :v401)) AS named, lake.read('dict_ds', :v401) = t.dj(401) AS ok;
 

@@ -413,6 +413,13 @@ SELECT t.err($$SELECT lake.read('p_ds', 1)$$);
 SET ROLE lake_p_group;
 SELECT lake.read('p_ds', 1);
 RESET ROLE;
+-- The lists follow the same rule: without SET ROLE the NOINHERIT member
+-- lists none of the group's tenant's versions.
+SET ROLE lake_p_noinherit;
+SELECT count(*) AS noinherit_versions FROM lake.versions('p_ds');
+SET ROLE lake_p_group;
+SELECT count(*) > 0 AS group_versions FROM lake.versions('p_ds');
+RESET ROLE;
 -- lake_admin is checked like PostgreSQL's predefined roles
 -- (has_privs_of_role): a NOINHERIT member must SET ROLE lake_admin first.
 -- A member needs no USAGE on schema lake of its own: lake_admin has it.
