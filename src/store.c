@@ -190,12 +190,18 @@ lookup_owner(bool missing_ok)
 bool
 store_hold_extension(void)
 {
-	if (!OidIsValid(lookup_owner(true)))
-		return true;
-	LockDatabaseObject(ExtensionRelationId, cached_extension, 0, AccessShareLock);
-	/* A DROP committed while we waited is seen from here on. */
-	AcceptInvalidationMessages();
-	return OidIsValid(lookup_owner(true));
+	Oid			held = InvalidOid;
+
+	/* Again if a DROP and CREATE committed while we waited: hold the new one. */
+	while (OidIsValid(lookup_owner(true)) && cached_extension != held)
+	{
+		CHECK_FOR_INTERRUPTS();
+		held = cached_extension;
+		LockDatabaseObject(ExtensionRelationId, held, 0, AccessShareLock);
+		/* A DROP committed while we waited is seen from here on. */
+		AcceptInvalidationMessages();
+	}
+	return !OidIsValid(held) || OidIsValid(lookup_owner(true));
 }
 
 static void forget_all(void);
