@@ -531,7 +531,10 @@ schema_require_not_dropped(void)
 TupleDesc
 schema_call_row_type(FunctionCallInfo fcinfo)
 {
-	TypeCacheEntry *te = lookup_type_cache(get_func_rettype(fcinfo->flinfo->fn_oid), 0);
+	/* The call's expression names the type; no catalog look-up on the cast path. */
+	Oid			typid = get_fn_expr_rettype(fcinfo->flinfo);
+	TypeCacheEntry *te = lookup_type_cache(OidIsValid(typid) ? typid :
+										   get_func_rettype(fcinfo->flinfo->fn_oid), 0);
 	/* Only a first look-up, or one after an invalidation, opens the relation. */
 	Oid			relid = te->tupDesc == NULL ? te->typrelid : InvalidOid;
 	TupleDesc	desc;
