@@ -47,6 +47,13 @@ static bool held_stale = true;
 static bool held_callbacks = false;	/* the invalidations that make it stale */
 static Oid	grant_relid = InvalidOid;	/* lake_data.tenant_grant when filled */
 
+/*
+ * This database's pg_database row, as its syscache hash: computed when the
+ * callbacks are registered, since a callback may run where no catalog may
+ * be read (at the start of a transaction, before it is in progress).
+ */
+static uint32 database_hash = 0;
+
 static void
 forget_held(Datum arg, int cacheid, uint32 hashvalue)
 {
@@ -58,7 +65,7 @@ static void
 forget_held_database(Datum arg, int cacheid, uint32 hashvalue)
 {
 	if (hashvalue == 0 ||
-		hashvalue == GetSysCacheHashValue1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId)))
+		hashvalue == database_hash)
 		held_stale = true;
 }
 
@@ -107,6 +114,8 @@ refresh_held(void)
 	if (!held_callbacks)
 	{
 		held_callbacks = true;
+		database_hash = GetSysCacheHashValue1(DATABASEOID,
+											  ObjectIdGetDatum(MyDatabaseId));
 		CacheRegisterSyscacheCallback(AUTHOID, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(DATABASEOID, forget_held_database, (Datum) 0);
