@@ -120,41 +120,49 @@ static bool callbacks_set = false;
 static Oid	call_schema = InvalidOid;
 
 /*
- * The extension's owner (pg_extension.extowner) and lake_data's namespace,
- * cached per backend. Any change of the extension's row (a REASSIGN OWNED
- * of its owner, also when an administrator has given lake's schemas to
- * another role) or of a schema (dropping or recreating the extension)
- * resets the cache: no stale owner or namespace is ever served.
+ * The extension's owner (pg_extension.extowner), its OID and lake_data's
+ * namespace, cached per backend. Any change of the extension's row (a
+ * REASSIGN OWNED of its owner, also when an administrator has given lake's
+ * schemas to another role) or of a schema (dropping or recreating the
+ * extension) resets the cache: no stale owner or namespace is ever served.
  */
-static Oid	cached_owner = InvalidOid;
-static Oid	cached_schema = InvalidOid;
-static Oid	cached_extension = InvalidOid;
+typedef struct Installed
+{
+	Oid			owner;			/* InvalidOid: not installed, or not cached */
+	Oid			extension;
+	Oid			schema;
+} Installed;
+
+static Installed cached_installed;
+static uint64 installed_forgotten = 0;	/* invalidations seen so far */
 
 static void
 forget_owner(Datum arg, int cacheid, uint32 hashvalue)
 {
-	cached_owner = InvalidOid;
-	cached_schema = InvalidOid;
-	cached_extension = InvalidOid;
+	memset(&cached_installed, 0, sizeof(cached_installed));
+	installed_forgotten++;
 }
 
-static Oid
-lookup_owner(bool missing_ok)
+static Installed
+lookup_installed(bool missing_ok)
 {
 	static bool registered = false;
+	Installed	found = {InvalidOid, InvalidOid, InvalidOid};
+	uint64		seen;
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
 
-	if (OidIsValid(cached_owner))
-		return cached_owner;
+	if (OidIsValid(cached_installed.owner))
+		return cached_installed;
 	if (!registered)
 	{
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_owner, (Datum) 0);
 		CacheRegisterSyscacheCallback(EXTENSIONOID, forget_owner, (Datum) 0);
 		registered = true;
 	}
+	seen = installed_forgotten;
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
 				F_NAMEEQ, CStringGetDatum("lake"));
@@ -166,13 +174,29 @@ lookup_owner(bool missing_ok)
 				 errmsg("extension \"lake\" is not installed in this database")));
 	if (HeapTupleIsValid(tup))
 	{
-		cached_owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
-		cached_extension = ((Form_pg_extension) GETSTRUCT(tup))->oid;
-		cached_schema = get_namespace_oid(LAKE_DATA_SCHEMA, true);
+		found.owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+		found.extension = ((Form_pg_extension) GETSTRUCT(tup))->oid;
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	return cached_owner;
+	if (OidIsValid(found.owner))
+		found.schema = get_namespace_oid(LAKE_DATA_SCHEMA, true);
+
+	/*
+	 * The look-up reads catalogs, and an invalidation may arrive on the way
+	 * (a lock taken, a cache miss): what was read then may be older than
+	 * what it announced. It serves this call, as it would one that began
+	 * just before; it is kept only when nothing came in meanwhile.
+	 */
+	if (installed_forgotten == seen)
+		cached_installed = found;
+	return found;
+}
+
+static Oid
+lookup_owner(bool missing_ok)
+{
+	return lookup_installed(missing_ok).owner;
 }
 
 /*
@@ -193,10 +217,14 @@ store_hold_extension(void)
 	Oid			held = InvalidOid;
 
 	/* Again if a DROP and CREATE committed while we waited: hold the new one. */
-	while (OidIsValid(lookup_owner(true)) && cached_extension != held)
+	for (;;)
 	{
+		Installed	now = lookup_installed(true);
+
+		if (!OidIsValid(now.owner) || now.extension == held)
+			break;
 		CHECK_FOR_INTERRUPTS();
-		held = cached_extension;
+		held = now.extension;
 		LockDatabaseObject(ExtensionRelationId, held, 0, AccessShareLock);
 		/* A DROP committed while we waited is seen from here on. */
 		AcceptInvalidationMessages();
@@ -262,10 +290,13 @@ store_connect(void)
 				 errdetail("A trigger on lake's tables that calls lake nests a call inside the one that fired it.")));
 	if (depth == 0)
 	{
+		Installed	now;
+
 		lake_require_served_database();
 		call_serial++;
-		lake_owner = lookup_owner(false);
-		call_schema = cached_schema;
+		now = lookup_installed(false);
+		lake_owner = now.owner;
+		call_schema = now.schema;
 		require_tables_present();
 	}
 	f = &frames[depth + 1];
