@@ -12,6 +12,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "durable.h"
+#include "miscadmin.h"
 #include "replication/syncrep.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
@@ -99,9 +100,16 @@ durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
 		before_waiting();
 	/*
 	 * PostgreSQL's own wait takes a cancel as a warning (its commit is
-	 * local already) and returns: the answer is refused instead.
+	 * local already) and returns: the answer is refused instead. It is
+	 * made for a commit's interrupts-held section: it leaves its queue on a
+	 * cancel or a termination itself, and an interrupt served inside it (by
+	 * a blocked write of its warning to the client) would leave this
+	 * process queued. A termination it gave way to is served after it.
 	 */
+	HOLD_INTERRUPTS();
 	SyncRepWaitForLSN(lsn, false);
+	RESUME_INTERRUPTS();
+	CHECK_FOR_INTERRUPTS();
 	LWLockAcquire(SyncRepLock, LW_SHARED);
 	reached = ctl->lsn[mode] >= lsn;
 	LWLockRelease(SyncRepLock);
