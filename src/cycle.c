@@ -83,6 +83,7 @@ typedef struct CycleShared
 	pg_atomic_uint64 lifecycle_changes;	/* committed edits of lake_data.lifecycle */
 	pg_atomic_uint64 space_misses;	/* casts that found the ring full, ever */
 	pg_atomic_uint64 misses_answered;	/* space_misses when a seal last freed the ring */
+	uint64		room_freed;		/* seals and recoveries that freed ring room or role bytes */
 	ConditionVariable space_cv;
 	ConditionVariable ready_cv;
 	/* figures for lake.stats() */
@@ -301,6 +302,7 @@ cycle_begin_recovery(void)
 	memset(cs->anchors, 0, sizeof(RingAnchor) * cs->nanchors);	/* into the emptied ring */
 	cs->pending = 0;
 	cs->nrole_bytes = 0;
+	cs->room_freed++;
 	LWLockRelease(&cs->lock);
 	ConditionVariableBroadcast(&cs->space_cv);
 }
@@ -985,6 +987,53 @@ role_bytes_sealed(uint64 start, uint64 end)
 }
 
 /*
+ * A cast found no room (the ring, or the roles' table): sleep until a seal
+ * or a recovery frees some after the miss that read 'freed', and refuse at
+ * the deadline. Between getting on the queue and each sleep only the
+ * counter is read, under an LWLock: a wait on this process's latch there
+ * (a lock wait in a catalog look-up) would take the wake-up, and a
+ * broadcast takes the sleeper off the queue. The caller looks again from
+ * the start.
+ */
+static void
+wait_for_room(uint64 freed, TimestampTz deadline, bool roles_full, uint32 len)
+{
+	ConditionVariablePrepareToSleep(&cs->space_cv);
+	for (;;)
+	{
+		uint64		now_freed;
+		long		left;
+
+		LWLockAcquire(&cs->lock, LW_SHARED);
+		now_freed = cs->room_freed;
+		LWLockRelease(&cs->lock);
+		if (now_freed != freed)
+			break;
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (left <= 0)
+		{
+			ConditionVariableCancelSleep();
+			if (roles_full)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+						 errmsg("too many roles have casts not yet sealed"),
+						 errdetail("Role \"%s\" is capped by lake.role_max_pending_cast_bytes, whose bytes are counted for at most %d roles at once (one per server process slot); no seal freed one within %d ms.",
+								   lake_role_name(GetSessionUserId()), MaxBackends,
+								   lake_admission_queue_wait_ms),
+						 errhint("Retry later.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("cycle buffer full"),
+					 errdetail("No room for a %u-byte cast in lake.cycle_buffer_size within %d ms.",
+							   len, lake_admission_queue_wait_ms),
+					 errhint("Retry later, or raise lake.cycle_buffer_size.")));
+		}
+		(void) ConditionVariableTimedSleep(&cs->space_cv, left, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+}
+
+/*
  * Accept a cast or answer its replay: returns its receipt's seq (the
  * epoch is the current one, or *epoch for a sealed replay).
  */
@@ -998,7 +1047,6 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 							   (req->operation_id ? strlen(req->operation_id) : 0) +
 							   (req->payload ? VARSIZE_ANY_EXHDR(req->payload) : 0));
 	TimestampTz deadline = 0;
-	bool		sleeping = false;
 	uint32		hash = owner_hash(req->owner);
 	uint64		filling = 0;	/* of the owner table, when 'o' was found */
 	/* Read before any lock: holding one holds interrupts off. */
@@ -1044,8 +1092,6 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 				if (memcmp(sealed.digest, req->digest, LAKE_DIGEST_LEN) != 0)
 					operation_conflict(req);
 				*epoch = sealed.epoch;
-				if (sleeping)
-					ConditionVariableCancelSleep();
 				return sealed.seq;
 			}
 			store_finish();
@@ -1098,8 +1144,6 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 				LWLockRelease(&cs->lock);
 				if (!same)
 					operation_conflict(req);
-				if (sleeping)
-					ConditionVariableCancelSleep();
 				return seq;
 			}
 		}
@@ -1124,6 +1168,8 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 
 		if (roles_full || !reserve(len, &at))
 		{
+			uint64		freed = cs->room_freed;
+
 			LWLockRelease(&cs->lock);
 			/*
 			 * The worker seals early for it (a ring filled by large
@@ -1131,36 +1177,10 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 			 */
 			pg_atomic_fetch_add_u64(&cs->space_misses, 1);
 			cycle_wake_worker();
-			if (!sleeping)
-			{
-				/* Look again once on the queue: a seal freeing room meanwhile wakes it. */
+			if (deadline == 0)
 				deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   lake_admission_queue_wait_ms);
-				ConditionVariablePrepareToSleep(&cs->space_cv);
-				sleeping = true;
-				continue;
-			}
-			else if (GetCurrentTimestamp() >= deadline)
-			{
-				ConditionVariableCancelSleep();
-				if (roles_full)
-					ereport(ERROR,
-							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-							 errmsg("too many roles have casts not yet sealed"),
-							 errdetail("Role \"%s\" is capped by lake.role_max_pending_cast_bytes, whose bytes are counted for at most %d roles at once (one per server process slot); no seal freed one within %d ms.",
-									   lake_role_name(GetSessionUserId()), MaxBackends,
-									   lake_admission_queue_wait_ms),
-							 errhint("Retry later.")));
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-						 errmsg("cycle buffer full"),
-						 errdetail("No room for a %u-byte cast in lake.cycle_buffer_size within %d ms.",
-								   len, lake_admission_queue_wait_ms),
-						 errhint("Retry later, or raise lake.cycle_buffer_size.")));
-			}
-			ConditionVariableTimedSleep(&cs->space_cv,
-										Max(1, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline)),
-										PG_WAIT_EXTENSION);
+			wait_for_room(freed, deadline, roles_full, len);
 			continue;
 		}
 
@@ -1184,8 +1204,6 @@ cycle_accept(const CastRequest *req, int32 *epoch)
 		pg_write_barrier();
 		r->ready = true;
 
-		if (sleeping)
-			ConditionVariableCancelSleep();
 		/* The worker times the cycle from its first cast. */
 		if (pending == 1 || pending >= lake_cycle_max_casts)
 			cycle_wake_worker();
@@ -1516,6 +1534,7 @@ cycle_apply_seal(const CycleCut *cut, int64 cycle,
 	cs->stats.cycles_sealed++;
 	cs->stats.casts_sealed += cut->ncasts;
 	cs->stats.last_seal_ms = took_ms;
+	cs->room_freed++;
 	LWLockRelease(&cs->lock);
 	/* The casts that found it full are woken to room, or gone. */
 	pg_atomic_write_u64(&cs->misses_answered, pg_atomic_read_u64(&cs->space_misses));

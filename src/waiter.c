@@ -295,6 +295,8 @@ waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 					}
 				}
 				next_tick = TimestampTzPlusMilliseconds(now, 1000);
+				/* The tick's catalog reads may have waited on a lock, taking a seal's wake-up: look again. */
+				continue;
 			}
 			left = TimestampDifferenceMilliseconds(now, next_tick);
 			if (deadline != 0)
