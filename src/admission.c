@@ -345,8 +345,11 @@ admission_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			if (parentSubid != held_subxact &&
 				(growths == NIL || ((Growth *) llast(growths))->subid != parentSubid))
 			{
+				MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
 				g->subid = parentSubid;
 				growths = lappend(growths, g);
+				MemoryContextSwitchTo(old);
 			}
 		}
 	}

@@ -808,6 +808,7 @@ lake_stats(PG_FUNCTION_ARGS)
 	bool		nulls[24] = {0};
 	CycleStats	cst;
 	uint32		pid;
+	TimestampTz started_at;
 	uint32		state;
 
 	lake_require_preload();
@@ -815,7 +816,14 @@ lake_stats(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	lake_require_result_width("lake.stats()", tupdesc, lengthof(values));
 
-	pid = pg_atomic_read_u32(&ws->pid);
+	/* The pid and the start of one lifetime: again if the worker restarted meanwhile. */
+	do
+	{
+		pid = pg_atomic_read_u32(&ws->pid);
+		pg_read_barrier();		/* started_at is written before pid */
+		started_at = ws->started_at;
+		pg_read_barrier();
+	} while (pg_atomic_read_u32(&ws->pid) != pid);
 	state = pg_atomic_read_u32(&ws->state);
 	values[0] = CStringGetTextDatum(lake_database);
 	values[1] = Int32GetDatum((int32) pid);
@@ -830,7 +838,7 @@ lake_stats(PG_FUNCTION_ARGS)
 		values[2] = CStringGetTextDatum(cycle_recovery_failing() ? "recovery failing" : "recovering");
 	else
 		values[2] = CStringGetTextDatum(state_names[state]);
-	values[3] = TimestampTzGetDatum(ws->started_at);
+	values[3] = TimestampTzGetDatum(started_at);
 	nulls[3] = (pid == 0);
 	values[4] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->starts));
 	values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&ws->reloads));
