@@ -940,33 +940,44 @@ store_skip_blob_ids(void)
 /*
  * Open (and lock) lake_data.<name>, a table or an index. Locking accepts
  * invalidations: if one arrived meanwhile, the OID may name a dropped
- * relation (or, recycled, another one), so look the name up again.
+ * relation (or, recycled, another one), so look the name up again, with
+ * the lock held now. Once the name resolves to the relation held, it is
+ * the one (a rename or a drop would wait for the lock): as PostgreSQL's
+ * RangeVarGetRelidExtended, done also when invalidations keep coming (a
+ * busy catalog; every catalog read under debug_discard_caches).
  */
 Relation
 store_open(const char *name, LOCKMODE mode)
 {
+	Relation	rel = NULL;
+
 	for (int gone = 0;;)
 	{
 		uint64		gen = generation;
 		Oid			relid = lake_relid(name);
-		Relation	rel = try_relation_open(relid, mode);
 
-		if (rel != NULL && gen == generation)
-		{
-			/* An ALTER it waited for is visible now; an index is its table's. */
-			require_shape_of(rel->rd_rel->relkind == RELKIND_INDEX ?
-							 rel->rd_index->indrelid : relid);
-			return rel;
-		}
 		if (rel != NULL)
+		{
+			if (RelationGetRelid(rel) == relid)
+				break;
 			relation_close(rel, mode);
-		else if (++gone > 1)
-			elog(ERROR, "lake: relation %s.%s (OID %u) vanished", LAKE_DATA_SCHEMA,
-				 name, relid);
-		else
+		}
+		rel = try_relation_open(relid, mode);
+		if (rel != NULL && gen == generation)
+			break;
+		if (rel == NULL)
+		{
+			if (++gone > 1)
+				elog(ERROR, "lake: relation %s.%s (OID %u) vanished", LAKE_DATA_SCHEMA,
+					 name, relid);
 			forget_all();		/* gone, and no invalidation told us yet */
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
+	/* An ALTER it waited for is visible now; an index is its table's. */
+	require_shape_of(rel->rd_rel->relkind == RELKIND_INDEX ?
+					 rel->rd_index->indrelid : RelationGetRelid(rel));
+	return rel;
 }
 
 /*

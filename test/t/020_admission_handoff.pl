@@ -194,5 +194,49 @@ like($cm->query_until(qr/committed/, ''), qr/^\d+\n/, 'and commits once they are
 is($node->safe_psql('postgres', 'SELECT waited FROM lake.admission()'), $waited + 1,
 	'lake.admission().waited counts it once');
 $_->quit for ($cm, values %hold);
+
+# A sleeper the release woke, ended before it ran again (cancelled, or
+# terminated), passes the wake-up on as it leaves: the append behind it,
+# which the freed bytes fit, is admitted at once.
+foreach my $end ('pg_cancel_backend', 'pg_terminate_backend')
+{
+	my $r = $end eq 'pg_cancel_backend' ? 'xc' : 'xt';
+	$node->safe_psql('postgres',
+		"SELECT lake.create_dataset(d) FROM unnest('{${r}h1,${r}h2,${r}a,${r}b}'::text[]) d");
+	my %h;
+	foreach my $x ([ "${r}h1", 1000 ], [ "${r}h2", 400 ])
+	{
+		my ($name, $bytes) = @$x;
+		$h{$name} = $node->background_psql('postgres');
+		$h{$name}->query_safe('BEGIN');
+		$h{$name}->query_safe("SELECT lake.append('$name', 't', '$name', decode(repeat('ab', $bytes), 'hex'))");
+	}
+	my $sa = $node->background_psql('postgres', on_error_stop => 0);
+	my $sapid = $sa->query_safe('SELECT pg_backend_pid()');
+	append_waits($sa, $sapid, "${r}a", 300, "$end: the first sleeper waits");
+	my $sb = $node->background_psql('postgres', on_error_stop => 0);
+	my $sbpid = $sb->query_safe('SELECT pg_backend_pid()');
+	append_waits($sb, $sbpid, "${r}b", 150, "$end: the second sleeper waits behind it");
+
+	# Stopped, the first sleeper is woken by the release and ended before
+	# it runs again.
+	kill 'STOP', $sapid;
+	$t0 = Time::HiRes::time();
+	$h{"${r}h2"}->query_safe('COMMIT');
+	$node->safe_psql('postgres', "SELECT $end($sapid)");
+	kill 'CONT', $sapid;
+	$out  = $sb->query_until(qr/appended/, '');
+	$took = Time::HiRes::time() - $t0;
+	like($out, qr/^\d+\n/, "$end: the second sleeper is admitted");
+	cmp_ok($took, '<', 30, "$end: passed the wake-up on (${took}s), not at its 60 s timeout");
+	ok($node->poll_query_until('postgres', 'SELECT slots_in_use, bytes_reserved FROM lake.admission()', '1|1000'),
+		"$end: only the remaining holder's bytes are held");
+	$h{"${r}h1"}->query_safe('COMMIT');
+	$_->quit for ($sb, values %h);
+	eval { $sa->quit };
+}
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(v.operation_id, ',' ORDER BY v.operation_id) FROM unnest('{xca,xcb,xta,xtb}'::text[]) d, lake.versions(d) v"),
+	'xcb,xtb', 'the ended sleepers made no version');
 $node->stop;
 done_testing();
