@@ -74,21 +74,27 @@ check-layers: $(OBJS)
 # temporary servers of the installed PostgreSQL with the installed lake.
 installcheck: check-regress check-isolation
 
+# REGRESS_CONF: the server settings (test/cassert/run.sh adds
+# debug_discard_caches to them).
+REGRESS_CONF ?= test/conf/regress.conf
 check-regress:
 	mkdir -p tmp_check
 	$(PGXS_DIR)../../src/test/regress/pg_regress --bindir=$(BINDIR) \
 	  --inputdir=test --outputdir=. --temp-instance=tmp_check/regress \
-	  --temp-config=test/conf/regress.conf --dbname=contrib_regression \
+	  --temp-config=$(REGRESS_CONF) --dbname=contrib_regression \
 	  $(REGRESS_T)
 
 check-isolation:
 	test/run-isolation $(PGXS_DIR)../../src/test/isolation/pg_isolation_regress $(BINDIR)
 
+# PROVE_TESTS: a subset of test/t (test/cassert/run.sh leaves the router's
+# out where PL/Proxy is missing).
+PROVE_TESTS ?= test/t/*.pl
 check-tap:
 	rm -rf tmp_check/tap tmp_check/t_* tmp_check/log && mkdir -p tmp_check
 	PATH="$(BINDIR):$$PATH" PG_REGRESS=$(PGXS_DIR)../../src/test/regress/pg_regress \
 	  TESTDIR=$(CURDIR) PG_TEST_EXTRA="$(PG_TEST_EXTRA)" \
-	  prove -I $(PGXS_DIR)../../src/test/perl -I test/t $(PROVE_FLAGS) test/t/*.pl
+	  prove -I $(PGXS_DIR)../../src/test/perl -I test/t $(PROVE_FLAGS) $(PROVE_TESTS)
 
 # The decoders of stored bytes under libFuzzer with ASan and UBSan: a short
 # budget per harness in every check, FUZZ_SECONDS each with `make fuzz`
