@@ -49,6 +49,7 @@ if [ -z "$pg" ]; then
 fi
 pg_config="$pg/inst/bin/pg_config"
 if [ -n "${PLPROXY_SRC:-}" ]; then
+  make -s -C "$PLPROXY_SRC" clean >/dev/null
   make -s -C "$PLPROXY_SRC" PG_CONFIG="$pg_config" install >/dev/null
 fi
 
