@@ -75,12 +75,14 @@ check-layers: $(OBJS)
 installcheck: check-regress check-isolation
 
 # REGRESS_CONF: the server settings (test/cassert/run.sh adds
-# debug_discard_caches to them).
+# debug_discard_caches to them, and runs them apart, in REGRESS_OUT).
+# REGRESS_OUT: where results/, log/ and regression.diffs go.
 REGRESS_CONF ?= test/conf/regress.conf
+REGRESS_OUT  ?= .
 check-regress:
-	mkdir -p tmp_check
+	mkdir -p tmp_check $(REGRESS_OUT)
 	$(PGXS_DIR)../../src/test/regress/pg_regress --bindir=$(BINDIR) \
-	  --inputdir=test --outputdir=. --temp-instance=tmp_check/regress \
+	  --inputdir=test --outputdir=$(REGRESS_OUT) --temp-instance=tmp_check/regress \
 	  --temp-config=$(REGRESS_CONF) --dbname=contrib_regression \
 	  $(REGRESS_T)
 

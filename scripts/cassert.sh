@@ -30,7 +30,9 @@ apt_opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourcePar
           -o Dir::State::Lists="$apt_dir/lists" -o Dir::Cache="$apt_dir/cache"
           -o Acquire::Retries=5 -o APT::Sandbox::User=root)
 pg=""
-for d in "$base"/postgresql-$PG_MAJOR.*/; do [ -x "$d/inst/bin/postgres" ] && pg=${d%/}; done
+for d in $(ls -d "$base"/postgresql-$PG_MAJOR.*/ 2>/dev/null | sort -rV); do
+  [ -x "$d/inst/bin/postgres" ] && { pg=${d%/}; break; }
+done
 if [ -z "$pg" ]; then
   apt-get "${apt_opts[@]}" update -qq
   for v in $(apt-cache "${apt_opts[@]}" showsrc postgresql-$PG_MAJOR | sed -n 's/^Version: //p' | sort -rV); do
@@ -49,15 +51,16 @@ if [ -z "$pg" ]; then
 fi
 pg_config="$pg/inst/bin/pg_config"
 if [ -n "${PLPROXY_SRC:-}" ]; then
-  make -s -C "$PLPROXY_SRC" clean >/dev/null
+  make -s -C "$PLPROXY_SRC" PG_CONFIG="$pg_config" clean >/dev/null
   make -s -C "$PLPROXY_SRC" PG_CONFIG="$pg_config" install >/dev/null
 fi
 
 id "$LAKE_OS_USER" >/dev/null 2>&1 || useradd --system --create-home "$LAKE_OS_USER"
+# The work tree is kept when a suite fails: its diffs and server logs.
 work=$(mktemp -d /tmp/lake-cassert.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'rc=$?; if [ $rc -eq 0 ]; then rm -rf "$work"; else echo "== kept $work/src for its logs"; fi' EXIT
 cp -a . "$work/src"
-make -s -C "$work/src" clean >/dev/null
+make -s -C "$work/src" PG_CONFIG="$pg_config" clean >/dev/null
 make -s -C "$work/src" PG_CONFIG="$pg_config" WERROR=-Werror >/dev/null
 make -s -C "$work/src" PG_CONFIG="$pg_config" install >/dev/null
 chown -R "$LAKE_OS_USER" "$work"

@@ -113,9 +113,9 @@ refresh_held(void)
 		return;
 	if (!held_callbacks)
 	{
-		held_callbacks = true;
 		database_hash = GetSysCacheHashValue1(DATABASEOID,
 											  ObjectIdGetDatum(MyDatabaseId));
+		held_callbacks = true;
 		CacheRegisterSyscacheCallback(AUTHOID, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_held, (Datum) 0);
 		CacheRegisterSyscacheCallback(DATABASEOID, forget_held_database, (Datum) 0);

@@ -941,10 +941,12 @@ store_skip_blob_ids(void)
  * Open (and lock) lake_data.<name>, a table or an index. Locking accepts
  * invalidations: if one arrived meanwhile, the OID may name a dropped
  * relation (or, recycled, another one), so look the name up again, with
- * the lock held now. Once the name resolves to the relation held, it is
- * the one (a rename or a drop would wait for the lock): as PostgreSQL's
- * RangeVarGetRelidExtended, done also when invalidations keep coming (a
- * busy catalog; every catalog read under debug_discard_caches).
+ * the lock held now. Once the name resolves to the relation held, after
+ * the lock's invalidations were taken in, it is the one, as PostgreSQL's
+ * RangeVarGetRelidExtended settles (a table's rename or drop waits for the
+ * lock; an index's or the schema's rename after that point is as if it
+ * came after the open), also when invalidations keep coming (a busy
+ * catalog; every catalog read under debug_discard_caches).
  */
 Relation
 store_open(const char *name, LOCKMODE mode)

@@ -635,6 +635,7 @@ lake_worker_main(Datum arg)
 	ws->latch = MyLatch;
 	cycle_set_worker_latch(MyLatch);
 	pg_atomic_fetch_add_u64(&ws->starts, 1);
+	pg_write_barrier();			/* lake.stats() reads started_at after pid */
 	pg_atomic_write_u32(&ws->pid, (uint32) MyProcPid);
 	before_shmem_exit(worker_exit, (Datum) 0);
 
