@@ -39,17 +39,31 @@ sub append_waits
 		$what);
 }
 
-# Two holders, each with an append in an open transaction: 1000 + 400 of
-# the 1500 bytes.
-my %holder;
-foreach my $h ([ 'h1', 1000 ], [ 'h2', 400 ])
+# A session holding an append of $bytes bytes to dataset $name (operation
+# $name) in an open transaction.
+sub holder
 {
-	my ($name, $bytes) = @$h;
+	my ($name, $bytes) = @_;
 	my $s = $node->background_psql('postgres');
 	$s->query_safe('BEGIN');
 	$s->query_safe("SELECT lake.append('$name', 't', '$name', decode(repeat('ab', $bytes), 'hex'))");
-	$holder{$name} = $s;
+	return $s;
 }
+
+# A session whose append of $bytes bytes to $name sleeps waiting for
+# admission: (session, its backend pid).
+sub sleeper
+{
+	my ($name, $bytes, $what) = @_;
+	my $s   = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	append_waits($s, $pid, $name, $bytes, $what);
+	return ($s, $pid);
+}
+
+# Two holders, each with an append in an open transaction: 1000 + 400 of
+# the 1500 bytes.
+my %holder = (h1 => holder('h1', 1000), h2 => holder('h2', 400));
 is(usage(), '2|1400', 'the holders reserve 1400 of the 1500 bytes');
 
 # Two waiters, the large one first: neither fits in the 100 bytes left.
@@ -57,10 +71,7 @@ my %waiter;
 foreach my $w ([ 'w1', 1000 ], [ 'w2', 300 ])
 {
 	my ($name, $bytes) = @$w;
-	my $s   = $node->background_psql('postgres', on_error_stop => 0);
-	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	append_waits($s, $pid, $name, $bytes, "$name ($bytes bytes) sleeps waiting for admission");
-	$waiter{$name} = [ $s, $pid ];
+	$waiter{$name} = [ sleeper($name, $bytes, "$name ($bytes bytes) sleeps waiting for admission") ];
 }
 
 # The small holder ends: 500 bytes free. The release wakes w1, which
@@ -173,14 +184,7 @@ $node->safe_psql('postgres', "SELECT lake.create_dataset(d) FROM unnest('{cw,ca,
 my $stage = $node->safe_psql('postgres', "SELECT lake.begin_append('cw', 't', 'cw')");
 $node->safe_psql('postgres', "SELECT lake.append_chunk($stage, 0, decode(repeat('ab', 600), 'hex'))");
 my $waited = $node->safe_psql('postgres', 'SELECT waited FROM lake.admission()');
-my %hold;
-foreach my $h ([ 'ca', 1000 ], [ 'cb', 1 ])
-{
-	my ($name, $bytes) = @$h;
-	$hold{$name} = $node->background_psql('postgres');
-	$hold{$name}->query_safe('BEGIN');
-	$hold{$name}->query_safe("SELECT lake.append('$name', 't', '$name', decode(repeat('ab', $bytes), 'hex'))");
-}
+my %hold = (ca => holder('ca', 1000), cb => holder('cb', 1));
 my $cm = $node->background_psql('postgres', on_error_stop => 0);
 my $cmpid = $cm->query_safe('SELECT pg_backend_pid()');
 $cm->query_until(qr/waiting/, "\\echo waiting\nSELECT lake.commit_append($stage);\n\\echo committed\n");
@@ -203,20 +207,9 @@ foreach my $end ('pg_cancel_backend', 'pg_terminate_backend')
 	my $r = $end eq 'pg_cancel_backend' ? 'xc' : 'xt';
 	$node->safe_psql('postgres',
 		"SELECT lake.create_dataset(d) FROM unnest('{${r}h1,${r}h2,${r}a,${r}b}'::text[]) d");
-	my %h;
-	foreach my $x ([ "${r}h1", 1000 ], [ "${r}h2", 400 ])
-	{
-		my ($name, $bytes) = @$x;
-		$h{$name} = $node->background_psql('postgres');
-		$h{$name}->query_safe('BEGIN');
-		$h{$name}->query_safe("SELECT lake.append('$name', 't', '$name', decode(repeat('ab', $bytes), 'hex'))");
-	}
-	my $sa = $node->background_psql('postgres', on_error_stop => 0);
-	my $sapid = $sa->query_safe('SELECT pg_backend_pid()');
-	append_waits($sa, $sapid, "${r}a", 300, "$end: the first sleeper waits");
-	my $sb = $node->background_psql('postgres', on_error_stop => 0);
-	my $sbpid = $sb->query_safe('SELECT pg_backend_pid()');
-	append_waits($sb, $sbpid, "${r}b", 150, "$end: the second sleeper waits behind it");
+	my %h = ("${r}h1" => holder("${r}h1", 1000), "${r}h2" => holder("${r}h2", 400));
+	my ($sa, $sapid) = sleeper("${r}a", 300, "$end: the first sleeper waits");
+	my ($sb) = sleeper("${r}b", 150, "$end: the second sleeper waits behind it");
 
 	# Stopped, the first sleeper is woken by the release and ended before
 	# it runs again.
