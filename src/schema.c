@@ -386,6 +386,26 @@ require_indexes(int i, Relation rel)
 }
 
 /*
+ * The first of table t's columns that desc has no live column of that name
+ * for; 'otherwise' if each has one (the table is short of columns, renamed).
+ */
+static int
+missing_column(const TableShape *t, TupleDesc desc, int otherwise)
+{
+	for (int c = 0; c < t->ncolumns; c++)
+	{
+		bool		found = false;
+
+		for (int a = 0; a < desc->natts && !found; a++)
+			found = !TupleDescAttr(desc, a)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, a)->attname), t->columns[c].name) == 0;
+		if (!found)
+			return c;
+	}
+	return otherwise;
+}
+
+/*
  * Refuse table i's relation unless its leading live columns are lake's,
  * named and typed as made (only there, when 'missing_only'); store.c's
  * table_width then requires any others dropped.
@@ -404,13 +424,17 @@ require_columns(int i, Relation rel, bool missing_only)
 		while (at < desc->natts && TupleDescAttr(desc, at)->attisdropped)
 			at++;
 		if (at >= desc->natts)
+		{
+			int			m = missing_column(t, desc, c);
+
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("%s.%s lacks column \"%s\" (%s), which this build of lake needs",
-							LAKE_DATA_SCHEMA, t->table, t->columns[c].name,
-							format_type_be(t->columns[c].type)),
+							LAKE_DATA_SCHEMA, t->table, t->columns[m].name,
+							format_type_be(t->columns[m].type)),
 					 errdetail("The table is an earlier build's, or the column was dropped."),
 					 errhint(SCHEMA_MOVE_HINT)));
+		}
 		att = TupleDescAttr(desc, at);
 		if (!missing_only && (att->atttypid != t->columns[c].type ||
 							  strcmp(NameStr(att->attname), t->columns[c].name) != 0))
@@ -440,6 +464,9 @@ require_columns(int i, Relation rel, bool missing_only)
  * again. lake inserts and reads heap tuples itself (simple_heap_insert,
  * heap_getnext): under another table access method (ALTER TABLE ... SET
  * ACCESS METHOD) they would be written into storage that is not a heap.
+ * A rule rewrites the statements lake runs on the table (DO INSTEAD
+ * NOTHING: a snapshot "written" that is not there); row security forced on
+ * the owner hides rows from them.
  */
 static void
 require_storage(int i, Relation rel)
@@ -456,6 +483,18 @@ require_storage(int i, Relation rel)
 				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
 				 errdetail("It was given another table access method: lake reads and writes its tables as heaps."),
 				 errhint("Undo the change (ALTER TABLE ... SET ACCESS METHOD heap). " SCHEMA_MOVE_HINT)));
+	if (rel->rd_rules != NULL && rel->rd_rules->numLocks > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
+				 errdetail("It was given a rule, which rewrites the statements lake runs on it."),
+				 errhint("Undo the change (DROP RULE). " SCHEMA_MOVE_HINT)));
+	if (rel->rd_rel->relforcerowsecurity && rel->rd_rel->relrowsecurity)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
+				 errdetail("Its row security was forced on its owner, the role lake's statements run as: they would miss rows."),
+				 errhint("Undo the change (ALTER TABLE ... NO FORCE ROW LEVEL SECURITY). " SCHEMA_MOVE_HINT)));
 }
 
 /*

@@ -626,7 +626,12 @@ lake_relid(const char *name)
 	if (!OidIsValid(nsp))
 	{
 		schema_require_not_dropped();
-		(void) get_namespace_oid(LAKE_DATA_SCHEMA, false);	/* 3F000 */
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("schema %s, which holds lake's tables, is missing", LAKE_DATA_SCHEMA),
+				 errdetail("It was renamed or dropped."),
+				 errhint("If it was renamed, rename it back (ALTER SCHEMA ... RENAME TO %s).",
+						 LAKE_DATA_SCHEMA)));
 	}
 	if (depth > 0 && OidIsValid(call_schema) && nsp != call_schema)
 		ereport(ERROR,

@@ -176,6 +176,11 @@ BEGIN;
 ALTER TABLE lake_data.dataset RENAME COLUMN name TO label;
 SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_renamed;
 ROLLBACK;
+-- Or the schema of the tables renamed.
+BEGIN;
+ALTER SCHEMA lake_data RENAME TO d_lake_data;
+SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_the_schema_renamed;
+ROLLBACK;
 SELECT lake.read('d_cols_ds', 1) AS read_as_made;
 -- A table made unlogged (a bulk-load habit): a crash would empty it, a
 -- standby has none of its rows, and the coordinates and versions it held
@@ -198,6 +203,18 @@ ALTER SEQUENCE lake_data.blob_seq SET LOGGED;
 ALTER SEQUENCE lake_data.owner_id_seq SET UNLOGGED;
 SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_owner_id_seq_unlogged;
 ALTER SEQUENCE lake_data.owner_id_seq SET LOGGED;
+-- Ids used up (a sequence set forward by hand; stage and payload ids are a
+-- tenant-reachable limit over time, SECURITY.md): 2200H, nothing made.
+-- setval is not undone by a rollback: each is set back after.
+SELECT last_value AS blob_last, is_called AS blob_called FROM lake_data.blob_seq \gset
+SELECT setval('lake_data.blob_seq', 1099511627776) > 0 AS blob_ids_used_up;
+SELECT t.err($$SELECT lake.begin_append('d_cols_ds', 'acme', 'no-ids-left')$$) AS stage_without_ids;
+SELECT setval('lake_data.blob_seq', :blob_last, :'blob_called'::boolean) = :blob_last AS blob_ids_back;
+SELECT last_value AS owner_last, is_called AS owner_called FROM lake_data.owner_id_seq \gset
+SELECT setval('lake_data.owner_id_seq', 2147483647) > 0 AS owner_ids_used_up;
+SELECT t.err($$SELECT lake.create_owner('d_no_ids_left')$$) AS owner_without_ids;
+SELECT setval('lake_data.owner_id_seq', :owner_last, :'owner_called'::boolean) = :owner_last AS owner_ids_back;
+SELECT count(*) AS owner_not_made FROM lake_data.owner WHERE name = 'd_no_ids_left';
 -- A table given another table access method (ALTER TABLE ... SET ACCESS
 -- METHOD): lake would write heap tuples into storage that is not a heap.
 CREATE ACCESS METHOD d_other_am TYPE TABLE HANDLER heap_tableam_handler;
@@ -205,6 +222,20 @@ ALTER TABLE lake_data.version SET ACCESS METHOD d_other_am;
 SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'other-am', '\x01'::bytea)$$) AS append_into_other_am;
 ALTER TABLE lake_data.version SET ACCESS METHOD heap;
 DROP ACCESS METHOD d_other_am;
+-- A rule on a table lake writes through statements (a snapshot) turns
+-- them into something else: DO INSTEAD NOTHING would let a checkpoint
+-- "succeed" with no snapshot stored. Forced row security would hide rows
+-- from lake's own statements, run as the tables' owner. Both refused.
+CREATE RULE d_rule AS ON INSERT TO lake_data.snapshot DO INSTEAD NOTHING;
+SELECT lake.checkpoint();
+SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_under_a_rule_elsewhere;
+DROP RULE d_rule ON lake_data.snapshot;
+ALTER TABLE lake_data.version ENABLE ROW LEVEL SECURITY;
+SELECT lake.read('d_cols_ds', 1) AS read_with_row_security_not_forced;
+ALTER TABLE lake_data.version FORCE ROW LEVEL SECURITY;
+SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_row_security_forced;
+ALTER TABLE lake_data.version NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY;
+SELECT lake.checkpoint() > 0 AS checkpoint_without_the_rule;
 SELECT (lake.cast_durable('d_unlogged', 'Planning', 'CognitiveWork')).position AS durable_when_logged;
 
 -- Tables lake reads through statements it runs itself: a lifecycle read
@@ -267,6 +298,11 @@ ROLLBACK;
 BEGIN;
 ALTER TABLE lake_data.stage DROP COLUMN bytes;
 SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'not-staged', '\x01'::bytea)$$) AS small_append;
+ROLLBACK;
+-- A column dropped from the middle is named, not the last one.
+BEGIN;
+ALTER TABLE lake_data.stage DROP COLUMN created_at;
+SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'not-staged', '\x01'::bytea)$$) AS middle_column_dropped;
 ROLLBACK;
 BEGIN;
 ALTER TABLE lake_data.version DROP CONSTRAINT version_pkey;

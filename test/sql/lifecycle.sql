@@ -24,6 +24,8 @@ SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{}' WHERE name = 'lc_hand
 SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{{A,NULL}}' WHERE name = 'lc_hand'$$);
 SELECT t.err($$UPDATE lake_data.lifecycle SET edges = '{{A,""}}' WHERE name = 'lc_hand'$$);
 SELECT t.err($$UPDATE lake_data.lifecycle SET initial_phase = '' WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET initial_phase = NULL WHERE name = 'lc_hand'$$);
+SELECT t.err($$UPDATE lake_data.lifecycle SET edges = NULL WHERE name = 'lc_hand'$$);
 SELECT t.err($$UPDATE lake_data.lifecycle SET initial_phase = 'zzz' WHERE name = 'lc_used'$$);
 SELECT t.err($$INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges)
                VALUES ('lc_bad', 'X', '{X}', '{{A,B}}')$$);
@@ -141,6 +143,12 @@ PREPARE TRANSACTION 'lake_lifecycle_edit';
 \set VERBOSITY default
 SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'lake_lifecycle_edit';
 SELECT phase, "position", quarantined FROM lake.owner_state('lc_o1');
+-- A restore's merge of the writer row (it can move the epoch) is refused
+-- a PREPARE too: what it changes takes effect at its commit.
+BEGIN;
+INSERT INTO lake_data.writer SELECT * FROM lake_data.writer;
+PREPARE TRANSACTION 'lake_writer_merge';
+SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'lake_writer_merge';
 
 -- An over-long phase name is quoted in its refusal up to a character
 -- boundary: the cut used to fall inside a multibyte character, so the
