@@ -133,6 +133,32 @@ worker_exit(int code, Datum arg)
 static int	last_error;
 
 /*
+ * A pass given up on before it was done: its lock_timeout ran out (another
+ * transaction holds what it needs), or it was cancelled (pg_cancel_backend,
+ * as an operator's script of cancelling every backend does). Either is
+ * tried again at the next pass: a recovery cut short so is still under
+ * way, not failed.
+ */
+static bool
+pass_cut_short(void)
+{
+	return last_error == ERRCODE_LOCK_NOT_AVAILABLE || last_error == ERRCODE_QUERY_CANCELED;
+}
+
+/*
+ * Interrupts between passes. A cancel there has no pass to cut short and
+ * is dropped, as an idle session drops one; raised outside run_in_transaction
+ * it would end the worker (no handler catches it): a restart a second
+ * later into a new epoch, with casts waiting meanwhile.
+ */
+static void
+worker_check_interrupts(void)
+{
+	QueryCancelPending = false;
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
  * A lock held on purpose (a lake.recover(), a lifecycle edit, DDL) makes
  * the worker's tries give up at its lock_timeout (below) each second for
  * as long as it is held: a wait, logged as one (LOG, saying what waits and
@@ -464,7 +490,7 @@ recover_owners(LakeGeneration generation)
 		{
 			int64		cycle;
 
-			CHECK_FOR_INTERRUPTS();
+			worker_check_interrupts();
 			if (run_in_transaction("lake: sealing before recovery", seal, &cycle))
 			{
 				/* Nothing cut: the first cast still copies its payload. */
@@ -492,14 +518,14 @@ recover_owners(LakeGeneration generation)
 						 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));
 				break;
 			}
-			cycle_recovery_failed(last_error == ERRCODE_LOCK_NOT_AVAILABLE ? "" :
+			cycle_recovery_failed(pass_cut_short() ? "" :
 								  "the casts pending before it could not be sealed; they are kept");
 			return false;
 		}
 	}
 	if (!run_in_transaction("lake: recovering owners", recover, &r))
 	{
-		cycle_recovery_failed(last_error == ERRCODE_LOCK_NOT_AVAILABLE ? "" : recovery_failure);
+		cycle_recovery_failed(pass_cut_short() ? "" : recovery_failure);
 		return false;
 	}
 	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures, changes);
@@ -610,7 +636,7 @@ connect_served_database(void)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 left, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
+			worker_check_interrupts();
 		}
 	}
 	BackgroundWorkerInitializeConnection(lake_database, NULL, 0);
@@ -671,7 +697,7 @@ lake_worker_main(Datum arg)
 		long		timeout = 1000L;
 		bool		looked_up;
 
-		CHECK_FOR_INTERRUPTS();
+		worker_check_interrupts();
 
 		/*
 		 * Report the table statistics of the transactions run so far (at
