@@ -34,6 +34,7 @@
 #include "miscadmin.h"
 #include "owner_index.h"
 #include "port/pg_bitutils.h"
+#include "storage/proc.h"
 #include "store.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -651,17 +652,31 @@ typedef struct OwnerWalk
  * The index does not match the log: XX001 for a reader. A recovery does
  * not judge the owner by a damaged index (it is derived from the log, and
  * one damaged owner list in the tail is in every owner's walk): it reads
- * the log itself from where the walk last found the owner.
+ * the log itself from where the walk last found the owner, and says so
+ * once per transaction (every owner's walk may meet the same damage), so
+ * that the damage is known before a reader is refused.
  */
 static void
 walk_damaged(OwnerWalk *w, int64 cycle, const char *why)
 {
+	static LocalTransactionId warned_in = InvalidLocalTransactionId;
+
 	if (w->damaged == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the owner index of owner id %d is damaged at cycle " INT64_FORMAT,
 						w->owner_id, cycle),
 				 errdetail("The check of the entry found: %s.", why)));
+	if (warned_in != MyProc->lxid)
+	{
+		warned_in = MyProc->lxid;
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the owner index of owner id %d is damaged at cycle " INT64_FORMAT,
+						w->owner_id, cycle),
+				 errdetail("The check of the entry found: %s. The owner's landings were read from the log itself; readers of its trajectory get XX001.", why),
+				 errhint("lake.rebuild_owner_index() writes the index again from the log.")));
+	}
 	w->rescan = true;
 	w->done = true;
 }
