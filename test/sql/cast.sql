@@ -133,9 +133,14 @@ SELECT (lake.await_durable(r, 0)).position AS with_zero_timeout FROM rc;
 SELECT t.err($$SELECT lake.await_durable(NULL)$$);
 SELECT t.err($$SELECT lake.await_durable(ROW(NULL, 1)::lake.receipt)$$);
 SELECT t.err($$SELECT lake.await_durable(r, -1) FROM rc$$);
-SELECT t.err($$SELECT lake.await_durable(ROW((r).epoch, 0)::lake.receipt) FROM rc$$);
-SELECT t.err($$SELECT lake.await_durable(ROW((r).epoch, 999999)::lake.receipt) FROM rc$$);
-SELECT t.err($$SELECT lake.await_durable(ROW((r).epoch + 1, 1)::lake.receipt) FROM rc$$);
+-- (The live epoch is not printed: a slow server's worker may have
+-- recovered one more of the extension's earlier installations.)
+SELECT regexp_replace(t.err($$SELECT lake.await_durable(ROW((r).epoch, 0)::lake.receipt) FROM rc$$),
+                      'receipt \(\d+,', 'receipt (<epoch>,');
+SELECT regexp_replace(t.err($$SELECT lake.await_durable(ROW((r).epoch, 999999)::lake.receipt) FROM rc$$),
+                      'receipt \(\d+,', 'receipt (<epoch>,');
+SELECT regexp_replace(t.err($$SELECT lake.await_durable(ROW((r).epoch + 1, 1)::lake.receipt) FROM rc$$),
+                      'receipt \(\d+,', 'receipt (<epoch + 1>,');
 
 -- Idempotent casts: a replay returns the original receipt, pending or
 -- sealed; other content under the same operation id is LK001.
@@ -201,8 +206,11 @@ DROP ROLE lake_caster;
 -- the durable one (a zombie after a failover, say) writes nothing.
 SELECT (lake.cast('beta', 'Evaluation', 'Commit')).seq > 0 AS accepted;
 UPDATE lake_data.writer SET epoch = epoch + 1;
+\set VERBOSITY terse
 SELECT lake.seal();
+\set VERBOSITY default
 \echo :SQLSTATE
+SELECT (SELECT epoch FROM lake_data.writer) = (SELECT epoch FROM lake.stats()) + 1 AS durable_epoch_ahead_of_sealer;
 SELECT count(*) AS cycles_after_refusal, (SELECT pending FROM lake.owner_state('beta')) AS still_pending
 FROM lake.cycles();
 UPDATE lake_data.writer SET epoch = epoch - 1;
@@ -218,7 +226,9 @@ INSERT INTO lake_data.cycle
 SELECT cycle + 1, epoch, first_seq, last_seq, casts, bytes, stored_bytes, sealed_at, lsn,
        indexed_through, tail_owners, owners, data
 FROM lake_data.cycle ORDER BY cycle DESC LIMIT 1;
+\set VERBOSITY terse
 SELECT lake.seal();
+\set VERBOSITY default
 \echo :SQLSTATE
 SELECT (SELECT pending FROM lake.owner_state('beta')) AS still_pending;
 DELETE FROM lake_data.cycle WHERE cycle = (SELECT max(cycle) FROM lake_data.cycle);
