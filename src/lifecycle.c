@@ -462,8 +462,8 @@ lake_lifecycle_check(PG_FUNCTION_ARGS)
 	att_initial = SPI_fnumber(desc, "initial_phase");
 	att_phases = SPI_fnumber(desc, "phases");
 	att_edges = SPI_fnumber(desc, "edges");
-	/* store_require_trigger_on refused a table without them. */
-	Assert(att_initial > 0 && att_phases > 0 && att_edges > 0);
+	if (att_initial <= 0 || att_phases <= 0 || att_edges <= 0)
+		elog(ERROR, "lake: lake_data.lifecycle lacks its columns");
 
 	initial = heap_getattr(row, att_initial, desc, &isnull);
 	if (isnull)

@@ -636,9 +636,13 @@ advance_epoch(void)
 	int64		forked_from;
 	int64		next;
 
-	/* The table's shape was checked when it was opened (schema.c). */
-	Assert(epoch_att != InvalidAttrNumber && tli_att != InvalidAttrNumber &&
-		   parts_att != InvalidAttrNumber && part_att != InvalidAttrNumber);
+	if (epoch_att == InvalidAttrNumber || tli_att == InvalidAttrNumber ||
+		parts_att == InvalidAttrNumber || part_att == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake_data.writer lacks one of its columns"),
+				 errdetail("The table is an earlier build's."),
+				 errhint(SCHEMA_MOVE_HINT)));
 	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
 	tup = systable_getnext_ordered(scan, ForwardScanDirection);
 	if (!HeapTupleIsValid(tup))

@@ -203,7 +203,12 @@ store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 		/* One pass over the row: its text columns defeat cached offsets. */
 		heap_deform_tuple(tup, desc, values, nulls);
 		store_require_columns(desc, nulls, "owner");
-		Assert(!nulls[att[1] - 1] && !nulls[att[3] - 1]);
+		/* Checked here too: a NOT NULL dropped by hand would let them through. */
+		if (nulls[att[1] - 1] || nulls[att[3] - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("a row of lake_data.owner is damaged"),
+					 errdetail("Its name or tenant reads as NULL.")));
 		r.id = DatumGetInt32(values[att[0] - 1]);
 		text_to_cstring_buffer(DatumGetTextPP(values[att[1] - 1]), name, NAMEDATALEN);
 		r.lifecycle = DatumGetInt32(values[att[2] - 1]);

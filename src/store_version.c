@@ -368,8 +368,12 @@ detoast_chunk(Datum d, int64 version)
 static void
 head_from_row(Datum *values, bool *nulls, VersionHead *head)
 {
-	/* store_fetch refused a NULL in a NOT NULL column (store_require_columns). */
-	Assert(!nulls[VA_TENANT - 1] && !nulls[VA_OPERATION - 1] && !nulls[VA_DIGEST - 1]);
+	/* Checked here too: a NOT NULL dropped by hand would let them through. */
+	if (nulls[VA_TENANT - 1] || nulls[VA_OPERATION - 1] || nulls[VA_DIGEST - 1])
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a row of lake_data.version is damaged"),
+				 errdetail("Its tenant, operation id or digest reads as NULL.")));
 	head->dataset_id = DatumGetInt32(values[VA_DATASET - 1]);
 	head->version = DatumGetInt64(values[VA_VERSION - 1]);
 	head->tenant = TextDatumGetCString(values[VA_TENANT - 1]);
