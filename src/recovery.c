@@ -725,7 +725,7 @@ writer_first_row(TriggerData *td)
 	TupleDesc	desc = td->tg_relation->rd_att;
 	int			att = SPI_fnumber(desc, "timeline");
 	Datum		value = Int64GetDatum((int64) GetWALInsertionTimeLine());
-	bool		isnull = !creating_extension;
+	bool		isnull = !store_installing_lake();
 
 	if (att <= 0)
 		return PointerGetDatum(td->tg_trigtuple);	/* advance_epoch refuses it */

@@ -158,6 +158,8 @@ extern bytea *store_detoast_contained(Datum value, char **why);
 extern void store_run(SPIPlanPtr plan, Datum *values, int expected);
 /* XX001 unless the tables a kept plan just ran on are as lake made them. */
 extern void store_require_shape_of_plan(SPIPlanPtr plan);
+/* lake's own install script runs (not another extension's). */
+extern bool store_installing_lake(void);
 extern void store_run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot,
 							   int expected);
 /*
