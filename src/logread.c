@@ -649,34 +649,43 @@ typedef struct OwnerWalk
 } OwnerWalk;
 
 /*
+ * A recovery's walk read past damage to the owner index (the blocks or a
+ * cycle's owner list) in the log itself: said once per transaction (every
+ * owner's walk may meet the same damage), so that the damage is known
+ * before a reader is refused.
+ */
+static void
+warn_index_damage(const OwnerWalk *w, int64 cycle, const char *why)
+{
+	static LocalTransactionId warned_in = InvalidLocalTransactionId;
+
+	if (warned_in == MyProc->lxid)
+		return;
+	warned_in = MyProc->lxid;
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("the owner index of owner id %d is damaged at cycle " INT64_FORMAT,
+					w->owner_id, cycle),
+			 errdetail("The check of the entry found: %s. The owner's landings were read from the log itself; readers of its trajectory get XX001.", why),
+			 errhint("lake.rebuild_owner_index() writes the index again from the log.")));
+}
+
+/*
  * The index does not match the log: XX001 for a reader. A recovery does
  * not judge the owner by a damaged index (it is derived from the log, and
  * one damaged owner list in the tail is in every owner's walk): it reads
- * the log itself from where the walk last found the owner, and says so
- * once per transaction (every owner's walk may meet the same damage), so
- * that the damage is known before a reader is refused.
+ * the log itself from where the walk last found the owner.
  */
 static void
 walk_damaged(OwnerWalk *w, int64 cycle, const char *why)
 {
-	static LocalTransactionId warned_in = InvalidLocalTransactionId;
-
 	if (w->damaged == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the owner index of owner id %d is damaged at cycle " INT64_FORMAT,
 						w->owner_id, cycle),
 				 errdetail("The check of the entry found: %s.", why)));
-	if (warned_in != MyProc->lxid)
-	{
-		warned_in = MyProc->lxid;
-		ereport(WARNING,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("the owner index of owner id %d is damaged at cycle " INT64_FORMAT,
-						w->owner_id, cycle),
-				 errdetail("The check of the entry found: %s. The owner's landings were read from the log itself; readers of its trajectory get XX001.", why),
-				 errhint("lake.rebuild_owner_index() writes the index again from the log.")));
-	}
+	warn_index_damage(w, cycle, why);
 	w->rescan = true;
 	w->done = true;
 }
@@ -725,6 +734,10 @@ walk_cycle_damaged(int64 cycle, const char *why, const LakeCycleOwner *owners,
 			mine = &owners[i];
 	if (nowners >= 0 && (mine == NULL || mine->first_position != w->expect))
 	{
+		warn_index_damage(w, cycle, mine == NULL ?
+						  "the cycle's owner list does not hold the owner" :
+						  psprintf("the cycle's owner list starts the owner at position " INT64_FORMAT " where " INT64_FORMAT " was expected",
+								   mine->first_position, w->expect));
 		w->rescan = true;
 		w->done = true;
 		return;
@@ -874,6 +887,7 @@ walk_tail(OwnerWalk *w, int64 from, int64 closed)
 			 * A recovery reads the cycle's record instead, which names its
 			 * owners too: one damaged list is in every owner's walk.
 			 */
+			warn_index_damage(w, cycle, psprintf("its owner list is damaged: %s", why));
 			walk_cycle(w, tup);
 			continue;
 		}

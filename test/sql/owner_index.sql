@@ -123,6 +123,8 @@ UPDATE lake_data.cycle c SET owners = k.owners FROM t.ix_tail k WHERE c.cycle = 
 UPDATE lake_data.cycle c SET indexed_through = k.cycle - 64 FROM t.ix_tail k WHERE c.cycle = k.cycle;
 SELECT t.ix_err($$SELECT count(*) FROM lake.trajectory('ix_a')$$) AS index_end_too_far_back;
 SELECT owner, applied, quarantined FROM lake.recover('ix_a');
+-- Every owner's walk meets that damage: one WARNING for the whole call.
+SELECT count(*) AS all_recovered FROM lake.recover() WHERE owner LIKE 'ix\_%';
 UPDATE lake_data.cycle c SET indexed_through = k.indexed_through FROM t.ix_tail k WHERE c.cycle = k.cycle;
 -- Repaired, every trajectory reads as before.
 SELECT o, count(*) = max(position) AS complete, max(position) FILTER (WHERE o <> 'ix_c')
