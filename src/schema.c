@@ -466,7 +466,9 @@ require_columns(int i, Relation rel, bool missing_only)
  * ACCESS METHOD) they would be written into storage that is not a heap.
  * A rule rewrites the statements lake runs on the table (DO INSTEAD
  * NOTHING: a snapshot "written" that is not there); row security forced on
- * the owner hides rows from them.
+ * the owner hides rows from them, unless the owner bypasses it (a
+ * superuser, as the extension's owner usually is): refused whatever the
+ * owner's attributes today, as they can change.
  */
 static void
 require_storage(int i, Relation rel)
@@ -493,7 +495,7 @@ require_storage(int i, Relation rel)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
-				 errdetail("Its row security was forced on its owner, the role lake's statements run as: they would miss rows."),
+				 errdetail("Its row security was forced on its owner, the role lake's statements run as: unless that role is a superuser or has BYPASSRLS, they would miss rows."),
 				 errhint("Undo the change (ALTER TABLE ... NO FORCE ROW LEVEL SECURITY). " SCHEMA_MOVE_HINT)));
 }
 
