@@ -387,10 +387,10 @@ require_indexes(int i, Relation rel)
 
 /*
  * The first of table t's columns that desc has no live column of that name
- * for; 'otherwise' if each has one (the table is short of columns, renamed).
+ * for. Called when desc has fewer live columns than t, so there is one.
  */
 static int
-missing_column(const TableShape *t, TupleDesc desc, int otherwise)
+missing_column(const TableShape *t, TupleDesc desc)
 {
 	for (int c = 0; c < t->ncolumns; c++)
 	{
@@ -402,7 +402,7 @@ missing_column(const TableShape *t, TupleDesc desc, int otherwise)
 		if (!found)
 			return c;
 	}
-	return otherwise;
+	pg_unreachable();
 }
 
 /*
@@ -425,7 +425,7 @@ require_columns(int i, Relation rel, bool missing_only)
 			at++;
 		if (at >= desc->natts)
 		{
-			int			m = missing_column(t, desc, c);
+			int			m = missing_column(t, desc);
 
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -470,33 +470,32 @@ require_columns(int i, Relation rel, bool missing_only)
  * superuser, as the extension's owner usually is): refused whatever the
  * owner's attributes today, as they can change.
  */
+/* XX001 for table i, stored otherwise than made: what and how to undo it. */
+static void
+refuse_storage(int i, const char *what, const char *undo)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
+			 errdetail("%s", what),
+			 errhint("Undo the change (%s). " SCHEMA_MOVE_HINT, undo)));
+}
+
 static void
 require_storage(int i, Relation rel)
 {
 	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
-				 errdetail("It was made unlogged: a crash empties it, and a standby has none of its rows."),
-				 errhint("Undo the change (ALTER TABLE ... SET LOGGED). " SCHEMA_MOVE_HINT)));
+		refuse_storage(i, "It was made unlogged: a crash empties it, and a standby has none of its rows.",
+					   "ALTER TABLE ... SET LOGGED");
 	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
-				 errdetail("It was given another table access method: lake reads and writes its tables as heaps."),
-				 errhint("Undo the change (ALTER TABLE ... SET ACCESS METHOD heap). " SCHEMA_MOVE_HINT)));
+		refuse_storage(i, "It was given another table access method: lake reads and writes its tables as heaps.",
+					   "ALTER TABLE ... SET ACCESS METHOD heap");
 	if (rel->rd_rules != NULL && rel->rd_rules->numLocks > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
-				 errdetail("It was given a rule, which rewrites the statements lake runs on it."),
-				 errhint("Undo the change (DROP RULE). " SCHEMA_MOVE_HINT)));
+		refuse_storage(i, "It was given a rule, which rewrites the statements lake runs on it.",
+					   "DROP RULE");
 	if (rel->rd_rel->relforcerowsecurity && rel->rd_rel->relrowsecurity)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, shapes[i].table),
-				 errdetail("Its row security was forced on its owner, the role lake's statements run as: unless that role is a superuser or has BYPASSRLS, they would miss rows."),
-				 errhint("Undo the change (ALTER TABLE ... NO FORCE ROW LEVEL SECURITY). " SCHEMA_MOVE_HINT)));
+		refuse_storage(i, "Its row security was forced on its owner, the role lake's statements run as: unless that role is a superuser or has BYPASSRLS, they would miss rows.",
+					   "ALTER TABLE ... NO FORCE ROW LEVEL SECURITY");
 }
 
 /*
