@@ -53,14 +53,16 @@ our @EXPORT = qw(lake_node sql_error wait_until lock_timeouts_logged gdb_stopped
 	};
 }
 
-# lake_node(name, init => {...}, conf => "lines", preload => 1)
+# lake_node(name, init => {...}, conf => "lines", preload => 1, install_path => dir)
 #
 # A new, initialised (not started) node. By default it preloads lake and
 # serves database postgres; 'conf' lines are appended after that.
+# 'install_path' runs it from another installation (bin/ under it).
 sub lake_node
 {
 	my ($name, %opt) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		defined $opt{install_path} ? (install_path => $opt{install_path}) : ());
 
 	$node->init(%{ $opt{init} // {} });
 	my $preload = $opt{preload} // 1;
