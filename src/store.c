@@ -690,14 +690,26 @@ name_shape_tables(uint64 at)
 	shape_found = at;
 }
 
-/* Run 'check' (schema.h) on table i, open for it. */
-static void
-check_shape_table(int i, void (*check) (int i, Relation rel))
+/*
+ * Run 'check' (schema.h) on table i, open for it. The relcache builds an
+ * entry from the catalogs only under a lock on the relation: with
+ * 'lock_now', one the caller does not hold yet is taken for the check,
+ * without waiting (false, nothing checked, if another session holds it).
+ */
+static bool
+check_shape_table(int i, void (*check) (int i, Relation rel), bool lock_now)
 {
-	Relation	rel = RelationIdGetRelation(shape_relid[i]);
+	Relation	rel;
 
+	if (lock_now && !ConditionalLockRelationOid(shape_relid[i], AccessShareLock))
+		return false;
+	rel = RelationIdGetRelation(shape_relid[i]);
 	if (!RelationIsValid(rel))
+	{
+		/* Dropped after the call named it: a DROP EXTENSION is 55000. */
+		schema_require_not_dropped();
 		elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, shape_name(i));
+	}
 	PG_TRY();
 	{
 		check(i, rel);
@@ -707,6 +719,9 @@ check_shape_table(int i, void (*check) (int i, Relation rel))
 		RelationClose(rel);
 	}
 	PG_END_TRY();
+	if (lock_now)
+		UnlockRelationOid(shape_relid[i], AccessShareLock);
+	return true;
 }
 
 /*
@@ -735,7 +750,7 @@ require_shape_of(Oid relid)
 			continue;
 		if (shape_checked[i] == at)
 			return;
-		check_shape_table(i, schema_require);
+		check_shape_table(i, schema_require, false);
 		shape_checked[i] = at;
 		return;
 	}
@@ -771,7 +786,7 @@ store_nextval(const char *name)
 	name_shape_tables(shape_generation);
 	for (int i = SCHEMA_NTABLES; i < SHAPE_NRELS; i++)
 		if (strcmp(shape_name(i), name) == 0)
-			check_shape_table(i, require_sequence);
+			check_shape_table(i, require_sequence, false);
 	return n;
 }
 
@@ -783,10 +798,16 @@ require_tables_present(void)
 	if (present_checked == at || store_installing_lake())
 		return;
 	name_shape_tables(at);
-	for (int i = 0; i < SCHEMA_NTABLES; i++)
-		check_shape_table(i, schema_require_present);
-	for (int i = SCHEMA_NTABLES; i < SHAPE_NRELS; i++)
-		check_shape_table(i, require_sequence);
+
+	/*
+	 * The call holds no lock on most of them, and waits for none (not for
+	 * maintenance of a table it does not use). One another session holds
+	 * is left as it is: what that session changes in it invalidates it at
+	 * commit, and the next call checks it then.
+	 */
+	for (int i = 0; i < SHAPE_NRELS; i++)
+		(void) check_shape_table(i, i < SCHEMA_NTABLES ? schema_require_present : require_sequence,
+								 true);
 	present_checked = at;
 }
 
