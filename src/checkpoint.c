@@ -170,26 +170,26 @@ checkpoint_take(bool lock_held)
 			Int64GetDatum((int64) pos), Int64GetDatum((int64) (VARSIZE(stored) - VARHDRSZ)),
 		PointerGetDatum(stored)};
 
-		if (SPI_execute_plan(store_plan_once(&plan_insert,
+		if (store_execute(store_plan_once(&plan_insert,
 											 "INSERT INTO lake_data.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data) "
 											 "VALUES ($1, pg_catalog.now(), $2, $3, $4, $5) "
 											 "ON CONFLICT (cycle) DO UPDATE SET taken_at = excluded.taken_at, "
 											 " owners = excluded.owners, bytes = excluded.bytes, "
 											 " stored_bytes = excluded.stored_bytes, data = excluded.data",
 											 5, types),
-							 values, NULL, false, 0) != SPI_OK_INSERT)
+						  values, NULL, InvalidSnapshot, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "lake: could not write the snapshot of cycle " INT64_FORMAT, cycle);
 	}
 	{
 		Oid			types[1] = {INT8OID};
 		Datum		values[1] = {Int64GetDatum(cycle)};
 
-		if (SPI_execute_plan(store_plan(&plan_retire,
+		if (store_execute(store_plan(&plan_retire,
 										"DELETE FROM lake_data.snapshot s WHERE s.cycle OPERATOR(pg_catalog.<) "
 										" (SELECT pg_catalog.max(p.cycle) FROM lake_data.snapshot p "
 										"  WHERE p.cycle OPERATOR(pg_catalog.<) $1)",
 										1, types),
-							 values, NULL, false, 0) != SPI_OK_DELETE)
+						  values, NULL, InvalidSnapshot, false, 0) != SPI_OK_DELETE)
 			elog(ERROR, "lake: could not retire old snapshots");
 	}
 	store_finish();

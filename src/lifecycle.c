@@ -267,11 +267,11 @@ load(int32 id, Flaw *f)
 
 	if (hit != NULL)
 		return hit;
-	if (SPI_execute_snapshot(store_plan(&plan,
-										"SELECT l.initial_phase, l.edges, l.name FROM lake_data.lifecycle l "
-										"WHERE l.id OPERATOR(pg_catalog.=) $1", 1, types),
-							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							 true, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (store_execute(store_plan(&plan,
+								 "SELECT l.initial_phase, l.edges, l.name FROM lake_data.lifecycle l "
+								 "WHERE l.id OPERATOR(pg_catalog.=) $1", 1, types),
+					  values, NULL, GetLatestSnapshot(), true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
 		elog(ERROR, "lake: lifecycle %d is missing", id);
 	store_require_shape_of_plan(plan);
 	/* store_colv: a column read as NULL (damage) is XX001. */

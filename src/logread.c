@@ -258,14 +258,13 @@ find_landing(int32 epoch, int64 seq, FindSeq *f, LogReceipt *out)
 	bool		isnull;
 	int64		cycle;
 
-	if (SPI_execute_snapshot(store_plan(&plan,
-										"SELECT c.cycle, c.lsn, c.data, c.bytes, c.first_seq FROM lake_data.cycle c "
-										"WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
-										"  AND c.last_seq OPERATOR(pg_catalog.>=) $2 "
-										"ORDER BY c.last_seq LIMIT 1",
-										2, types),
-							 values, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							 true, false, 1) != SPI_OK_SELECT)
+	if (store_execute(store_plan(&plan,
+								 "SELECT c.cycle, c.lsn, c.data, c.bytes, c.first_seq FROM lake_data.cycle c "
+								 "WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
+								 "  AND c.last_seq OPERATOR(pg_catalog.>=) $2 "
+								 "ORDER BY c.last_seq LIMIT 1",
+								 2, types),
+					  values, NULL, GetLatestSnapshot(), true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "lake: receipt lookup failed");
 	store_require_shape_of_plan(plan);
 	if (SPI_processed == 0)

@@ -410,6 +410,56 @@ store_commit_as_owner(void)
 	SetUserIdAndSecContext(user, sec);
 }
 
+static void require_shape_of_locked(void);
+
+/*
+ * In PG_CATCH of a statement of lake's being analyzed (prepared, or planned
+ * again after an invalidation): the parser's error for a column renamed
+ * (42703) or retyped (42804, 42883), or a table gone (42P01), when what
+ * changed is a table of lake's that the statement locked or the extension
+ * dropped, becomes the refusal any call gets for that (XX001, 55000). Any
+ * other error goes on as it was.
+ */
+static void
+explain_analysis_error(MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	if (ERRCODE_TO_CATEGORY(geterrcode()) != ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION)
+		PG_RE_THROW();
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	if (edata->sqlerrcode == ERRCODE_UNDEFINED_TABLE)
+		schema_require_not_dropped();
+	require_shape_of_locked();
+	ReThrowError(edata);
+}
+
+/* SPI_execute_plan, or _snapshot when 'snapshot' is given, explained as above. */
+int
+store_execute(SPIPlanPtr plan, Datum *values, const char *nulls, Snapshot snapshot,
+			  bool read_only, long count)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int			rc = 0;
+
+	PG_TRY();
+	{
+		if (snapshot != InvalidSnapshot)
+			rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot,
+									  read_only, false, count);
+		else
+			rc = SPI_execute_plan(plan, values, nulls, read_only, count);
+	}
+	PG_CATCH();
+	{
+		explain_analysis_error(cxt);
+	}
+	PG_END_TRY();
+	return rc;
+}
+
 static SPIPlanPtr
 keep_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes,
 		  int cursor_options)
@@ -417,8 +467,18 @@ keep_plan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes,
 	fix_statement_settings();
 	if (*cache == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, cursor_options);
+		MemoryContext cxt = CurrentMemoryContext;
+		SPIPlanPtr	plan = NULL;
 
+		PG_TRY();
+		{
+			plan = SPI_prepare_cursor(sql, nargs, argtypes, cursor_options);
+		}
+		PG_CATCH();
+		{
+			explain_analysis_error(cxt);
+		}
+		PG_END_TRY();
 		if (plan == NULL)
 			elog(ERROR, "lake: could not prepare \"%s\": %s",
 				 sql, SPI_result_code_string(SPI_result));
@@ -449,13 +509,8 @@ store_plan_once(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
 void
 store_run_snapshot(SPIPlanPtr plan, Datum *values, Snapshot snapshot, int expected)
 {
-	int			rc;
+	int			rc = store_execute(plan, values, NULL, snapshot, false, 0);
 
-	if (snapshot != InvalidSnapshot)
-		rc = SPI_execute_snapshot(plan, values, NULL, snapshot,
-								  InvalidSnapshot, false, false, 0);
-	else
-		rc = SPI_execute_plan(plan, values, NULL, false, 0);
 	store_require_shape_of_plan(plan);	/* it locked its tables: see them as they are */
 	if (rc != expected)
 		elog(ERROR, "lake: SPI returned %s, expected %s",
@@ -606,6 +661,21 @@ store_generation(void)
 	return generation;
 }
 
+/*
+ * 55000 when lake_data is now 'nsp', not the namespace the call began with:
+ * the extension was dropped and created again while the call ran.
+ */
+static void
+require_call_installation(Oid nsp)
+{
+	if (OidIsValid(call_schema) && nsp != call_schema)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"lake\" was dropped and created again while this call ran"),
+				 errdetail("What the call had read belongs to the dropped installation."),
+				 errhint("Retry the call; nothing it did is kept.")));
+}
+
 static Oid
 lake_relid(const char *name)
 {
@@ -633,12 +703,8 @@ lake_relid(const char *name)
 				 errhint("If it was renamed, rename it back (ALTER SCHEMA ... RENAME TO %s).",
 						 LAKE_DATA_SCHEMA)));
 	}
-	if (depth > 0 && OidIsValid(call_schema) && nsp != call_schema)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"lake\" was dropped and created again while this call ran"),
-				 errdetail("What the call had read belongs to the dropped installation."),
-				 errhint("Retry the call; nothing it did is kept.")));
+	if (depth > 0)
+		require_call_installation(nsp);
 	relid = get_relname_relid(name, nsp);
 	if (!OidIsValid(relid))
 	{
@@ -708,6 +774,7 @@ check_shape_table(int i, void (*check) (int i, Relation rel), bool lock_now)
 	{
 		/* Dropped after the call named it: a DROP EXTENSION is 55000. */
 		schema_require_not_dropped();
+		require_call_installation(get_namespace_oid(LAKE_DATA_SCHEMA, true));
 		elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, shape_name(i));
 	}
 	PG_TRY();
@@ -832,6 +899,16 @@ store_require_shape_of_plan(SPIPlanPtr plan)
 }
 
 static void require_shape_of(Oid relid);
+
+/* The tables of lake's this transaction has locked, as they are now. */
+static void
+require_shape_of_locked(void)
+{
+	name_shape_tables(shape_generation);
+	for (int i = 0; i < SCHEMA_NTABLES; i++)
+		if (CheckRelationOidLockedByMe(shape_relid[i], AccessShareLock, true))
+			require_shape_of(shape_relid[i]);
+}
 
 void
 store_trigger_misfired(const char *function, const char *how)
@@ -1553,11 +1630,21 @@ store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 void
 store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo)
 {
-	Portal		portal = SPI_cursor_open(NULL, plan, values, NULL, true);
+	MemoryContext cxt = CurrentMemoryContext;
+	Portal		portal = NULL;
 	int			natts = rsinfo->setDesc->natts;
 	Datum	   *row = palloc(sizeof(Datum) * natts);
 	bool	   *nulls = palloc(sizeof(bool) * natts);
 
+	PG_TRY();
+	{
+		portal = SPI_cursor_open(NULL, plan, values, NULL, true);
+	}
+	PG_CATCH();
+	{
+		explain_analysis_error(cxt);
+	}
+	PG_END_TRY();
 	store_require_shape_of_plan(plan);	/* its tables are locked now */
 	lake_require_result_width("a set-returning function of lake's", rsinfo->setDesc,
 							  portal->tupDesc->natts);

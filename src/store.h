@@ -156,6 +156,13 @@ extern bytea *store_detoast_contained(Datum value, char **why);
 
 /* SPI helpers for the table families' statements. */
 extern void store_run(SPIPlanPtr plan, Datum *values, int expected);
+/*
+ * SPI_execute_plan (SPI_execute_snapshot when 'snapshot' is given): a
+ * statement PostgreSQL cannot analyze against an altered table of lake's
+ * or a dropped extension is XX001 or 55000, not the parser's error.
+ */
+extern int	store_execute(SPIPlanPtr plan, Datum *values, const char *nulls,
+						  Snapshot snapshot, bool read_only, long count);
 /* XX001 unless the tables a kept plan just ran on are as lake made them. */
 extern void store_require_shape_of_plan(SPIPlanPtr plan);
 /* lake's own install script runs (not another extension's). */

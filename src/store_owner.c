@@ -312,10 +312,10 @@ store_owner_set_quarantine(int32 owner_id, int64 position, const char *why)
 	why ? CStringGetTextDatum(why) : (Datum) 0};
 	char		nulls[3] = {' ', why ? ' ' : 'n', why ? ' ' : 'n'};
 
-	if (SPI_execute_plan(store_plan(&plan,
-									"UPDATE lake_data.owner SET quarantine_position = $2, quarantine_reason = $3 "
-									"WHERE id OPERATOR(pg_catalog.=) $1",
-									3, types),
-						 values, nulls, false, 0) != SPI_OK_UPDATE)
+	if (store_execute(store_plan(&plan,
+								 "UPDATE lake_data.owner SET quarantine_position = $2, quarantine_reason = $3 "
+								 "WHERE id OPERATOR(pg_catalog.=) $1",
+								 3, types),
+					  values, nulls, InvalidSnapshot, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "lake: could not record the quarantine of owner %d", owner_id);
 }
