@@ -171,12 +171,12 @@ checkpoint_take(bool lock_held)
 		PointerGetDatum(stored)};
 
 		if (store_execute(store_plan_once(&plan_insert,
-											 "INSERT INTO lake_data.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data) "
-											 "VALUES ($1, pg_catalog.now(), $2, $3, $4, $5) "
-											 "ON CONFLICT (cycle) DO UPDATE SET taken_at = excluded.taken_at, "
-											 " owners = excluded.owners, bytes = excluded.bytes, "
-											 " stored_bytes = excluded.stored_bytes, data = excluded.data",
-											 5, types),
+										  "INSERT INTO lake_data.snapshot (cycle, taken_at, owners, bytes, stored_bytes, data) "
+										  "VALUES ($1, pg_catalog.now(), $2, $3, $4, $5) "
+										  "ON CONFLICT (cycle) DO UPDATE SET taken_at = excluded.taken_at, "
+										  " owners = excluded.owners, bytes = excluded.bytes, "
+										  " stored_bytes = excluded.stored_bytes, data = excluded.data",
+										  5, types),
 						  values, NULL, InvalidSnapshot, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "lake: could not write the snapshot of cycle " INT64_FORMAT, cycle);
 	}
@@ -185,10 +185,10 @@ checkpoint_take(bool lock_held)
 		Datum		values[1] = {Int64GetDatum(cycle)};
 
 		if (store_execute(store_plan(&plan_retire,
-										"DELETE FROM lake_data.snapshot s WHERE s.cycle OPERATOR(pg_catalog.<) "
-										" (SELECT pg_catalog.max(p.cycle) FROM lake_data.snapshot p "
-										"  WHERE p.cycle OPERATOR(pg_catalog.<) $1)",
-										1, types),
+									 "DELETE FROM lake_data.snapshot s WHERE s.cycle OPERATOR(pg_catalog.<) "
+									 " (SELECT pg_catalog.max(p.cycle) FROM lake_data.snapshot p "
+									 "  WHERE p.cycle OPERATOR(pg_catalog.<) $1)",
+									 1, types),
 						  values, NULL, InvalidSnapshot, false, 0) != SPI_OK_DELETE)
 			elog(ERROR, "lake: could not retire old snapshots");
 	}
