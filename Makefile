@@ -8,8 +8,9 @@ EXTENSION   = lake
 EXTVERSION  = 0.1.0
 MODULE_big  = lake
 OBJS        = src/lake.o src/guc.o src/args.o src/hold.o src/admission.o src/codec.o \
-              src/digest.o src/encode.o src/durable.o src/schema.o src/store.o src/store_version.o \
-              src/store_stage.o src/store_grant.o src/store_owner.o src/store_dict.o \
+              src/digest.o src/encode.o src/durable.o src/schema.o src/store_rel.o src/store_row.o \
+              src/store.o src/store_blob.o src/store_version.o src/store_stage.o src/store_grant.o \
+              src/store_owner.o src/store_dict.o \
               src/access.o src/head.o src/operation.o \
               src/append.o src/dict.o src/stage.o src/lifecycle.o src/owner.o \
               src/landing.o src/owner_index.o src/cycle.o src/waiter.o src/publish.o src/seal.o \

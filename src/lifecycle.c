@@ -18,6 +18,8 @@
 #include "guc.h"
 #include "lifecycle.h"
 #include "store.h"
+#include "store_rel.h"
+#include "store_row.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"

@@ -36,6 +36,8 @@
 #include "port/pg_bitutils.h"
 #include "storage/proc.h"
 #include "store.h"
+#include "store_rel.h"
+#include "store_row.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"

@@ -29,6 +29,7 @@
 #include "head.h"
 #include "hold.h"
 #include "operation.h"
+#include "store_rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 

@@ -9,10 +9,10 @@
  * one's. Its indexes are scanned and filled directly, with keys of the
  * types lake made them on: an index re-created under the same name on
  * other columns crashed the server, and one partial, descending or no
- * longer unique would miss rows or let duplicates in. store.c checks every
- * table and its indexes against this before the first use in a backend and
- * after every invalidation that could have changed one, so the regression
- * suites check this list against the install script too.
+ * longer unique would miss rows or let duplicates in. store_rel.c checks
+ * every table and its indexes against this before the first use in a
+ * backend and after every invalidation that could have changed one, so the
+ * regression suites check this list against the install script too.
  */
 #include "lake.h"
 
@@ -407,7 +407,7 @@ missing_column(const TableShape *t, TupleDesc desc)
 
 /*
  * Refuse table i's relation unless its leading live columns are lake's,
- * named and typed as made (only there, when 'missing_only'); store.c's
+ * named and typed as made (only there, when 'missing_only'); store_row.c's
  * table_width then requires any others dropped.
  */
 static void

@@ -28,6 +28,7 @@
 #include "guc.h"
 #include "miscadmin.h"
 #include "operation.h"
+#include "store_rel.h"
 #include "store_stage.h"
 
 /*

@@ -1,16 +1,18 @@
 /*
- * store.c — table access shared by every lake_data table family
- * (store_version.c, store_stage.c, store_grant.c, store_owner.c, and the
- * cycle tables of the durable path):
+ * store.c — the section in which a call works on lake_data's tables, and
+ * the SQL it runs there (shared by every table family: store_version.c,
+ * store_stage.c, store_grant.c, store_owner.c, and the cycle tables of the
+ * durable path):
  *
  *   - the identity table work runs as (the extension's owner), entered and
  *     left with store_connect() / store_finish();
- *   - relations opened directly, their OIDs cached per backend and dropped
- *     on invalidation; rows inserted through the table AM with their index
- *     entries (store_insert) and point lookups through an index
- *     (store_fetch);
- *   - SPI plans kept per backend for the statements that stay SQL;
- *   - bounded object locks.
+ *   - SPI plans kept per backend for the statements that stay SQL, and the
+ *     settings they run with;
+ *   - bounded waits: object locks, and statements that may wait for
+ *     another transaction's row.
+ *
+ * Relations opened directly are store_rel.c's, rows through the table AM
+ * store_row.c's.
  *
  * Every SQL statement is prepared once per backend, names its tables with
  * their schema and uses pg_catalog operators; caller input only ever
@@ -26,25 +28,14 @@
 #include "lake.h"
 
 #include "access/genam.h"
-#include "access/relation.h"
-#include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/skey.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "args.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_collation.h"
-#include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
-#include "catalog/pg_type.h"
-#include "codec.h"
-#include "commands/extension.h"
-#include "commands/sequence.h"
 #include "commands/trigger.h"
-#include "digest.h"
-#include "executor/executor.h"
 #include "executor/spi.h"
 #include "guc.h"
 #include "miscadmin.h"
@@ -53,21 +44,15 @@
 #include "storage/proc.h"
 #include "schema.h"
 #include "store.h"
+#include "store_rel.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/plancache.h"
 #include "utils/syscache.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/snapmgr.h"
 #include "utils/timeout.h"
-#include "utils/timestamp.h"
 
-PG_FUNCTION_INFO_V1(lake_data_changed);
 PG_FUNCTION_INFO_V1(lake_refuse_logical_apply);
 
 /*
@@ -107,17 +92,6 @@ static uint64 call_serial = 0;
 static int	path_nest = 0;
 static SubTransactionId path_subxact;	/* where path_nest was opened */
 static bool callbacks_set = false;
-
-/*
- * lake_data's namespace as the outermost store_connect found it: every
- * name lake resolves afresh during the call must still be in it. A DROP
- * EXTENSION and CREATE EXTENSION committed while a call runs (its reads
- * keep no lock, and the dataset's lock is an object lock DROP does not
- * wait for) would otherwise have the call write what it read of the old
- * installation (a dataset id, a cycle cut from the old ring) into the new
- * one's tables of the same names.
- */
-static Oid	call_schema = InvalidOid;
 
 /*
  * The extension's owner (pg_extension.extowner), its OID and lake_data's
@@ -232,8 +206,6 @@ store_hold_extension(void)
 	return !OidIsValid(held) || OidIsValid(lookup_owner(true));
 }
 
-static void forget_all(void);
-
 static void
 reset_depth_xact(XactEvent event, void *arg)
 {
@@ -241,6 +213,7 @@ reset_depth_xact(XactEvent event, void *arg)
 	{
 		depth = 0;
 		path_nest = 0;
+		store_rel_end_call();
 	}
 
 	/*
@@ -250,7 +223,7 @@ reset_depth_xact(XactEvent event, void *arg)
 	 */
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
 		event == XACT_EVENT_PREPARE)
-		forget_all();
+		store_rel_forget();
 }
 
 static void
@@ -262,15 +235,15 @@ reset_depth_subxact(SubXactEvent event, SubTransactionId mySubid,
 	{
 		while (depth > 0 && frames[depth].subxact >= mySubid)
 			depth--;
-		forget_all();
+		if (depth == 0)
+			store_rel_end_call();
+		store_rel_forget();
 	}
 	/* Its end pops the GUC levels opened in it, committed or not. */
 	if ((event == SUBXACT_EVENT_ABORT_SUB || event == SUBXACT_EVENT_COMMIT_SUB) &&
 		path_nest > 0 && path_subxact >= mySubid)
 		path_nest = 0;
 }
-
-static void require_tables_present(void);
 
 void
 store_connect(void)
@@ -296,8 +269,7 @@ store_connect(void)
 		call_serial++;
 		now = lookup_installed(false);
 		lake_owner = now.owner;
-		call_schema = now.schema;
-		require_tables_present();
+		store_rel_begin_call(now.schema);
 	}
 	f = &frames[depth + 1];
 	GetUserIdAndSecContext(&f->userid, &f->sec_context);
@@ -328,6 +300,7 @@ store_finish(void)
 		if (path_nest > 0)
 			AtEOXact_GUC(true, path_nest);
 		path_nest = 0;
+		store_rel_end_call();
 	}
 	SetUserIdAndSecContext(f->userid, f->sec_context);
 }
@@ -410,8 +383,6 @@ store_commit_as_owner(void)
 	SetUserIdAndSecContext(user, sec);
 }
 
-static void require_shape_of_locked(void);
-
 /*
  * In PG_CATCH of a statement of lake's being analyzed (prepared, or planned
  * again after an invalidation): the parser's error for a column renamed
@@ -432,7 +403,7 @@ explain_analysis_error(MemoryContext cxt)
 	FlushErrorState();
 	if (edata->sqlerrcode == ERRCODE_UNDEFINED_TABLE)
 		schema_require_not_dropped();
-	require_shape_of_locked();
+	store_require_shape_of_locked();
 	ReThrowError(edata);
 }
 
@@ -582,552 +553,6 @@ store_digest_datum(const uint8 *digest)
 	return PointerGetDatum(d);
 }
 
-/* ----------------------------------------------------------------------
- * Relations, opened directly
- *
- * The hot paths (an append, a replay, a read's header, a chunk, a cast's
- * operation id) reach lake_data's tables and indexes through the table AM
- * and the index AM: no planner, no executor, and no cached generic plan
- * that chose a sequential scan while a table was empty. A relation's OID is
- * looked up by name once per backend and kept until an invalidation could
- * make it wrong: a relcache invalidation of any kept relation (dropped with
- * the extension, altered) or of all relations, or a change of any schema
- * (the data schema recreated). Every such invalidation, and every abort,
- * also advances store_generation(), which the callers' own caches (the
- * dataset ids) compare against.
- * ---------------------------------------------------------------------- */
-
-#define KEPT_RELS_MAX 64
-
-typedef struct KeptRel
-{
-	const char *name;			/* a literal, as the callers name it */
-	Oid			relid;
-} KeptRel;
-
-static KeptRel kept[KEPT_RELS_MAX];
-static int	nkept = 0;
-static uint64 generation = 1;
-
-/*
- * lake_data's tables and sequences, for the shape checks
- * (require_shape_of, require_tables_present), and a count of the
- * invalidations that could have changed one since. Unlike the kept OIDs
- * they outlive an abort: an ALTER rolled back invalidates its relation
- * again at the abort.
- */
-/* lake_data's tables, then its sequences (schema.h) */
-#define SHAPE_NRELS (SCHEMA_NTABLES + SCHEMA_NSEQUENCES)
-static Oid	shape_relid[SHAPE_NRELS];
-static uint64 shape_generation = 1;
-
-static void
-forget_all(void)
-{
-	nkept = 0;
-	generation++;
-}
-
-static void
-forget_rel(Datum arg, Oid relid)
-{
-	if (!OidIsValid(relid))
-	{
-		forget_all();
-		shape_generation++;
-		return;
-	}
-	for (int i = 0; i < SHAPE_NRELS; i++)
-		if (shape_relid[i] == relid)
-			shape_generation++;
-	for (int i = 0; i < nkept; i++)
-		if (kept[i].relid == relid)
-		{
-			forget_all();		/* names resolved again check the shapes again */
-			return;
-		}
-}
-
-static void
-forget_namespace(Datum arg, int cacheid, uint32 hashvalue)
-{
-	forget_all();
-	shape_generation++;
-}
-
-uint64
-store_generation(void)
-{
-	return generation;
-}
-
-/*
- * 55000 when lake_data is now 'nsp', not the namespace the call began with:
- * the extension was dropped and created again while the call ran.
- */
-static void
-require_call_installation(Oid nsp)
-{
-	if (OidIsValid(call_schema) && nsp != call_schema)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"lake\" was dropped and created again while this call ran"),
-				 errdetail("What the call had read belongs to the dropped installation."),
-				 errhint("Retry the call; nothing it did is kept.")));
-}
-
-static Oid
-lake_relid(const char *name)
-{
-	static bool registered = false;
-	Oid			relid;
-	Oid			nsp;
-
-	for (int i = 0; i < nkept; i++)
-		if (kept[i].name == name || strcmp(kept[i].name, name) == 0)
-			return kept[i].relid;
-	if (!registered)
-	{
-		CacheRegisterRelcacheCallback(forget_rel, (Datum) 0);
-		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_namespace, (Datum) 0);
-		registered = true;
-	}
-	nsp = get_namespace_oid(LAKE_DATA_SCHEMA, true);
-	if (!OidIsValid(nsp))
-	{
-		schema_require_not_dropped();
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("schema %s, which holds lake's tables, is missing", LAKE_DATA_SCHEMA),
-				 errdetail("It was renamed or dropped."),
-				 errhint("If it was renamed, rename it back (ALTER SCHEMA ... RENAME TO %s).",
-						 LAKE_DATA_SCHEMA)));
-	}
-	if (depth > 0)
-		require_call_installation(nsp);
-	relid = get_relname_relid(name, nsp);
-	if (!OidIsValid(relid))
-	{
-		schema_require_not_dropped();
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s.%s, which this build of lake needs, is missing", LAKE_DATA_SCHEMA, name),
-				 errdetail("The extension's tables are an earlier build's, or it was dropped or renamed."),
-				 errhint(SCHEMA_MOVE_HINT)));
-	}
-	/*
-	 * A name resolved afresh may name another relation than when the shapes
-	 * were checked: an index renamed into place invalidates only itself,
-	 * and this backend may never have kept the one it replaced.
-	 */
-	shape_generation++;
-	if (nkept == KEPT_RELS_MAX)
-		forget_all();
-	kept[nkept].name = name;
-	kept[nkept].relid = relid;
-	nkept++;
-	return relid;
-}
-
-/*
- * Each table of lake_data as lake made it (schema.c), checked when a call
- * first reaches it in a backend and again after any invalidation of one of
- * them (an ALTER): once a direct open or a statement holds the table's
- * lock, since an ALTER that commits while the call waits for the lock is
- * seen only then. Only the tables a call uses are looked at.
- */
-static uint64 shape_checked[SCHEMA_NTABLES];
-static uint64 shape_found = 0;	/* the shape_generation shape_relid is of */
-
-static const char *
-shape_name(int i)
-{
-	return i < SCHEMA_NTABLES ? schema_table(i) : schema_sequence(i - SCHEMA_NTABLES);
-}
-
-/* shape_relid as of generation 'at': named afresh after any invalidation. */
-static void
-name_shape_tables(uint64 at)
-{
-	if (shape_found == at)
-		return;
-	for (int i = 0; i < SHAPE_NRELS; i++)
-		shape_relid[i] = lake_relid(shape_name(i));
-	shape_found = at;
-}
-
-/*
- * Run 'check' (schema.h) on table i, open for it. The relcache builds an
- * entry from the catalogs only under a lock on the relation: with
- * 'lock_now', one the caller does not hold yet is taken for the check,
- * without waiting (false, nothing checked, if another session holds it).
- */
-static bool
-check_shape_table(int i, void (*check) (int i, Relation rel), bool lock_now)
-{
-	Relation	rel;
-
-	if (lock_now && !ConditionalLockRelationOid(shape_relid[i], AccessShareLock))
-		return false;
-	rel = RelationIdGetRelation(shape_relid[i]);
-	if (!RelationIsValid(rel))
-	{
-		/* Dropped after the call named it: a DROP EXTENSION is 55000. */
-		schema_require_not_dropped();
-		require_call_installation(get_namespace_oid(LAKE_DATA_SCHEMA, true));
-		elog(ERROR, "lake: relation %s.%s vanished", LAKE_DATA_SCHEMA, shape_name(i));
-	}
-	PG_TRY();
-	{
-		check(i, rel);
-	}
-	PG_FINALLY();
-	{
-		RelationClose(rel);
-	}
-	PG_END_TRY();
-	if (lock_now)
-		UnlockRelationOid(shape_relid[i], AccessShareLock);
-	return true;
-}
-
-/*
- * lake's own install script runs: some of its tables are not made yet.
- * Not any extension's: another one's script that calls lake (or an event
- * trigger that fires in it) is checked as any call is.
- */
-bool
-store_installing_lake(void)
-{
-	return creating_extension &&
-		CurrentExtensionObject == get_extension_oid("lake", true);
-}
-
-static void
-require_shape_of(Oid relid)
-{
-	uint64		at = shape_generation;
-
-	if (store_installing_lake())
-		return;
-	name_shape_tables(at);
-	for (int i = 0; i < SCHEMA_NTABLES; i++)
-	{
-		if (shape_relid[i] != relid)
-			continue;
-		if (shape_checked[i] == at)
-			return;
-		check_shape_table(i, schema_require, false);
-		shape_checked[i] = at;
-		return;
-	}
-}
-
-/*
- * Every table of lake_data there, with every column this build needs,
- * and every table and sequence logged, before a call does anything: the
- * tables of an earlier build lack some, and a call that needs none of
- * them (a small append, a dataset's creation) would otherwise write into
- * tables the build they belong to then reads as damaged; a crash empties
- * an unlogged one. Once per invalidation of one of them, as the shape
- * check; what a table holds is checked further where it is used.
- */
-static uint64 present_checked = 0;
-
-static void
-require_sequence(int i, Relation rel)
-{
-	schema_require_sequence(i - SCHEMA_NTABLES, rel);
-}
-
-/*
- * The next value of lake_data.<name>, one of its sequences: refused if the
- * sequence is unlogged, checked once nextval has locked it, which takes in
- * an ALTER committed since the call's start.
- */
-int64
-store_nextval(const char *name)
-{
-	int64		n = nextval_internal(lake_relid(name), false);
-
-	name_shape_tables(shape_generation);
-	for (int i = SCHEMA_NTABLES; i < SHAPE_NRELS; i++)
-		if (strcmp(shape_name(i), name) == 0)
-			check_shape_table(i, require_sequence, false);
-	return n;
-}
-
-static void
-require_tables_present(void)
-{
-	uint64		at = shape_generation;
-
-	if (present_checked == at || store_installing_lake())
-		return;
-	name_shape_tables(at);
-
-	/*
-	 * The call holds no lock on most of them, and waits for none (not for
-	 * maintenance of a table it does not use). One another session holds
-	 * is left as it is: what that session changes in it invalidates it at
-	 * commit, and the next call checks it then.
-	 */
-	for (int i = 0; i < SHAPE_NRELS; i++)
-		(void) check_shape_table(i, i < SCHEMA_NTABLES ? schema_require_present : require_sequence,
-								 true);
-	present_checked = at;
-}
-
-/*
- * The tables a statement just ran on (and holds locks on): called by
- * store_run* and store_fill, and by whoever runs a kept plan directly and
- * reads its rows.
- */
-void
-store_require_shape_of_plan(SPIPlanPtr plan)
-{
-	ListCell   *lc;
-
-	foreach(lc, SPI_plan_get_plan_sources(plan))
-	{
-		CachedPlanSource *ps = (CachedPlanSource *) lfirst(lc);
-		ListCell   *rc;
-
-		foreach(rc, ps->relationOids)
-			require_shape_of(lfirst_oid(rc));
-	}
-}
-
-static void require_shape_of(Oid relid);
-
-/* The tables of lake's this transaction has locked, as they are now. */
-static void
-require_shape_of_locked(void)
-{
-	name_shape_tables(shape_generation);
-	for (int i = 0; i < SCHEMA_NTABLES; i++)
-		if (CheckRelationOidLockedByMe(shape_relid[i], AccessShareLock, true))
-			require_shape_of(shape_relid[i]);
-}
-
-void
-store_trigger_misfired(const char *function, const char *how)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-			 errmsg("function %s must be fired %s", function, how)));
-}
-
-void
-store_require_trigger_on(TriggerData *td, const char *table)
-{
-	if (RelationGetRelid(td->tg_relation) != store_relid(table))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("this trigger function of lake's fires only on lake_data.%s", table)));
-	/* Its rows are read by column: the table must be as lake made it. */
-	require_shape_of(RelationGetRelid(td->tg_relation));
-}
-
-Oid
-store_relid(const char *name)
-{
-	return lake_relid(name);
-}
-
-Oid
-store_sealing_lock_object(void)
-{
-	return store_relid("cycle");
-}
-
-bool
-store_object_lock_held(Oid object)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, object, 0, 0);
-	return LockHeldByMe(&tag, ExclusiveLock);
-}
-
-bool
-store_sealing_lock_held(void)
-{
-	return store_object_lock_held(store_sealing_lock_object());
-}
-
-/*
- * A new blob id (a stage's id, kept by the version it becomes), in this
- * partition's residue class: a router sends a stage id to its partition by
- * the id alone. And in this timeline's range (its 2^40 ids are offset by
- * the timeline; the sequence goes on across timelines): a standby promoted
- * without the primary's last WAL (or a point-in-time recovery) hands out
- * the sequence's values again, and a stage id a client holds from the old
- * timeline's lost end must not name another operation's stage.
- */
-void
-store_writer_row_missing(void)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("lake_data.writer has no row"),
-			 errdetail("Its one row holds the writer epoch, without which lake cannot seal or recover."),
-			 errhint("Put the row back as a backup of this database has it.")));
-}
-
-void
-store_require_partition(int32 partitions, int32 partition)
-{
-	if (partitions != 0 && (partitions != lake_partitions || partition != lake_partition))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this database's lake is partition %d of %d, not %d of %d",
-						partition, partitions, lake_partition, lake_partitions),
-				 errdetail("Its receipts and stage ids were issued in partition %d's residue class.",
-						   partition),
-				 errhint("Set lake.partitions and lake.partition back to %d and %d.",
-						 partitions, partition)));
-}
-
-int64
-store_next_blob(void)
-{
-	Datum		writer[WRITER_NATTS];
-	bool		nulls[WRITER_NATTS];
-	int64		n;
-	TimeLineID	tli = GetWALInsertionTimeLine();
-
-	/* Never an id in another partition's class than the data's (SPEC §7). */
-	if (store_fetch("writer", "writer_pkey", InvalidSnapshot, NULL, 0,
-					ForwardScanDirection, writer, nulls))
-	{
-		store_require_partition(nulls[WA_PARTITIONS - 1] ? 0 : DatumGetInt32(writer[WA_PARTITIONS - 1]),
-								nulls[WA_PARTITION_NO - 1] ? 0 : DatumGetInt32(writer[WA_PARTITION_NO - 1]));
-		if (nulls[WA_TIMELINE - 1] || DatumGetInt64(writer[WA_TIMELINE - 1]) > (int64) tli)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("no stage or payload id is given on timeline %u before lake's worker has recovered on it", tli),
-					 nulls[WA_TIMELINE - 1] ?
-					 errdetail("lake's data was restored from a dump.") :
-					 errdetail("lake's data was last served on timeline " INT64_FORMAT ": the server's timeline went back (pg_upgrade).",
-							   DatumGetInt64(writer[WA_TIMELINE - 1])),
-					 errhint("Retry once lake.stats() shows the worker serving.")));
-	}
-	n = store_nextval("blob_seq");
-
-	/* 2^12 timelines of 2^40 ids, times at most 1024 partitions: < 2^63. */
-	if (tli > (1 << 12) || n >= ((int64) 1 << 40))
-		ereport(ERROR,
-				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("no stage or payload id is left for timeline %u", tli),
-				 errdetail("Stages and payloads stored in more than one chunk draw 2^40 ids in all, over at most 4096 timelines.")));
-	return lake_partition_handle(((int64) (tli - 1) << 40) + n);
-}
-
-/*
- * A timeline that went back (pg_upgrade starts the new cluster on timeline
- * 1), or a restore, reaches ids that another line of history (a primary
- * lost in an earlier failover, the dumped database going on) may have
- * handed out past the sequence's value: move it 2^32 ahead, far more than
- * such a line draws (as LAKE_TIMELINE_EPOCH_SKIP for epochs). setval
- * outlives a recovery that fails after it, and the worker's next try comes
- * here again: the sequence still where this process put it is a skip
- * already made (no id is given in between, see store_next_blob).
- */
-void
-store_skip_blob_ids(void)
-{
-	static SPIPlanPtr plan;
-	static int64 skipped_to = -1;
-	int64		n;
-
-	store_run(store_plan(&plan, "SELECT s.last_value FROM lake_data.blob_seq s", 0, NULL),
-			  NULL, SPI_OK_SELECT);
-	n = DatumGetInt64(store_colv(0, 1));
-	if (n == skipped_to)
-		return;
-	skipped_to = Min(n + ((int64) 1 << 32), ((int64) 1 << 40) - 1);
-	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(lake_relid("blob_seq")),
-							   Int64GetDatum(skipped_to));
-}
-
-/*
- * Open (and lock) lake_data.<name>, a table or an index. Locking accepts
- * invalidations: if one arrived meanwhile, the OID may name a dropped
- * relation (or, recycled, another one), so look the name up again, with
- * the lock held now. Once the name resolves to the relation held, after
- * the lock's invalidations were taken in, it is the one, as PostgreSQL's
- * RangeVarGetRelidExtended settles (a table's rename or drop waits for the
- * lock; an index's or the schema's rename after that point is as if it
- * came after the open), also when invalidations keep coming (a busy
- * catalog; every catalog read under debug_discard_caches).
- */
-Relation
-store_open(const char *name, LOCKMODE mode)
-{
-	Relation	rel = NULL;
-
-	for (int gone = 0;;)
-	{
-		uint64		gen = generation;
-		Oid			relid = lake_relid(name);
-
-		if (rel != NULL)
-		{
-			if (RelationGetRelid(rel) == relid)
-				break;
-			relation_close(rel, mode);
-		}
-		rel = try_relation_open(relid, mode);
-		if (rel != NULL && gen == generation)
-			break;
-		if (rel == NULL)
-		{
-			if (++gone > 1)
-				elog(ERROR, "lake: relation %s.%s (OID %u) vanished", LAKE_DATA_SCHEMA,
-					 name, relid);
-			forget_all();		/* gone, and no invalidation told us yet */
-		}
-		CHECK_FOR_INTERRUPTS();
-	}
-	/* An ALTER it waited for is visible now; an index is its table's. */
-	require_shape_of(rel->rd_rel->relkind == RELKIND_INDEX ?
-					 rel->rd_index->indrelid : RelationGetRelid(rel));
-	return rel;
-}
-
-/*
- * Lock, before the call reads them, the tables it may write, in the mode
- * its writes take (NULL-terminated names). A call that read a table and
- * then asked to write it could wait behind an administrator's REINDEX,
- * whose ShareLock lets readers on and which waits for them in turn: the
- * deadlock detector ended the call (40P01). Taken first, REINDEX waits.
- */
-void
-store_lock_for_write(const char *const *tables)
-{
-	if (RecoveryInProgress())
-		return;					/* a standby writes nothing; its refusal comes later */
-	for (; *tables != NULL; tables++)
-		table_close(store_open(*tables, RowExclusiveLock), NoLock);
-}
-
-/*
- * Statement trigger on a lake_data table whose rows sessions cache
- * (tenant_grant, dataset): every backend drops its cached answers (at once
- * here, elsewhere once this transaction commits).
- */
-Datum
-lake_data_changed(PG_FUNCTION_ARGS)
-{
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		store_trigger_misfired("lake.data_changed()", "by the trigger manager");
-	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
-	return PointerGetDatum(NULL);
-}
-
 /*
  * Trigger (AFTER ROW, BEFORE TRUNCATE) on every lake_data table, enabled
  * for the replica role only: a logical replication worker (apply or table
@@ -1156,324 +581,25 @@ lake_refuse_logical_apply(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
-/*
- * Insert one row into an open table and its indexes as an INSERT would:
- * unique indexes checked (waiting for an in-progress inserter of the same
- * key, as INSERT waits), partial indexes' predicates evaluated, large
- * values TOASTed. The caller's later reads see it (the command counter is
- * advanced).
- */
-void
-store_insert_sized(Relation rel, Datum *values, bool *nulls, int width)
+Oid
+store_sealing_lock_object(void)
 {
-	EState	   *estate = CreateExecutorState();
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
-	TupleTableSlot *slot;
-	List	   *recheck;
-
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
-	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(store_form(rel, values, nulls, width), slot, true);
-	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
-	recheck = ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
-	list_free(recheck);
-	ExecCloseIndices(rri);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
-	CommandCounterIncrement();
+	return store_relid("cycle");
 }
 
-/*
- * Replace the row at 'otid' of an open table, as an UPDATE without a
- * concurrent writer would (one is an error): new index entries only when
- * the update is not HOT. The caller's later reads see it.
- */
-void
-store_update(Relation rel, ItemPointer otid, Datum *values, bool *nulls)
-{
-	EState	   *estate = CreateExecutorState();
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
-	TupleTableSlot *slot;
-	bool		update_indexes;
-
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
-	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(heap_form_tuple(RelationGetDescr(rel), values, nulls), slot, true);
-	simple_table_tuple_update(rel, otid, slot, GetActiveSnapshot(), &update_indexes);
-	if (update_indexes)
-		list_free(ExecInsertIndexTuples(rri, slot, estate, true, false, NULL, NIL));
-	ExecCloseIndices(rri);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
-	CommandCounterIncrement();
-}
-
-void
-store_key_int4(ScanKeyData *key, AttrNumber att, int32 value)
-{
-	ScanKeyInit(key, att, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(value));
-}
-
-void
-store_key_int8(ScanKeyData *key, AttrNumber att, int64 value)
-{
-	ScanKeyInit(key, att, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(value));
-}
-
-void
-store_key_text(ScanKeyData *key, AttrNumber att, const char *value)
-{
-	ScanKeyEntryInitialize(key, 0, att, BTEqualStrategyNumber, InvalidOid,
-						   DEFAULT_COLLATION_OID, F_TEXTEQ, CStringGetTextDatum(value));
-}
-
-/* An opaque key (a tenant, an operation id): a COLLATE "C" column's. */
-void
-store_key_id(ScanKeyData *key, AttrNumber att, const char *value)
-{
-	ScanKeyEntryInitialize(key, 0, att, BTEqualStrategyNumber, InvalidOid,
-						   C_COLLATION_OID, F_TEXTEQ, CStringGetTextDatum(value));
-}
-
-/*
- * The first row of 'rel' through 'idx' matching the keys, scanning forward
- * or (for "the highest") backward; its columns are copied into
- * values/nulls, which have room for 'room' columns. False if there is
- * none. The snapshot is the caller's choice; InvalidSnapshot means what
- * SPI would use: a fresh one in READ COMMITTED, the transaction's
- * otherwise.
- */
-static int	table_width(Relation rel, int width);
-
-static bool
-store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
-			   ScanKeyData *keys, int nkeys, ScanDirection dir,
-			   Datum *values, bool *nulls, int room)
-{
-	SysScanDesc scan;
-	HeapTuple	tup;
-	bool		found;
-
-	(void) table_width(rel, room);
-	if (snapshot == InvalidSnapshot)
-		snapshot = GetTransactionSnapshot();
-	scan = systable_beginscan_ordered(rel, idx, snapshot, nkeys, keys);
-	tup = systable_getnext_ordered(scan, dir);
-	found = HeapTupleIsValid(tup);
-	if (found)
-		store_deform(rel, heap_copytuple(tup), values, nulls, room);
-	systable_endscan_ordered(scan);
-	if (found)
-		store_require_columns(RelationGetDescr(rel), nulls, RelationGetRelationName(rel));
-	return found;
-}
-
-void
-store_require_columns(TupleDesc desc, const bool *nulls, const char *table)
-{
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		/* Dropped ones first: past lake's columns, 'nulls' may hold no entry. */
-		if (!att->attisdropped && att->attnotnull && nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("a row of %s.%s is damaged", LAKE_DATA_SCHEMA, table),
-					 errdetail("Its column \"%s\" reads as NULL, which the table does not allow.",
-							   NameStr(att->attname))));
-	}
-}
-
-typedef struct Detoast
-{
-	Datum		value;
-	bytea	   *out;
-} Detoast;
-
-static void
-detoast_in(void *arg)
-{
-	Detoast    *d = (Detoast *) arg;
-
-	d->out = DatumGetByteaPP(d->value);
-}
-
-bytea *
-store_detoast_contained(Datum value, char **why)
-{
-	Detoast		d = {value, NULL};
-
-	*why = NULL;
-	if (!VARATT_IS_EXTERNAL(DatumGetPointer(value)) &&
-		!VARATT_IS_COMPRESSED(DatumGetPointer(value)))
-		return DatumGetByteaPP(value);
-	*why = store_contain_damage(detoast_in, &d);
-	return *why == NULL ? d.out : NULL;
-}
-
-/* The error being handled, copied; NULL if the copy ran out of memory. */
-static ErrorData *
-copy_error_or_null(void)
-{
-	ErrorData  *volatile e = NULL;
-
-	PG_TRY();
-	{
-		e = CopyErrorData();
-	}
-	PG_CATCH();
-	{
-		e = NULL;
-	}
-	PG_END_TRY();
-	return e;
-}
-
-char *
-store_reason(const char *message, const char *detail)
-{
-	size_t		n;
-
-	if (detail == NULL)
-		return pstrdup(message);
-	n = strlen(detail);
-	if (n > 0 && detail[n - 1] == '.')
-		n--;
-	return psprintf("%s (%.*s)", message, (int) n, detail);
-}
-
-char *
-store_contain_damage(void (*fn) (void *arg), void *arg)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	char	   *why = NULL;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		fn(arg);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(cxt);
-		/* The copy may itself run out of memory: the subtransaction goes all the same. */
-		e = copy_error_or_null();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (e == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory"),
-					 errdetail("Could not keep the error of a read of stored bytes.")));
-		if (e->sqlerrcode != ERRCODE_DATA_CORRUPTED)
-			ReThrowError(e);
-		why = store_reason(e->message, e->detail);
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	return why;
-}
-
-/*
- * The columns of lake's rows of 'rel': its leading columns that are not
- * dropped, when every column after them is (an administrator's column,
- * added and dropped again, leaves one). Refused unless that is 'width':
- * any other change would have rows formed from, or deformed into, arrays
- * of another length, or read a NULL where lake's own column was.
- */
-static int
-table_width(Relation rel, int width)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			live = 0;
-
-	while (live < desc->natts && !TupleDescAttr(desc, live)->attisdropped)
-		live++;
-	for (int i = live; i < desc->natts; i++)
-		if (!TupleDescAttr(desc, i)->attisdropped)
-			live = -1;
-	if (live != width)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("%s.%s does not have the %d columns lake made it with", LAKE_DATA_SCHEMA,
-						RelationGetRelationName(rel), width),
-				 errdetail("The tables of " LAKE_DATA_SCHEMA " are lake's own: this one was altered."),
-				 errhint("Drop the columns added to it. " SCHEMA_MOVE_HINT)));
-	return live;
-}
-
-void
-store_deform(Relation rel, HeapTuple tup, Datum *values, bool *nulls, int room)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			live = table_width(rel, room);
-	Datum	   *v;
-	bool	   *n;
-
-	if (desc->natts <= room)
-	{
-		heap_deform_tuple(tup, desc, values, nulls);
-		return;
-	}
-	v = palloc(sizeof(Datum) * desc->natts);
-	n = palloc(sizeof(bool) * desc->natts);
-	heap_deform_tuple(tup, desc, v, n);
-	memcpy(values, v, sizeof(Datum) * live);
-	memcpy(nulls, n, sizeof(bool) * live);
-	pfree(v);
-	pfree(n);
-}
-
-HeapTuple
-store_form(Relation rel, Datum *values, bool *nulls, int width)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	Datum	   *v;
-	bool	   *n;
-
-	(void) table_width(rel, width);
-	if (desc->natts == width)
-		return heap_form_tuple(desc, values, nulls);
-	v = palloc0(sizeof(Datum) * desc->natts);
-	n = palloc(sizeof(bool) * desc->natts);
-	memcpy(v, values, sizeof(Datum) * width);
-	memcpy(n, nulls, sizeof(bool) * width);
-	memset(n + width, true, desc->natts - width);
-	return heap_form_tuple(desc, v, n);
-}
-
-int
-store_require_width(Relation rel, int width)
-{
-	(void) table_width(rel, width);
-	return RelationGetDescr(rel)->natts;
-}
-
-/* store_fetch_in, opening lake_data.<table> and lake_data.<index> for it. */
 bool
-store_fetch_sized(const char *table, const char *index, Snapshot snapshot,
-				  ScanKeyData *keys, int nkeys, ScanDirection dir,
-				  Datum *values, bool *nulls, int room)
+store_object_lock_held(Oid object)
 {
-	Relation	rel = store_open(table, AccessShareLock);
-	Relation	idx = store_open(index, AccessShareLock);
-	bool		found = store_fetch_in(rel, idx, snapshot, keys, nkeys, dir,
-									   values, nulls, room);
+	LOCKTAG		tag;
 
-	index_close(idx, AccessShareLock);
-	table_close(rel, AccessShareLock);
-	return found;
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, object, 0, 0);
+	return LockHeldByMe(&tag, ExclusiveLock);
+}
+
+bool
+store_sealing_lock_held(void)
+{
+	return store_object_lock_held(store_sealing_lock_object());
 }
 
 /*
@@ -1664,3 +790,4 @@ store_fill(SPIPlanPtr plan, Datum *values, ReturnSetInfo *rsinfo)
 	}
 	SPI_cursor_close(portal);
 }
+

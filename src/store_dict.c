@@ -14,6 +14,8 @@
 #include "guc.h"
 #include "port/pg_crc32c.h"
 #include "store_dict.h"
+#include "store_rel.h"
+#include "store_row.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"

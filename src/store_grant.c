@@ -13,6 +13,8 @@
 #include "catalog/pg_type.h"
 #include "guc.h"
 #include "miscadmin.h"
+#include "store_rel.h"
+#include "store_row.h"
 #include "utils/acl.h"
 #include "utils/syscache.h"
 #include "store_grant.h"

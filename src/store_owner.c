@@ -23,6 +23,8 @@
 #include "miscadmin.h"
 #include "store_grant.h"
 #include "store_owner.h"
+#include "store_rel.h"
+#include "store_row.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"

@@ -1,7 +1,7 @@
 -- A session caches lake's relation OIDs, the schema owner and dataset ids
--- (store.c). None may outlive what it names: not a dropped and recreated
--- extension, not a dataset renamed by hand, not a dataset created in a
--- transaction that rolled back.
+-- (store_rel.c, store.c). None may outlive what it names: not a dropped
+-- and recreated extension, not a dataset renamed by hand, not a dataset
+-- created in a transaction that rolled back.
 SELECT lake.create_dataset('again');
 SELECT lake.append('again', 'tenant_a', 'op-1', '\x01'::bytea);
 SELECT lake.read('again', 1);
