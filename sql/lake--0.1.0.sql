@@ -226,7 +226,7 @@ CREATE TRIGGER tenant_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
 REVOKE ALL ON FUNCTION lake.data_changed() FROM PUBLIC;
 
--- Sessions cache dataset ids by name (store.c): a dataset renamed or
+-- Sessions cache dataset ids by name (store_version.c): a dataset renamed or
 -- removed by hand tells every session to forget them.
 CREATE TRIGGER dataset_changed AFTER UPDATE OR DELETE OR TRUNCATE
     ON lake_data.dataset
@@ -438,7 +438,7 @@ SELECT pg_catalog.pg_extension_config_dump('lake_data.owner_block', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.cast_operation', '');
 SELECT pg_catalog.pg_extension_config_dump('lake_data.snapshot', '');
 
--- The hot lookups (store.c) read these indexes directly, by name: point
+-- The hot lookups (store_row.c) read these indexes directly, by name: point
 -- lookups that must never degrade to a scan, whatever the statistics said
 -- when a plan was cached.
 

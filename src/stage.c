@@ -32,9 +32,9 @@
 #include "store_stage.h"
 
 /*
- * What each stage call writes, locked for writing before it reads (store.h):
- * only those, so that an administrator's maintenance of another table
- * does not hold up uploads.
+ * What each stage call writes, locked for writing before it reads
+ * (store_rel.h): only those, so that an administrator's maintenance of
+ * another table does not hold up uploads.
  */
 static const char *const begin_writes[] = {"stage", NULL};
 static const char *const chunk_writes[] = {"stage", "chunk", NULL};

@@ -24,7 +24,8 @@
  * append lock after a look with a fresh snapshot.
  *
  * The hot paths (an append, a replay, a read) go through the table and
- * index AMs (store.h); SPI serves the rare and administrative statements.
+ * index AMs (store_row.h); SPI serves the rare and administrative
+ * statements.
  */
 #include "lake.h"
 
