@@ -702,9 +702,12 @@ advance_epoch(void)
 Datum
 lake_lifecycle_changed(PG_FUNCTION_ARGS)
 {
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		store_trigger_misfired("lake.lifecycle_changed()", "by the trigger manager");
-	store_require_trigger_on((TriggerData *) fcinfo->context, "lifecycle");
+	TriggerData *td = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(td->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(td->tg_event) || TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		store_trigger_misfired("lake.lifecycle_changed()", "AFTER UPDATE OR DELETE FOR EACH STATEMENT");
+	store_require_trigger_on(td, "lifecycle");
 	seal_lock();
 	cycle_recover_at_commit();
 	return PointerGetDatum(NULL);

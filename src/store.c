@@ -568,8 +568,12 @@ lake_refuse_logical_apply(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		store_trigger_misfired("lake.refuse_logical_apply()", "by the trigger manager");
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		(TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event) ?
+		 !TRIGGER_FIRED_BEFORE(trigdata->tg_event) :
+		 !TRIGGER_FIRED_AFTER(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event)))
+		store_trigger_misfired("lake.refuse_logical_apply()",
+							   "AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW, or BEFORE TRUNCATE");
 	/* lake's own writes go on: a lake call in a trigger of the application's. */
 	if (IsLogicalWorker() && depth == 0)
 		ereport(ERROR,

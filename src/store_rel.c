@@ -466,8 +466,11 @@ lake_data_changed(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		store_trigger_misfired("lake.data_changed()", "by the trigger manager");
+	/* Fired BEFORE a row, its NULL would silently drop the row. */
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event))
+		store_trigger_misfired("lake.data_changed()",
+							   "AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE FOR EACH STATEMENT");
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
 	return PointerGetDatum(NULL);
 }

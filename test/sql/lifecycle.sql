@@ -273,3 +273,42 @@ CREATE TRIGGER wm_update BEFORE UPDATE ON lake_data.writer
   FOR EACH ROW EXECUTE FUNCTION lake.writer_merge();
 SELECT t.err($$UPDATE lake_data.writer SET epoch = epoch$$) AS writer_merge_on_update;
 ROLLBACK;
+-- The triggers that return nothing (NULL) would, fired BEFORE a row,
+-- silently drop it: each is refused unless fired as the install script
+-- fires it.
+BEGIN;
+CREATE TRIGGER dc_row BEFORE INSERT ON lake_data.tenant_grant
+  FOR EACH ROW EXECUTE FUNCTION lake.data_changed();
+SELECT t.err($$SELECT lake.grant_tenant(current_user::regrole, 'misfired')$$) AS data_changed_before_row;
+ROLLBACK;
+BEGIN;
+CREATE TRIGGER dc_after_row AFTER UPDATE ON lake_data.dataset
+  FOR EACH ROW EXECUTE FUNCTION lake.data_changed();
+SELECT t.err($$UPDATE lake_data.dataset SET name = name$$) AS data_changed_after_row;
+ROLLBACK;
+BEGIN;
+CREATE TABLE t.misfired (a int);
+CREATE TRIGGER rl_before BEFORE INSERT ON t.misfired
+  FOR EACH ROW EXECUTE FUNCTION lake.refuse_logical_apply();
+SELECT t.err($$INSERT INTO t.misfired VALUES (1)$$) AS refuse_logical_apply_before_row;
+ROLLBACK;
+BEGIN;
+CREATE TABLE t.misfired (a int);
+CREATE TRIGGER rl_stmt AFTER INSERT ON t.misfired
+  FOR EACH STATEMENT EXECUTE FUNCTION lake.refuse_logical_apply();
+SELECT t.err($$INSERT INTO t.misfired VALUES (1)$$) AS refuse_logical_apply_statement;
+ROLLBACK;
+BEGIN;
+CREATE TRIGGER lcc_before BEFORE UPDATE ON lake_data.lifecycle
+  FOR EACH ROW EXECUTE FUNCTION lake.lifecycle_changed();
+SELECT t.err($$UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_fired'$$) AS lifecycle_changed_before_row;
+ROLLBACK;
+BEGIN;
+CREATE TRIGGER lcc_insert AFTER INSERT ON lake_data.lifecycle
+  FOR EACH STATEMENT EXECUTE FUNCTION lake.lifecycle_changed();
+SELECT t.err($$SELECT lake.define_lifecycle('lc_fired_2', 'A', '{{A,B}}')$$) AS lifecycle_changed_on_insert;
+ROLLBACK;
+-- As made, they fire: a grant, a dataset renamed back, a lifecycle edit.
+SELECT t.err($$SELECT lake.grant_tenant(current_user::regrole, 'misfired')$$) AS grant_as_made;
+SELECT t.err($$SELECT lake.revoke_tenant(current_user::regrole, 'misfired')$$) AS revoke_as_made;
+SELECT t.err($$UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_fired'$$) AS lifecycle_edit_as_made;
