@@ -21,7 +21,9 @@
 --     column, partition, saying where each row came from; a reader that
 --     follows the log keeps one cursor per partition (lake_router.log and
 --     lake_router.cycles take them as an array).
--- Every call is its own transaction on its partition. Errors raised there
+-- Every call is its own transaction on its partition (so what lake runs
+-- only as a transaction of its own is refused here inside a transaction
+-- block, as there: lake_router.require_own_transaction). Errors raised there
 -- reach the caller with their SQLSTATE (LKxxx included); PL/Proxy prefixes
 -- the message with the function and the partition's database.
 \echo Use "CREATE EXTENSION lake_router" to load this file. \quit
@@ -342,11 +344,26 @@ CREATE FUNCTION lake.trajectory(owner text, after_position bigint DEFAULT 0)
         SELECT * FROM lake_router.trajectory(owner, after_position);
     END;
 
-CREATE FUNCTION lake.release_owner(owner text) RETURNS void
+-- 25001 inside a transaction block, as lake refuses these functions: each
+-- partition would commit them on its own, whatever the router's
+-- transaction then does (lake_router.c).
+CREATE FUNCTION lake_router.require_own_transaction(what text) RETURNS void
+    AS 'MODULE_PATHNAME', 'lake_router_require_own_transaction'
+    LANGUAGE C STRICT;
+
+CREATE FUNCTION lake_router.release_owner(owner text) RETURNS void
     LANGUAGE plproxy AS $$
         CLUSTER 'lake';
         RUN ON lake_router.key_partition(owner);
+        TARGET lake.release_owner;
     $$;
+
+CREATE FUNCTION lake.release_owner(owner text) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+        SELECT lake_router.require_own_transaction('lake.release_owner()');
+        SELECT lake_router.release_owner(owner);
+    END;
 
 -- recover(owner) on the owner's partition; recover() on every partition.
 CREATE FUNCTION lake_router.recover(owner text)
@@ -361,6 +378,7 @@ CREATE FUNCTION lake.recover(owner text DEFAULT NULL)
     RETURNS TABLE(owner text, applied int, "position" bigint, quarantined boolean)
     LANGUAGE sql
     BEGIN ATOMIC
+        SELECT lake_router.require_own_transaction('lake.recover()');
         SELECT * FROM lake_router.recover(owner);
     END;
 
@@ -530,6 +548,7 @@ CREATE FUNCTION lake_router.rebuild_owner_index() RETURNS SETOF bigint
 CREATE FUNCTION lake.seal() RETURNS bigint
     LANGUAGE sql
     BEGIN ATOMIC
+        SELECT lake_router.require_own_transaction('lake.seal()');
         SELECT pg_catalog.max(c) FROM lake_router.seal() c;
     END;
 
@@ -537,6 +556,7 @@ CREATE FUNCTION lake.seal() RETURNS bigint
 CREATE FUNCTION lake.checkpoint() RETURNS bigint
     LANGUAGE sql
     BEGIN ATOMIC
+        SELECT lake_router.require_own_transaction('lake.checkpoint()');
         SELECT pg_catalog.max(c) FROM lake_router.checkpoint() c;
     END;
 
@@ -544,6 +564,7 @@ CREATE FUNCTION lake.checkpoint() RETURNS bigint
 CREATE FUNCTION lake.rebuild_owner_index() RETURNS bigint
     LANGUAGE sql
     BEGIN ATOMIC
+        SELECT lake_router.require_own_transaction('lake.rebuild_owner_index()');
         SELECT pg_catalog.sum(n)::pg_catalog.int8 FROM lake_router.rebuild_owner_index() n;
     END;
 

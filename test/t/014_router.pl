@@ -530,6 +530,24 @@ is($sealed,
 	'seal() through the router seals it: the answer is that partition\'s newest cycle');
 set_interval($part[$pending_part], '10ms');
 
+# What lake refuses inside a transaction block (25001), the router refuses
+# too, before any partition is reached: each partition would commit it on
+# its own, and the router's ROLLBACK would not undo it (before, a
+# checkpoint rolled back on the router had snapshotted every partition).
+my $snapshots = 'SELECT string_agg(last_snapshot::text, \',\' ORDER BY partition) FROM lake.stats()';
+my $snapshots_before = $router->safe_psql('postgres', $snapshots);
+for my $f ('seal()', 'checkpoint()', 'recover()', "release_owner('$owners[0]')", 'rebuild_owner_index()')
+{
+	my ($name) = $f =~ /^(\w+)/;
+	my $sql = "BEGIN; SELECT lake.$f; ROLLBACK;";
+	my ($r, $msg) = call($router, $sql);
+	is($r, 'ERROR 25001', "lake.$f in a transaction block through the router: 25001");
+	like($msg, qr/^lake\.$name\(\) cannot run inside a transaction block/, "lake.$f: lake's message");
+	is(answer($part[key_part($owners[0])], $sql), $r, "lake.$f: as a partition refuses it");
+}
+is($router->safe_psql('postgres', $snapshots), $snapshots_before,
+	'no partition took a snapshot for the refused checkpoint');
+
 # Following the log: one cursor per partition (each numbers its own cycles).
 # A durable cast on the partition whose cycle numbers are lowest is the one
 # landing after every partition's cursor.
