@@ -172,10 +172,8 @@ ALTER TABLE lake_data.version ADD COLUMN tenant text;
 SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_moved;
 ROLLBACK;
 -- And one renamed (lake's statements name it).
-BEGIN;
-ALTER TABLE lake_data.dataset RENAME COLUMN name TO label;
-SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_renamed;
-ROLLBACK;
+SELECT t.err_after($$ALTER TABLE lake_data.dataset RENAME COLUMN name TO label$$,
+                  $$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_a_column_renamed;
 -- Renamed or retyped where a statement of lake's names the column:
 -- PostgreSQL's parser stopped those calls before lake's check could run
 -- (42703; 42804 for a type the statement combines with another), whether
@@ -187,33 +185,21 @@ ALTER TABLE lake_data.dataset RENAME COLUMN name TO label;
 SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 0, ''\x01''::bytea)', :renamed_stage)),
                       'stage \d+', 'stage <n>') AS chunk_with_dataset_name_renamed;
 ROLLBACK;
-BEGIN;
-ALTER TABLE lake_data.version RENAME COLUMN digest TO checksum;
-SELECT t.err($$SELECT count(*) FROM lake.versions('d_cols_ds')$$) AS versions_with_digest_renamed;
-ROLLBACK;
-BEGIN;
-ALTER TABLE lake_data.version_blob ALTER COLUMN bytes TYPE text;
-SELECT t.err($$SELECT count(*) FROM lake.versions('d_cols_ds')$$) AS versions_with_blob_bytes_retyped;
-ROLLBACK;
-BEGIN;
-ALTER TABLE lake_data.cycle RENAME COLUMN sealed_at TO closed_at;
-SELECT t.err($$SELECT count(*) FROM lake.cycles()$$) AS cycles_with_sealed_at_renamed;
-ROLLBACK;
-BEGIN;
-ALTER TABLE lake_data.owner RENAME COLUMN tenant TO holder;
-SELECT t.err($$SELECT count(*) FROM lake.trajectory('d_cols')$$) AS trajectory_with_owner_tenant_renamed;
-ROLLBACK;
-BEGIN;
-ALTER TABLE lake_data.tenant_grant RENAME COLUMN role TO grantee;
-SELECT t.err($$SELECT lake.grant_tenant(current_user::regrole, 'renamed')$$) AS grant_with_role_renamed;
-ROLLBACK;
+SELECT t.err_after($$ALTER TABLE lake_data.version RENAME COLUMN digest TO checksum$$,
+                  $$SELECT count(*) FROM lake.versions('d_cols_ds')$$) AS versions_with_digest_renamed;
+SELECT t.err_after($$ALTER TABLE lake_data.version_blob ALTER COLUMN bytes TYPE text$$,
+                  $$SELECT count(*) FROM lake.versions('d_cols_ds')$$) AS versions_with_blob_bytes_retyped;
+SELECT t.err_after($$ALTER TABLE lake_data.cycle RENAME COLUMN sealed_at TO closed_at$$,
+                  $$SELECT count(*) FROM lake.cycles()$$) AS cycles_with_sealed_at_renamed;
+SELECT t.err_after($$ALTER TABLE lake_data.owner RENAME COLUMN tenant TO holder$$,
+                  $$SELECT count(*) FROM lake.trajectory('d_cols')$$) AS trajectory_with_owner_tenant_renamed;
+SELECT t.err_after($$ALTER TABLE lake_data.tenant_grant RENAME COLUMN role TO grantee$$,
+                  $$SELECT lake.grant_tenant(current_user::regrole, 'renamed')$$) AS grant_with_role_renamed;
 SELECT lake.append_chunk(:renamed_stage, 0, '\x01'::bytea);
 SELECT count(*) > 0 AS versions_as_made FROM lake.versions('d_cols_ds');
 -- Or the schema of the tables renamed.
-BEGIN;
-ALTER SCHEMA lake_data RENAME TO d_lake_data;
-SELECT t.err($$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_the_schema_renamed;
-ROLLBACK;
+SELECT t.err_after($$ALTER SCHEMA lake_data RENAME TO d_lake_data$$,
+                  $$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_the_schema_renamed;
 SELECT lake.read('d_cols_ds', 1) AS read_as_made;
 -- A table made unlogged (a bulk-load habit): a crash would empty it, a
 -- standby has none of its rows, and the coordinates and versions it held
@@ -284,10 +270,8 @@ ALTER TABLE lake_data.lifecycle ALTER COLUMN initial_phase TYPE int USING 7;
 SELECT t.err($$SELECT lake.cast('d_lc', 'CognitiveWork', 'Evaluation')$$) AS cast_with_lifecycle_retyped;
 SELECT t.err($$UPDATE lake_data.lifecycle SET name = name WHERE name = 'kanban'$$) AS edit_with_lifecycle_retyped;
 ROLLBACK;
-BEGIN;
-ALTER TABLE lake_data.cycle ALTER COLUMN data TYPE int8 USING 4096;
-SELECT t.err($$SELECT lake.await_durable('(1,1)', 0)$$) AS await_with_cycle_retyped;
-ROLLBACK;
+SELECT t.err_after($$ALTER TABLE lake_data.cycle ALTER COLUMN data TYPE int8 USING 4096$$,
+                  $$SELECT lake.await_durable('(1,1)', 0)$$) AS await_with_cycle_retyped;
 SELECT phase, "position" FROM lake.owner_state('d_lc');
 
 -- lake's indexes, which it scans and fills itself: one re-created under
@@ -311,32 +295,24 @@ CREATE INDEX version_operation ON lake_data.version (dataset_id, lake_data.opera
 WHERE version > 1;
 SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea)$$) AS append_with_index_partial;
 ROLLBACK;
-BEGIN;
-DROP INDEX lake_data.stage_touched_at;
-SELECT t.err($$SELECT lake.begin_append('d_cols_ds', 'acme', 'idx')$$) AS begin_with_index_dropped;
-ROLLBACK;
+SELECT t.err_after($$DROP INDEX lake_data.stage_touched_at$$,
+                  $$SELECT lake.begin_append('d_cols_ds', 'acme', 'idx')$$) AS begin_with_index_dropped;
 -- What this build needs and does not find (a column at the end, an index,
 -- a table), as the tables of an earlier build lack them, is 55000: the
 -- hint says how to move the data, and that DROP EXTENSION drops it all.
-BEGIN;
-ALTER TABLE lake_data.stage_replay RENAME TO stage_replay_elsewhere;
-SELECT t.err($$SELECT lake.read_operation('d_cols_ds', 'acme', 'none')$$) AS read_with_table_missing;
-ROLLBACK;
+SELECT t.err_after($$ALTER TABLE lake_data.stage_replay RENAME TO stage_replay_elsewhere$$,
+                  $$SELECT lake.read_operation('d_cols_ds', 'acme', 'none')$$) AS read_with_table_missing;
 BEGIN;
 ALTER TABLE lake_data.stage DROP COLUMN bytes;
 SELECT lake.begin_append('d_cols_ds', 'acme', 'idx');
 ROLLBACK;
 -- Every call is refused so, the ones that do not use that table too: none
 -- writes into tables an earlier build would then read as damaged.
-BEGIN;
-ALTER TABLE lake_data.stage DROP COLUMN bytes;
-SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'not-staged', '\x01'::bytea)$$) AS small_append;
-ROLLBACK;
+SELECT t.err_after($$ALTER TABLE lake_data.stage DROP COLUMN bytes$$,
+                  $$SELECT lake.append('d_cols_ds', 'acme', 'not-staged', '\x01'::bytea)$$) AS small_append;
 -- A column dropped from the middle is named, not the last one.
-BEGIN;
-ALTER TABLE lake_data.stage DROP COLUMN created_at;
-SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'not-staged', '\x01'::bytea)$$) AS middle_column_dropped;
-ROLLBACK;
+SELECT t.err_after($$ALTER TABLE lake_data.stage DROP COLUMN created_at$$,
+                  $$SELECT lake.append('d_cols_ds', 'acme', 'not-staged', '\x01'::bytea)$$) AS middle_column_dropped;
 BEGIN;
 ALTER TABLE lake_data.version DROP CONSTRAINT version_pkey;
 CREATE INDEX version_pkey ON lake_data.version (dataset_id, version);
@@ -403,10 +379,8 @@ SELECT lake.append('d_cols_ds', 'acme', 'idx', '\x01'::bytea) = :idx_version AS 
 -- cast_durable crashed the server; a receipt's fields were read as such.
 -- Refused before any cast is accepted.
 SELECT lake.create_owner('d_typed');
-BEGIN;
-ALTER TYPE lake.coordinate ALTER ATTRIBUTE cycle TYPE text;
-SELECT t.err($$SELECT lake.cast_durable('d_typed', 'Planning', 'CognitiveWork')$$) AS durable_with_coordinate_retyped;
-ROLLBACK;
+SELECT t.err_after($$ALTER TYPE lake.coordinate ALTER ATTRIBUTE cycle TYPE text$$,
+                  $$SELECT lake.cast_durable('d_typed', 'Planning', 'CognitiveWork')$$) AS durable_with_coordinate_retyped;
 BEGIN;
 ALTER TYPE lake.receipt ALTER ATTRIBUTE epoch TYPE text;
 SELECT t.err($$SELECT lake.cast('d_typed', 'Planning', 'CognitiveWork')$$) AS cast_with_receipt_retyped;

@@ -80,6 +80,19 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM || coalesce(nullif(' [' || detail || ']', ' []'), '');
 END $$;
 
+-- t.err_after(ddl, sql): t.err(sql) run after ddl (a table altered, a
+-- trigger attached), both rolled back.
+CREATE FUNCTION t.err_after(ddl text, q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    outcome text;
+BEGIN
+    EXECUTE ddl;
+    outcome := t.err(q);
+    RAISE EXCEPTION USING ERRCODE = 'T0001', MESSAGE = outcome;
+EXCEPTION WHEN SQLSTATE 'T0001' THEN
+    RETURN SQLERRM;
+END $$;
+
 -- t.raw_chunk(raw): raw bytes as lake stores them uncompressed (codec.h):
 -- tag 'R', the CRC-32C of the bytes (little-endian), the bytes. Computed
 -- here bit by bit, independently of the server's CRC, so tests can build

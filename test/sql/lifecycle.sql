@@ -258,58 +258,41 @@ SELECT phase, quarantined FROM lake.owner_state('lc_d');
 -- lake's trigger functions fired other than as made are refused with
 -- 39P01 (E_R_I_E_TRIGGER_PROTOCOL_VIOLATED), before anything is checked.
 SELECT lake.define_lifecycle('lc_fired', 'A', '{{A,B},{B,A}}');
-BEGIN;
-CREATE TRIGGER lc_stmt AFTER UPDATE ON lake_data.lifecycle
-  FOR EACH STATEMENT EXECUTE FUNCTION lake.lifecycle_check();
-SELECT t.err($$UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_fired'$$) AS statement_level;
-ROLLBACK;
-BEGIN;
-CREATE TRIGGER lc_after AFTER UPDATE ON lake_data.lifecycle
-  FOR EACH ROW EXECUTE FUNCTION lake.lifecycle_check();
-SELECT t.err($$UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_fired'$$) AS after_row;
-ROLLBACK;
-BEGIN;
-CREATE TRIGGER wm_update BEFORE UPDATE ON lake_data.writer
-  FOR EACH ROW EXECUTE FUNCTION lake.writer_merge();
-SELECT t.err($$UPDATE lake_data.writer SET epoch = epoch$$) AS writer_merge_on_update;
-ROLLBACK;
+SELECT t.err_after($$CREATE TRIGGER lc_stmt AFTER UPDATE ON lake_data.lifecycle
+                    FOR EACH STATEMENT EXECUTE FUNCTION lake.lifecycle_check()$$,
+                  $$UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_fired'$$) AS statement_level;
+SELECT t.err_after($$CREATE TRIGGER lc_after AFTER UPDATE ON lake_data.lifecycle
+                    FOR EACH ROW EXECUTE FUNCTION lake.lifecycle_check()$$,
+                  $$UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_fired'$$) AS after_row;
+SELECT t.err_after($$CREATE TRIGGER wm_update BEFORE UPDATE ON lake_data.writer
+                    FOR EACH ROW EXECUTE FUNCTION lake.writer_merge()$$,
+                  $$UPDATE lake_data.writer SET epoch = epoch$$) AS writer_merge_on_update;
 -- The triggers that return nothing (NULL) would, fired BEFORE a row,
 -- silently drop it: each is refused unless fired as the install script
--- fires it. t.misfired(ddl, q): q's outcome with the trigger that ddl
--- makes, all of it rolled back.
-CREATE FUNCTION t.misfired(ddl text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    outcome text;
-BEGIN
-    EXECUTE ddl;
-    outcome := t.err(q);
-    RAISE EXCEPTION USING ERRCODE = 'T0001', MESSAGE = outcome;
-EXCEPTION WHEN SQLSTATE 'T0001' THEN
-    RETURN SQLERRM;
-END $$;
+-- fires it.
 CREATE TABLE t.misfired (a int);
-SELECT t.misfired($$CREATE TRIGGER dc BEFORE INSERT ON lake_data.tenant_grant
+SELECT t.err_after($$CREATE TRIGGER dc BEFORE INSERT ON lake_data.tenant_grant
                     FOR EACH ROW EXECUTE FUNCTION lake.data_changed()$$,
                   $$SELECT lake.grant_tenant(current_user::regrole, 'misfired')$$) AS data_changed_before_row;
-SELECT t.misfired($$CREATE TRIGGER dc AFTER UPDATE ON lake_data.dataset
+SELECT t.err_after($$CREATE TRIGGER dc AFTER UPDATE ON lake_data.dataset
                     FOR EACH ROW EXECUTE FUNCTION lake.data_changed()$$,
                   $$UPDATE lake_data.dataset SET name = name$$) AS data_changed_after_row;
-SELECT t.misfired($$CREATE TRIGGER rl BEFORE INSERT ON t.misfired
+SELECT t.err_after($$CREATE TRIGGER rl BEFORE INSERT ON t.misfired
                     FOR EACH ROW EXECUTE FUNCTION lake.refuse_logical_apply()$$,
                   $$INSERT INTO t.misfired VALUES (1)$$) AS refuse_logical_apply_before_row;
-SELECT t.misfired($$CREATE TRIGGER rl AFTER INSERT ON t.misfired
+SELECT t.err_after($$CREATE TRIGGER rl AFTER INSERT ON t.misfired
                     FOR EACH STATEMENT EXECUTE FUNCTION lake.refuse_logical_apply()$$,
                   $$INSERT INTO t.misfired VALUES (1)$$) AS refuse_logical_apply_statement;
-SELECT t.misfired($$CREATE TRIGGER lcc BEFORE UPDATE ON lake_data.lifecycle
+SELECT t.err_after($$CREATE TRIGGER lcc BEFORE UPDATE ON lake_data.lifecycle
                     FOR EACH ROW EXECUTE FUNCTION lake.lifecycle_changed()$$,
                   $$UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_fired'$$) AS lifecycle_changed_before_row;
-SELECT t.misfired($$CREATE TRIGGER lcc AFTER INSERT ON lake_data.lifecycle
+SELECT t.err_after($$CREATE TRIGGER lcc AFTER INSERT ON lake_data.lifecycle
                     FOR EACH STATEMENT EXECUTE FUNCTION lake.lifecycle_changed()$$,
                   $$SELECT lake.define_lifecycle('lc_fired_2', 'A', '{{A,B}}')$$) AS lifecycle_changed_on_insert;
 -- Nothing of those calls was kept.
 SELECT count(*) AS rows_left FROM t.misfired;
 SELECT count(*) AS lifecycles_left FROM lake_data.lifecycle WHERE name = 'lc_fired_2';
--- As made, they fire: a grant, a dataset renamed back, a lifecycle edit.
+-- As made, they fire: a grant, a revoke, a lifecycle edit.
 SELECT t.err($$SELECT lake.grant_tenant(current_user::regrole, 'misfired')$$) AS grant_as_made;
 SELECT t.err($$SELECT lake.revoke_tenant(current_user::regrole, 'misfired')$$) AS revoke_as_made;
 SELECT t.err($$UPDATE lake_data.lifecycle SET edges = edges WHERE name = 'lc_fired'$$) AS lifecycle_edit_as_made;
