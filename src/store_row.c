@@ -69,8 +69,16 @@ store_update(Relation rel, ItemPointer otid, Datum *values, bool *nulls)
 	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(heap_form_tuple(RelationGetDescr(rel), values, nulls), slot, true);
 	simple_table_tuple_update(rel, otid, slot, GetActiveSnapshot(), &update_indexes);
+
+	/*
+	 * Not HOT (the page is full): new index entries, inserted as an INSERT's
+	 * are. As an UPDATE's, the executor would read the columns the update
+	 * changed from a range table this bare EState does not have (a SIGSEGV
+	 * in ExecGetUpdatedCols); that only gives the index a hint for its
+	 * bottom-up deletion, of no use to the one row we update.
+	 */
 	if (update_indexes)
-		list_free(ExecInsertIndexTuples(rri, slot, estate, true, false, NULL, NIL));
+		list_free(ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL));
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
