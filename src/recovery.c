@@ -828,13 +828,6 @@ recovery_run(RecoveryResult *out)
 	durable_commit();
 	rp.fig.snapshot = snapshot;
 	rp.fig.ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
-	ereport(LOG,
-			(errmsg("lake recovery: epoch %d, %lld owners registered, %s, %lld landings read in the tail, %lld applied, %lld quarantined, %.1f ms",
-					epoch, (long long) rp.fig.owners,
-					snapshot > 0 ? psprintf("the snapshot of cycle %lld", (long long) snapshot) :
-					"no snapshot",
-					(long long) rp.fig.tail, (long long) rp.fig.applied,
-					(long long) rp.fig.quarantined, rp.fig.ms)));
 	out->epoch = epoch;
 	out->sealed_cycle = rp.at.cycle;
 	out->last_snapshot = snapshot;

@@ -144,12 +144,12 @@ seal_lock_live(void)
 	}
 }
 
-static bool fenced = false;		/* seal_fenced() */
+static uint64 fences = 0;		/* seal_fences() */
 
-bool
-seal_fenced(void)
+uint64
+seal_fences(void)
 {
-	return fenced;
+	return fences;
 }
 
 /*
@@ -182,7 +182,7 @@ check_fence(const CycleCut *cut, int64 base)
 
 	if (epoch != cut->epoch || (found && st.cycle > base))
 	{
-		fenced = true;
+		fences++;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("seal refused: its base is not the sealed head"),
@@ -644,7 +644,6 @@ seal_run(void)
 	Datum	   *op_rows;		/* lake_data.cast_operation, 5 columns a row */
 	bool	   *nulls;
 
-	fenced = false;
 	store_connect();
 	seal_lock();
 	/* A second seal would cut again what the first, uncommitted, holds. */

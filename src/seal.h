@@ -13,11 +13,13 @@
 extern int64 seal_run(void);
 
 /*
- * Was this process's last seal refused by its fence: the durable head or
- * epoch moved under the live states (a restore, another writer)? Only a
- * recovery can seal again then.
+ * How many of this process's seals were refused by their fence: the durable
+ * head or epoch moved under the live states (a restore, another writer).
+ * Only a recovery can seal again then. A count, not a flag: a seal that
+ * failed before its fence check (a cancel, a lock timeout) must not be
+ * taken for the fenced one before it.
  */
-extern bool seal_fenced(void);
+extern uint64 seal_fences(void);
 
 /*
  * Rewrite lake_data.owner_block from the owner lists of the closed blocks'

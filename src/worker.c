@@ -129,8 +129,9 @@ worker_exit(int code, Datum arg)
 	pg_atomic_write_u32(&ws->pid, 0);
 }
 
-/* The SQLSTATE of the last error run_in_transaction caught. */
+/* The SQLSTATE and message of the last error run_in_transaction caught. */
 static int	last_error;
+static char last_message[256];
 
 /*
  * A pass given up on before it was done: its lock_timeout ran out (another
@@ -167,18 +168,17 @@ worker_check_interrupts(void)
 static void
 report_caught(const char *activity)
 {
-	ErrorData  *edata;
+	ErrorData  *edata = CopyErrorData();
 
+	last_error = edata->sqlerrcode;
+	lake_copy_clipped(last_message, edata->message, sizeof(last_message));
 	if (last_error != ERRCODE_LOCK_NOT_AVAILABLE)
-	{
 		EmitErrorReport();
-		return;
-	}
-	edata = CopyErrorData();
-	ereport(LOG,
-			(errmsg("lake worker waits for a lock another transaction holds"),
-			 errdetail("%s: %s. It is tried again at the worker's next pass.", activity, edata->message),
-			 errhint("pg_locks shows the transaction holding it: a seal, checkpoint, recovery or lifecycle edit, DDL on lake's tables, or a DROP EXTENSION.")));
+	else
+		ereport(LOG,
+				(errmsg("lake worker waits for a lock another transaction holds"),
+				 errdetail("%s: %s. It is tried again at the worker's next pass.", activity, edata->message),
+				 errhint("pg_locks shows the transaction holding it: a seal, checkpoint, recovery or lifecycle edit, DDL on lake's tables, or a DROP EXTENSION.")));
 	FreeErrorData(edata);
 }
 
@@ -230,7 +230,6 @@ run_in_transaction(const char *activity, void (*fn) (void *), void *arg)
 	{
 		/* (PG_TRY has put error_context_stack back.) */
 		MemoryContextSwitchTo(cxt);
-		last_error = geterrcode();
 		report_caught(activity);
 		FlushErrorState();
 		AbortCurrentTransaction();
@@ -405,34 +404,30 @@ expiry_interval_ms(void)
 /* The last seal was fenced out: only a recovery lets the worker seal again. */
 static bool fenced_out = false;
 
-/* Why the last recovery failed, kept past the abort of its transaction. */
-static char recovery_failure[256];
-
 static void
 recover(void *arg)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-
-	PG_TRY();
-	{
-		recovery_run((RecoveryResult *) arg);
-	}
-	PG_CATCH();
-	{
-		MemoryContext ecxt = MemoryContextSwitchTo(cxt);
-		ErrorData  *edata = CopyErrorData();
-
-		MemoryContextSwitchTo(ecxt);
-		lake_copy_clipped(recovery_failure, edata->message, sizeof(recovery_failure));
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	recovery_run((RecoveryResult *) arg);
 }
 
 static void
 seal(void *arg)
 {
 	*(int64 *) arg = seal_run();
+}
+
+/*
+ * A seal in a transaction of its own: its cycle in *cycle (0: nothing
+ * cut). When it fails, *fenced says whether its fence refused it.
+ */
+static bool
+seal_pass(const char *activity, int64 *cycle, bool *fenced)
+{
+	uint64		fences = seal_fences();
+	bool		ok = run_in_transaction(activity, seal, cycle);
+
+	*fenced = !ok && seal_fences() != fences;
+	return ok;
 }
 
 static void
@@ -482,6 +477,7 @@ recover_owners(LakeGeneration generation)
 {
 	RecoveryResult r;
 	uint64		changes = cycle_lifecycle_changes();
+	char		from[64];
 
 	if (cycle_serves(generation))
 	{
@@ -489,9 +485,10 @@ recover_owners(LakeGeneration generation)
 		while (cycle_pending() > 0)
 		{
 			int64		cycle;
+			bool		fenced;
 
 			worker_check_interrupts();
-			if (run_in_transaction("lake: sealing before recovery", seal, &cycle))
+			if (seal_pass("lake: sealing before recovery", &cycle, &fenced))
 			{
 				/* Nothing cut: the first cast still copies its payload. */
 				if (cycle == 0)
@@ -502,7 +499,7 @@ recover_owners(LakeGeneration generation)
 				}
 				continue;
 			}
-			if (seal_fenced())
+			if (fenced)
 			{
 				/*
 				 * The durable log moved under the live states (a restore
@@ -523,11 +520,22 @@ recover_owners(LakeGeneration generation)
 			return false;
 		}
 	}
+	/* Failed: why, whatever failed (the replay, or the commit after it). */
 	if (!run_in_transaction("lake: recovering owners", recover, &r))
 	{
-		cycle_recovery_failed(pass_cut_short() ? "" : recovery_failure);
+		cycle_recovery_failed(pass_cut_short() ? "" : last_message);
 		return false;
 	}
+	/* Said once it committed: a recovery that failed at its commit is not one. */
+	if (r.figures.snapshot > 0)
+		snprintf(from, sizeof(from), "the snapshot of cycle %lld", (long long) r.figures.snapshot);
+	else
+		strlcpy(from, "no snapshot", sizeof(from));
+	ereport(LOG,
+			(errmsg("lake recovery: epoch %d, %lld owners registered, %s, %lld landings read in the tail, %lld applied, %lld quarantined, %.1f ms",
+					r.epoch, (long long) r.figures.owners, from,
+					(long long) r.figures.tail, (long long) r.figures.applied,
+					(long long) r.figures.quarantined, r.figures.ms)));
 	cycle_finish_recovery(r.epoch, generation, r.sealed_cycle, &r.figures, changes);
 	/* Receipts of the epoch that ended are settled: their waiters look. */
 	waiter_wake_all();
@@ -593,13 +601,14 @@ seal_if_due(TimestampTz *due)
 	TimestampTz now = GetCurrentTimestamp();
 	long		wait = seal_wait(due);
 	int64		cycle;
+	bool		fenced;
 
 	if (wait > 0)
 		return wait;
-	if (!run_in_transaction("lake: sealing a cycle", seal, &cycle))
+	if (!seal_pass("lake: sealing a cycle", &cycle, &fenced))
 	{
 		/* Fenced out: recover at once (see recover_owners). */
-		if (seal_fenced())
+		if (fenced)
 			fenced_out = true;
 		/* Try again after a pause rather than fail in a tight loop. */
 		seal_retry_at = TimestampTzPlusMilliseconds(now, 1000);
@@ -652,6 +661,7 @@ lake_worker_main(Datum arg)
 	TimestampTz seal_due = 0;
 	LakeGeneration generation = 0;
 	bool		sealed_again = false;
+	TimestampTz recover_retry_at = 0;	/* after a failed recovery, none before */
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -742,10 +752,24 @@ lake_worker_main(Datum arg)
 			if (!recovered || fenced_out || cycle_needs_recovery(generation) ||
 				cycle_lifecycle_changes() != lifecycles_seen)
 			{
-				recovered = recover_owners(generation);
-				fenced_out = fenced_out && !recovered;
-				if (!recovered)
-					timeout = 1000L;	/* retry after a pause, not in a loop */
+				TimestampTz now = GetCurrentTimestamp();
+
+				/*
+				 * After a failure, a pause, whoever wakes us meanwhile (each
+				 * waiting session does when told of it): a retry a second,
+				 * not a loop. Never longer (the clock may have been set back).
+				 */
+				if (now < recover_retry_at && recover_retry_at - now <= 1000 * (TimestampTz) 1000)
+					timeout = Max(1L, TimestampDifferenceMilliseconds(now, recover_retry_at));
+				else
+				{
+					recovered = recover_owners(generation);
+					fenced_out = fenced_out && !recovered;
+					recover_retry_at = recovered ? 0 :
+						TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
+					if (!recovered)
+						timeout = 1000L;
+				}
 			}
 			else
 			{
