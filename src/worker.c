@@ -758,6 +758,9 @@ lake_worker_main(Datum arg)
 				 * After a failure, a pause, whoever wakes us meanwhile (each
 				 * waiting session does when told of it): a retry a second,
 				 * not a loop. Never longer (the clock may have been set back).
+				 * Not after a lock wait that gave up: the lock_timeout has
+				 * paced it, and the edit or DDL that held the lock wakes us
+				 * as it commits.
 				 */
 				if (now < recover_retry_at && recover_retry_at - now <= 1000 * (TimestampTz) 1000)
 					timeout = Max(1L, TimestampDifferenceMilliseconds(now, recover_retry_at));
@@ -765,7 +768,7 @@ lake_worker_main(Datum arg)
 				{
 					recovered = recover_owners(generation);
 					fenced_out = fenced_out && !recovered;
-					recover_retry_at = recovered ? 0 :
+					recover_retry_at = recovered || pass_cut_short() ? 0 :
 						TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
 					if (!recovered)
 						timeout = 1000L;
