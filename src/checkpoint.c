@@ -250,7 +250,7 @@ lake_checkpoint(PG_FUNCTION_ARGS)
 	do
 	{
 		CHECK_FOR_INTERRUPTS();
-		cycle_wait_ready();
+		seal_wait_ready();
 	} while ((cycle = checkpoint_take(false)) < 0);
 	if (!registered)
 		RegisterXactCallback(checkpoint_xact_callback, NULL);

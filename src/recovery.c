@@ -1086,7 +1086,7 @@ lake_recover(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	lake_require_result_width("lake.recover()", rsinfo->setDesc, RECOVER_COLUMNS);
-	cycle_wait_ready();
+	seal_wait_ready();
 
 	store_connect();
 	seal_lock_live();
@@ -1139,7 +1139,7 @@ lake_release_owner(PG_FUNCTION_ARGS)
 	access_require_admin(fcinfo);
 	checkpoint_require_own_transaction("lake.release_owner()");
 	cycle_require_no_cut("lake.release_owner()");
-	cycle_wait_ready();
+	seal_wait_ready();
 
 	store_connect();
 	seal_lock_live();
@@ -1189,7 +1189,7 @@ lake_rebuild_owner_index(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	access_require_admin(fcinfo);
 	checkpoint_require_own_transaction("lake.rebuild_owner_index()");
-	cycle_wait_ready();
+	seal_wait_ready();
 
 	store_connect();
 	rows = seal_rebuild_owner_index();

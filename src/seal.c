@@ -140,8 +140,25 @@ seal_lock_live(void)
 			return;
 		/* A lifecycle edit committed: its recovery needs this lock. */
 		seal_unlock();
-		cycle_wait_ready();
+		seal_wait_ready();
 	}
+}
+
+void
+seal_wait_ready(void)
+{
+	if (!sealing_locked || !store_object_lock_held(store_sealing_lock_object()))
+	{
+		cycle_wait_ready();
+		return;
+	}
+	/* Its checks (a standby, a failed recovery), without a wait. */
+	if (!cycle_wait_ready_until(GetCurrentTimestamp()))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lake owners are being recovered, and this transaction holds lake's sealing lock, which the recovery needs"),
+				 errdetail("An earlier call of this transaction took the lock; the worker started a recovery since (a restart, a lifecycle edit)."),
+				 errhint("Retry the call in a transaction of its own.")));
 }
 
 static uint64 fences = 0;		/* seal_fences() */

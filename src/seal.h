@@ -41,5 +41,12 @@ extern void seal_unlock(void);
  * Not for the worker, which is the one that recovers.
  */
 extern void seal_lock_live(void);
+/*
+ * Wait for the worker's recovery of the owners (cycle_wait_ready) before
+ * taking the sealing lock; 55000 at once if this transaction holds the
+ * lock already (an earlier call of the same statement), which the
+ * recovery needs.
+ */
+extern void seal_wait_ready(void);
 
 #endif							/* LAKE_SEAL_H */
