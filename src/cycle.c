@@ -469,8 +469,19 @@ cycle_wait_ready_until(TimestampTz deadline)
 		if (generation != seen_generation || changes != seen_lifecycle_changes)
 		{
 			lifecycle_cache_reset();
-			seen_generation = generation;
-			seen_lifecycle_changes = changes;
+
+			/*
+			 * Counted as seen only through an open door: before that, an
+			 * edit counted may not be visible yet (its commit waits for a
+			 * synchronous standby), and what this session caches meanwhile
+			 * (create_owner, owner_state read lifecycles without waiting
+			 * here) is the lifecycle before it. Reset again once open.
+			 */
+			if (open)
+			{
+				seen_generation = generation;
+				seen_lifecycle_changes = changes;
+			}
 		}
 		if (open)
 			return true;
