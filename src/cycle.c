@@ -1545,10 +1545,16 @@ cycle_apply_seal(const CycleCut *cut, int64 cycle,
 	cs->stats.cycles_sealed++;
 	cs->stats.casts_sealed += cut->ncasts;
 	cs->stats.last_seal_ms = took_ms;
+
+	/*
+	 * The casts that found it full are woken to room, or gone: their misses
+	 * are answered. Counted under the lock, before the room: a cast that
+	 * misses even so has read the new room_freed after the lock, and so
+	 * counts its miss after this, for the worker to seal early again.
+	 */
+	pg_atomic_write_u64(&cs->misses_answered, pg_atomic_read_u64(&cs->space_misses));
 	cs->room_freed++;
 	LWLockRelease(&cs->lock);
-	/* The casts that found it full are woken to room, or gone. */
-	pg_atomic_write_u64(&cs->misses_answered, pg_atomic_read_u64(&cs->space_misses));
 	cut_active = false;
 	ConditionVariableBroadcast(&cs->space_cv);
 }
