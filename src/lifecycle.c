@@ -278,7 +278,8 @@ load(int32 id, Flaw *f)
 	store_require_shape_of_plan(plan);
 	/* store_colv: a column read as NULL (damage) is XX001. */
 	cache_init();
-	scratch = AllocSetContextCreate(cache_cxt, "lake lifecycle", ALLOCSET_SMALL_SIZES);
+	/* The call's until built: an error in build leaves nothing in the cache. */
+	scratch = AllocSetContextCreate(CurrentMemoryContext, "lake lifecycle", ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(scratch);
 	ok = build(&lc, TextDatumGetCString(store_colv(0, 1)),
 			   DatumGetArrayTypePCopy(store_colv(0, 2)), f);
@@ -293,6 +294,7 @@ load(int32 id, Flaw *f)
 		MemoryContextDelete(scratch);
 		return NULL;
 	}
+	MemoryContextSetParent(scratch, cache_cxt);
 	e = hash_search(cache, &id, HASH_ENTER, NULL);
 	e->lc = lc;
 	e->lc.id = id;
