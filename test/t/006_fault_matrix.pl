@@ -45,7 +45,10 @@ use LakeTAP;
 
 my $CLIENTS = 8;
 my $PER     = 13;     # owners per client
-my $STEPS   = 30;     # statements per owner and round (a fault cuts them short)
+# Statements per owner and round, which the fault cuts short: enough that
+# the clients are still casting when it strikes, however slowly the test's
+# own polls start on a busy machine (30 were all done before it, once).
+my $STEPS   = 150;
 my $RUNTHROUGH = 30;  # ... in rounds the clients survive, and run to the end
 my $AFTER   = 250;    # casts sealed in a round before the fault strikes
 
