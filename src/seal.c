@@ -147,7 +147,8 @@ seal_lock_live(void)
 void
 seal_wait_ready(void)
 {
-	if (!sealing_locked || !store_object_lock_held(store_sealing_lock_object()))
+	/* The lock as this transaction took it (seal_xact_callback asks so too). */
+	if (!sealing_locked || !store_object_lock_held(sealing_object))
 	{
 		cycle_wait_ready();
 		return;

@@ -436,6 +436,22 @@ snapshot(void *arg)
 	*(int64 *) arg = checkpoint_take(false);
 }
 
+/* After a failed pass, none of its kind again for this long. */
+#define RETRY_PAUSE_MS 1000L
+
+/*
+ * Milliseconds left at 'now' of the pause after a failure that ends at
+ * 'until' (0: none, or past), whoever wakes the worker meanwhile. Never
+ * more than the pause itself: the clock may have been set back.
+ */
+static long
+pause_left(TimestampTz now, TimestampTz until)
+{
+	if (now >= until || until - now > RETRY_PAUSE_MS * 1000)
+		return 0;
+	return Max(1L, TimestampDifferenceMilliseconds(now, until));
+}
+
 /*
  * Snapshot the owners once lake.checkpoint_cycles cycles have been sealed.
  * After a failure, not again for a second: a cause that stays (a lock held,
@@ -449,12 +465,11 @@ snapshot_if_due(void)
 
 	if (cycle_sealed_cycle() - cycle_last_snapshot() < lake_checkpoint_cycles)
 		return;
-	if (retry_at != 0 && GetCurrentTimestamp() < retry_at &&
-		retry_at - GetCurrentTimestamp() <= 1000 * (TimestampTz) 1000)
+	if (pause_left(GetCurrentTimestamp(), retry_at) > 0)
 		return;
 	retry_at = 0;
 	if (!run_in_transaction("lake: snapshotting owners", snapshot, &covered))
-		retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
+		retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RETRY_PAUSE_MS);
 	else if (covered >= 0)
 		cycle_set_last_snapshot(covered);
 }
@@ -570,6 +585,7 @@ seal_wait(TimestampTz *due)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	int64		pending = cycle_pending();
+	long		paused;
 
 	if (pending == 0)
 	{
@@ -579,12 +595,9 @@ seal_wait(TimestampTz *due)
 	/* Due within an interval from now, even if the clock was set back. */
 	if (*due == 0 || *due - now > (TimestampTz) lake_cycle_interval_ms * 1000)
 		*due = TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms);
-	/*
-	 * After a failure, a pause whoever waits: each cast may wake us. Never
-	 * longer than the pause itself (the clock may have been set back).
-	 */
-	if (now < seal_retry_at && seal_retry_at - now <= 1000 * (TimestampTz) 1000)
-		return Max(1L, TimestampDifferenceMilliseconds(now, seal_retry_at));
+	/* After a failure, a pause whoever waits: each cast may wake us. */
+	if ((paused = pause_left(now, seal_retry_at)) > 0)
+		return paused;
 	if (now < *due && pending < lake_cycle_max_casts && !waiter_any() &&
 		!cycle_space_wanted())
 		return Max(1L, TimestampDifferenceMilliseconds(now, *due));
@@ -611,8 +624,8 @@ seal_if_due(TimestampTz *due)
 		if (fenced)
 			fenced_out = true;
 		/* Try again after a pause rather than fail in a tight loop. */
-		seal_retry_at = TimestampTzPlusMilliseconds(now, 1000);
-		return fenced_out ? 0 : 1000L;
+		seal_retry_at = TimestampTzPlusMilliseconds(now, RETRY_PAUSE_MS);
+		return fenced_out ? 0 : RETRY_PAUSE_MS;
 	}
 	seal_retry_at = 0;
 	*due = cycle_pending() > 0 ?
@@ -752,26 +765,25 @@ lake_worker_main(Datum arg)
 			if (!recovered || fenced_out || cycle_needs_recovery(generation) ||
 				cycle_lifecycle_changes() != lifecycles_seen)
 			{
-				TimestampTz now = GetCurrentTimestamp();
+				long		paused = pause_left(GetCurrentTimestamp(), recover_retry_at);
 
 				/*
-				 * After a failure, a pause, whoever wakes us meanwhile (each
-				 * waiting session does when told of it): a retry a second,
-				 * not a loop. Never longer (the clock may have been set back).
-				 * Not after a lock wait that gave up: the lock_timeout has
-				 * paced it, and the edit or DDL that held the lock wakes us
-				 * as it commits.
+				 * After a failure, a pause, though each waiting session wakes
+				 * us when told of it: a retry a second, not a loop. Not after
+				 * a lock wait that gave up: the lock_timeout has paced it,
+				 * and the edit or DDL that held the lock wakes us as it
+				 * commits.
 				 */
-				if (now < recover_retry_at && recover_retry_at - now <= 1000 * (TimestampTz) 1000)
-					timeout = Max(1L, TimestampDifferenceMilliseconds(now, recover_retry_at));
+				if (paused > 0)
+					timeout = paused;
 				else
 				{
 					recovered = recover_owners(generation);
 					fenced_out = fenced_out && !recovered;
 					recover_retry_at = recovered || pass_cut_short() ? 0 :
-						TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
+						TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RETRY_PAUSE_MS);
 					if (!recovered)
-						timeout = 1000L;
+						timeout = RETRY_PAUSE_MS;
 				}
 			}
 			else
