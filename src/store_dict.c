@@ -248,6 +248,9 @@ dataset_dict_id(int32 dataset_id)
 	if (store_fetch("dictionary", "dictionary_dataset", InvalidSnapshot, key, 1,
 					BackwardScanDirection, values, nulls))
 		id = DatumGetInt32(values[DA_ID - 1]);
+	/* Kept only from a fresh snapshot, as a dataset's id is (store_version.c). */
+	if (IsolationUsesXactSnapshot())
+		return id;
 	caches_current(true);
 	e = hash_search(dataset_dicts, &dataset_id, HASH_ENTER, NULL);
 	e->dict_id = id;

@@ -177,9 +177,12 @@ store_dataset_id(const char *name)
 	if (!store_fetch("dataset", "dataset_name", InvalidSnapshot, key, 1,
 					 ForwardScanDirection, values, nulls))
 		dataset_missing(name);
-	/* The fetch may have accepted an invalidation: enter under the new generation. */
-	e = dataset_entry(name, HASH_ENTER);
-	if (e != NULL)
+	/*
+	 * The fetch may have accepted an invalidation: enter under the new
+	 * generation, but only what a fresh snapshot read. A REPEATABLE READ
+	 * transaction's answers its own snapshot, and kept, would outlive it.
+	 */
+	if (!IsolationUsesXactSnapshot() && (e = dataset_entry(name, HASH_ENTER)) != NULL)
 		e->id = DatumGetInt32(values[0]);
 	return DatumGetInt32(values[0]);
 }
