@@ -73,7 +73,10 @@ log_unwrap(Datum data, const int64 *declared, bool contain, uint8_t **raw, size_
 			return psprintf("its stored bytes are unreadable: %s", why);
 	}
 	else
+	{
+		store_require_value(NULL, 0, data, "data");
 		stored = DatumGetByteaPP(data);
+	}
 	in = (const uint8_t *) VARDATA_ANY(stored);
 	inlen = VARSIZE_ANY_EXHDR(stored);
 	cst = lake_chunk_decoded_size(in, inlen, false, &size);

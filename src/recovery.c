@@ -652,7 +652,7 @@ advance_epoch(void)
 		store_writer_row_missing();
 	tup = heap_copytuple(tup);
 	systable_endscan_ordered(scan);
-	heap_deform_tuple(tup, desc, values, nulls);
+	store_deform_tuple(desc, tup, values, nulls);
 	store_require_columns(desc, nulls, "writer");
 	store_require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
 							nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));

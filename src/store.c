@@ -45,6 +45,7 @@
 #include "schema.h"
 #include "store.h"
 #include "store_rel.h"
+#include "store_row.h"
 #include "utils/builtins.h"
 #include "utils/syscache.h"
 #include "utils/fmgroids.h"
@@ -498,8 +499,13 @@ store_run(SPIPlanPtr plan, Datum *values, int expected)
 Datum
 store_col(uint64 row, int colno, bool *isnull)
 {
-	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-						 colno, isnull);
+	HeapTuple	tup = SPI_tuptable->vals[row];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	Datum		d = SPI_getbinval(tup, desc, colno, isnull);
+
+	if (!*isnull && TupleDescAttr(desc, colno - 1)->attlen == -1)
+		store_require_value(tup, colno, d, SPI_fname(desc, colno));
+	return d;
 }
 
 Datum

@@ -115,6 +115,32 @@ store_owner_insert(int32 id, const char *name, int32 lifecycle, const char *tena
 	return true;
 }
 
+/*
+ * A name or tenant read back from lake_data.owner: lake writes at most
+ * NAMEDATALEN - 1 bytes, and every reader keeps them in buffers of that
+ * size. A longer one (written by hand) is damage, not a name to cut short:
+ * cut, two owners would share one name, or an owner another tenant.
+ */
+static void
+owner_text_check(const char *column, const char *value, size_t len)
+{
+	if (len >= NAMEDATALEN || memchr(value, '\0', len) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a row of lake_data.owner is damaged"),
+				 errdetail("Its %s is not a name lake writes: %zu bytes, at most %d without a zero byte.",
+						   column, len, NAMEDATALEN - 1)));
+}
+
+static char *
+owner_col_text(uint64 row, int colno, const char *column)
+{
+	char	   *s = store_col_text(row, colno);
+
+	owner_text_check(column, s, strlen(s));
+	return s;
+}
+
 bool
 store_owner_lookup(const char *name, int32 *id, int32 *lifecycle, char **tenant,
 				   bool *written_here)
@@ -137,7 +163,7 @@ store_owner_lookup(const char *name, int32 *id, int32 *lifecycle, char **tenant,
 		return false;
 	*id = DatumGetInt32(store_colv(0, 1));
 	*lifecycle = DatumGetInt32(store_colv(0, 2));
-	*tenant = store_col_text(0, 3);
+	*tenant = owner_col_text(0, 3, "tenant");
 	if (written_here != NULL)
 		*written_here = TransactionIdIsCurrentTransactionId(DatumGetTransactionId(store_colv(0, 4)));
 	return true;
@@ -156,9 +182,19 @@ store_owner_by_id(int32 owner_id, char **name, char **tenant)
 			  values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	*name = store_col_text(0, 1);
-	*tenant = store_col_text(0, 2);
+	*name = owner_col_text(0, 1, "name");
+	*tenant = owner_col_text(0, 2, "tenant");
 	return true;
+}
+
+/* A name or tenant column copied into its NAMEDATALEN buffer, checked. */
+static void
+owner_text_buffer(const char *column, Datum value, char *buf)
+{
+	text	   *t = DatumGetTextPP(value);
+
+	owner_text_check(column, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	text_to_cstring_buffer(t, buf, NAMEDATALEN);
 }
 
 /*
@@ -203,7 +239,7 @@ store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 	{
 		CHECK_FOR_INTERRUPTS();
 		/* One pass over the row: its text columns defeat cached offsets. */
-		heap_deform_tuple(tup, desc, values, nulls);
+		store_deform_tuple(desc, tup, values, nulls);
 		store_require_columns(desc, nulls, "owner");
 		/* Checked here too: a NOT NULL dropped by hand would let them through. */
 		if (nulls[att[1] - 1] || nulls[att[3] - 1])
@@ -212,9 +248,9 @@ store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 					 errmsg("a row of lake_data.owner is damaged"),
 					 errdetail("Its name or tenant reads as NULL.")));
 		r.id = DatumGetInt32(values[att[0] - 1]);
-		text_to_cstring_buffer(DatumGetTextPP(values[att[1] - 1]), name, NAMEDATALEN);
+		owner_text_buffer("name", values[att[1] - 1], name);
 		r.lifecycle = DatumGetInt32(values[att[2] - 1]);
-		text_to_cstring_buffer(DatumGetTextPP(values[att[3] - 1]), tenant, NAMEDATALEN);
+		owner_text_buffer("tenant", values[att[3] - 1], tenant);
 		r.quarantined = !nulls[att[4] - 1];
 		r.quarantine_position = r.quarantined ? DatumGetInt64(values[att[4] - 1]) : 0;
 		r.quarantine_reason = !r.quarantined ? NULL : nulls[att[5] - 1] ? no_reason :
@@ -294,9 +330,9 @@ store_owner_rows(Oid only_role, bool by_name, uint64 *n)
 		(void) store_col(i, 6, &unexplained);
 
 		rows[i].id = DatumGetInt32(store_colv(i, 1));
-		rows[i].name = store_col_text(i, 2);
+		rows[i].name = owner_col_text(i, 2, "name");
 		rows[i].lifecycle = DatumGetInt32(store_colv(i, 3));
-		rows[i].tenant = store_col_text(i, 4);
+		rows[i].tenant = owner_col_text(i, 4, "tenant");
 		rows[i].quarantined = !isnull;
 		rows[i].quarantine_position = isnull ? 0 : DatumGetInt64(position);
 		rows[i].quarantine_reason = isnull ? NULL : unexplained ? no_reason : store_col_text(i, 6);

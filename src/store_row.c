@@ -6,12 +6,15 @@
  */
 #include "lake.h"
 
+#include "access/detoast.h"
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/toast_compression.h"
 #include "access/skey.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "executor/executor.h"
 #include "schema.h"
@@ -19,6 +22,7 @@
 #include "store_row.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
@@ -162,6 +166,100 @@ store_require_columns(TupleDesc desc, const bool *nulls, const char *table)
 	}
 }
 
+static bool
+compression_known(uint32 method)
+{
+	return method == TOAST_PGLZ_COMPRESSION_ID || method == TOAST_LZ4_COMPRESSION_ID;
+}
+
+/*
+ * Why a stored value's varlena header cannot be followed, or NULL.
+ * PostgreSQL's detoasting trusts the header it reads from a page: an
+ * in-memory pointer (indirect, expanded) would be followed into this
+ * process's memory (SIGSEGV), a size that lies allocated, a relation that
+ * is not there opened (XX000). Only what a table can store passes.
+ */
+static const char *
+varlena_damage(Pointer p)
+{
+	if (VARATT_IS_EXTERNAL(p))
+	{
+		struct varatt_external ptr;
+
+		if (!VARATT_IS_EXTERNAL_ONDISK(p))
+			return "its TOAST pointer is of a kind no table stores";
+		VARATT_EXTERNAL_GET_POINTER(ptr, p);
+		if (ptr.va_rawsize < VARHDRSZ || (Size) ptr.va_rawsize > MaxAllocSize ||
+			VARATT_EXTERNAL_GET_EXTSIZE(ptr) > (uint32) ptr.va_rawsize - VARHDRSZ)
+			return "its TOAST pointer gives impossible sizes";
+		if (VARATT_EXTERNAL_IS_COMPRESSED(ptr) &&
+			!compression_known(VARATT_EXTERNAL_GET_COMPRESS_METHOD(ptr)))
+			return "its TOAST pointer names an unknown compression method";
+		if (get_rel_relkind(ptr.va_toastrelid) != RELKIND_TOASTVALUE)
+			return "its TOAST pointer names a relation that is not a TOAST table";
+	}
+	else if (VARATT_IS_COMPRESSED(p) &&
+			 (VARSIZE_4B(p) < VARHDRSZ + sizeof(uint32) ||
+			  VARDATA_COMPRESSED_GET_EXTSIZE(p) > MaxAllocSize - VARHDRSZ ||
+			  !compression_known(VARDATA_COMPRESSED_GET_COMPRESS_METHOD(p))))
+		return "its compressed header is impossible";
+	return NULL;
+}
+
+/* Why the varlena column 'attno' (1-based) of a row cannot be read, or NULL. */
+static const char *
+value_damage(HeapTuple tup, int attno, Pointer p)
+{
+	const char *start = tup ? (const char *) tup->t_data : NULL;
+	const char *end = tup ? start + tup->t_len : NULL;
+
+	/* A column past the row's own count is the catalog's missing value. */
+	if (tup != NULL && attno <= HeapTupleHeaderGetNatts(tup->t_data) &&
+		(p < start || p >= end || VARSIZE_ANY(p) > (Size) (end - p)))
+		return "it reaches past its row";
+	return varlena_damage(p);
+}
+
+static void
+value_damaged(const char *table, const char *column, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 table ? errmsg("a row of %s.%s is damaged", LAKE_DATA_SCHEMA, table) :
+			 errmsg("a row of lake's tables is damaged"),
+			 errdetail("Its column \"%s\" is unreadable: %s.", column, why)));
+}
+
+/*
+ * heap_deform_tuple with every varlena column checked: inside the row, and
+ * with a header a table can store. Every row lake reads whole from a page
+ * comes through here, so a damaged header is XX001 at the read, never a
+ * detoast that follows it.
+ */
+void
+store_deform_tuple(TupleDesc desc, HeapTuple tup, Datum *values, bool *nulls)
+{
+	heap_deform_tuple(tup, desc, values, nulls);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const char *why;
+
+		if (!nulls[i] && att->attlen == -1 &&
+			(why = value_damage(tup, i + 1, DatumGetPointer(values[i]))) != NULL)
+			value_damaged(get_rel_name(tup->t_tableOid), NameStr(att->attname), why);
+	}
+}
+
+void
+store_require_value(HeapTuple tup, int attno, Datum value, const char *column)
+{
+	const char *why = value_damage(tup, attno, DatumGetPointer(value));
+
+	if (why != NULL)
+		value_damaged(NULL, column, why);
+}
+
 typedef struct Detoast
 {
 	Datum		value;
@@ -180,11 +278,17 @@ bytea *
 store_detoast_contained(Datum value, char **why)
 {
 	Detoast		d = {value, NULL};
+	const char *damage;
 
 	*why = NULL;
 	if (!VARATT_IS_EXTERNAL(DatumGetPointer(value)) &&
 		!VARATT_IS_COMPRESSED(DatumGetPointer(value)))
 		return DatumGetByteaPP(value);
+	if ((damage = varlena_damage(DatumGetPointer(value))) != NULL)
+	{
+		*why = pstrdup(damage);
+		return NULL;
+	}
 	*why = store_contain_damage(detoast_in, &d);
 	return *why == NULL ? d.out : NULL;
 }
@@ -298,12 +402,12 @@ store_deform(Relation rel, HeapTuple tup, Datum *values, bool *nulls, int room)
 
 	if (desc->natts <= room)
 	{
-		heap_deform_tuple(tup, desc, values, nulls);
+		store_deform_tuple(desc, tup, values, nulls);
 		return;
 	}
 	v = palloc(sizeof(Datum) * desc->natts);
 	n = palloc(sizeof(bool) * desc->natts);
-	heap_deform_tuple(tup, desc, v, n);
+	store_deform_tuple(desc, tup, v, n);
 	memcpy(values, v, sizeof(Datum) * live);
 	memcpy(nulls, n, sizeof(bool) * live);
 	pfree(v);

@@ -71,5 +71,18 @@ extern char *store_reason(const char *message, const char *detail);
  * pays for the subtransaction).
  */
 extern bytea *store_detoast_contained(Datum value, char **why);
+/*
+ * heap_deform_tuple for a row read from one of lake's tables: a varlena
+ * column that reaches past the row, or whose header no table stores (a
+ * pointer into memory, a compressed size past MaxAllocSize, a TOAST
+ * relation that is not one), is XX001 here instead of a detoast that
+ * follows it.
+ */
+extern void store_deform_tuple(TupleDesc desc, HeapTuple tup, Datum *values, bool *nulls);
+/*
+ * The same check of one varlena column: of a row (SPI's), or only its
+ * header when 'tup' is NULL (a slot's column). XX001 naming 'column'.
+ */
+extern void store_require_value(HeapTuple tup, int attno, Datum value, const char *column);
 
 #endif							/* LAKE_STORE_ROW_H */

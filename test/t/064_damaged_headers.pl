@@ -1,0 +1,188 @@
+# Damaged varlena headers and over-long names in lake's rows (SPEC §5: a
+# damaged record is XX001 or a quarantine, never a crash or different
+# data). PostgreSQL's detoasting trusts the header it reads from a page:
+# - a cycle record's TOAST pointer turned into an in-memory one (indirect)
+#   was followed by the worker's recovery: SIGSEGV, and the server
+#   restarted, recovered and crashed again, in a loop;
+# - a compressed header whose size lies, or a TOAST pointer to a relation
+#   that is not there, failed every recovery (XX000, every second), with
+#   every owner unavailable.
+# Now each is that cycle's damage: its owner is quarantined, the others
+# are served. And a name or tenant in lake_data.owner longer than lake
+# writes (by hand) was cut to 63 bytes: two owners shared one state, or an
+# owner moved into another tenant. Now it is XX001.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $node = lake_node('headers', conf => "lake.checkpoint_cycles = 1000000\n");
+$node->start;
+
+sub psql { return $node->safe_psql('postgres', $_[0]); }
+
+my $serving = "SELECT worker_state = 'serving' FROM lake.stats()";
+
+sub state_of
+{
+	my ($o) = @_;
+	return psql("SELECT coalesce(quarantine_reason, 'live') FROM lake_data.owner WHERE name = '$o'");
+}
+
+# The file of a cycle row and where its tuple starts in it.
+sub cycle_tuple
+{
+	my ($cycle) = @_;
+	my ($blk, $lp) = split /\|/, psql("SELECT (ctid::text::point)[0], (ctid::text::point)[1] FROM lake_data.cycle WHERE cycle = $cycle");
+	my $off = psql("SELECT lp_off FROM heap_page_items(get_raw_page('lake_data.cycle', $blk)) WHERE lp = $lp");
+	return ($node->data_dir . '/' . psql("SELECT pg_relation_filepath('lake_data.cycle')"), $blk * 8192 + $off);
+}
+
+sub read_at
+{
+	my ($file, $offset, $n) = @_;
+	open(my $fh, '<', $file) or die "open $file: $!";
+	binmode $fh;
+	seek($fh, $offset, 0) or die;
+	read($fh, my $bytes, $n) == $n or die;
+	close $fh;
+	return $bytes;
+}
+
+sub poke
+{
+	my ($file, $offset, $bytes) = @_;
+	open(my $fh, '+<', $file) or die "open $file: $!";
+	binmode $fh;
+	seek($fh, $offset, 0) or die;
+	print $fh $bytes;
+	close $fh;
+}
+
+# Stops the server, edits the cycle row's tuple with 'edit' (given the
+# tuple's bytes, returning them changed), starts it: where the log stood.
+sub damage_cycle
+{
+	my ($cycle, $edit) = @_;
+	psql('CHECKPOINT');
+	my ($file, $off) = cycle_tuple($cycle);
+	$node->stop;
+	my $len = 8192 - $off % 8192;
+	poke($file, $off, $edit->(read_at($file, $off, $len)));
+	my $from = -s $node->logfile;
+	$node->start;
+	return $from;
+}
+
+my $big = "(SELECT decode(string_agg(md5(i::text), ''), 'hex') FROM generate_series(1, 1000) i)";
+
+psql('CREATE EXTENSION lake; CREATE EXTENSION pageinspect');
+my $toastrel = psql("SELECT reltoastrelid::int FROM pg_class WHERE oid = 'lake_data.cycle'::regclass");
+
+# Where the cycle record's TOAST pointer starts in the tuple: its 1-byte
+# header and on-disk tag, then sizes, value id and the TOAST relation.
+sub pointer_at
+{
+	my ($tuple) = @_;
+	my $at = -1;
+	while (($at = index($tuple, "\x01\x12", $at + 1)) >= 0)
+	{
+		return $at if substr($tuple, $at + 14, 4) eq pack('V', $toastrel);
+	}
+	die 'no TOAST pointer to the cycle table in the tuple';
+}
+
+# 1. The pointer's tag made indirect (a pointer into memory): the
+# smallint after it moved to where the shorter pointer puts it.
+psql("SELECT lake.create_owner('i1'), lake.create_owner('i2')");
+psql("SELECT lake.cast_durable('i1', 'Planning', 'CognitiveWork', $big)");
+psql("SELECT lake.cast_durable('i2', 'Planning', 'CognitiveWork')");
+my $c1 = psql("SELECT cycle FROM lake.trajectory('i1')");
+my $from = damage_cycle(
+	$c1,
+	sub {
+		my ($t) = @_;
+		my $at = pointer_at($t);
+		my $enc = ($at + 18) % 2 ? $at + 19 : $at + 18;
+		my $to = ($at + 10) % 2 ? $at + 11 : $at + 10;
+		substr($t, $to, 2) = substr($t, $enc, 2);
+		substr($t, $at + 1, 1) = "\x01";
+		return $t;
+	});
+ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a record whose pointer is into memory');
+like(state_of('i1'), qr/cycle $c1 is damaged: its stored bytes are unreadable: its TOAST pointer is of a kind no table stores/,
+	'its owner is quarantined, the reason named');
+is(state_of('i2'), 'live', 'an owner of another cycle is not');
+is(psql("SELECT phase || '/' || position FROM lake.owner_state('i2')"), 'CognitiveWork/1', 'and has its landing');
+my ($state) = sql_error($node, "SELECT count(*) FROM lake.log(0)");
+is($state, 'XX001', 'a read of the log through it is XX001');
+unlike(slurp_file($node->logfile, $from), qr/terminated by signal/, 'no process crashed');
+
+# 2. The pointer's TOAST relation one that is not there.
+psql("SELECT lake.create_owner('r1'), lake.create_owner('r2')");
+psql("SELECT lake.cast_durable('r1', 'Planning', 'CognitiveWork', $big)");
+psql("SELECT lake.cast_durable('r2', 'Planning', 'CognitiveWork')");
+my $c2 = psql("SELECT cycle FROM lake.trajectory('r1')");
+$from = damage_cycle(
+	$c2,
+	sub {
+		my ($t) = @_;
+		substr($t, pointer_at($t) + 14, 4) = pack('V', 4000000000);
+		return $t;
+	});
+ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a pointer to no relation');
+like(state_of('r1'), qr/cycle $c2 is damaged: .*names a relation that is not a TOAST table/,
+	'its owner is quarantined');
+is(state_of('r2'), 'live', 'the other is not');
+unlike(slurp_file($node->logfile, $from), qr/could not open relation/, 'no failed recovery');
+
+# 3. An inline record (a 4-byte header) marked compressed, its size 1 GB.
+psql("SELECT lake.create_owner('z1'), lake.create_owner('z2')");
+psql("SELECT lake.cast_durable('z1', 'Planning', 'CognitiveWork', "
+	  . "(SELECT decode(string_agg(md5(i::text), ''), 'hex') FROM generate_series(1, 20) i))");
+psql("SELECT lake.cast_durable('z2', 'Planning', 'CognitiveWork')");
+my $c3 = psql("SELECT cycle FROM lake.trajectory('z1')");
+my $data = psql("SELECT encode(substr(data, 1, 16), 'hex') FROM lake_data.cycle WHERE cycle = $c3");
+my $len = psql("SELECT octet_length(data) FROM lake_data.cycle WHERE cycle = $c3");
+cmp_ok($len, '>', 126, 'the record has a 4-byte header');
+$from = damage_cycle(
+	$c3,
+	sub {
+		my ($t) = @_;
+		my $at = index($t, pack('V', ($len + 4) << 2) . pack('H*', $data));
+		die 'record not found in the tuple' if $at < 0;
+		substr($t, $at, 8) = pack('V', (($len + 4) << 2) | 2) . pack('V', 0x3FFFFFFF);
+		return $t;
+	});
+ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a compressed size that lies');
+like(state_of('z1'), qr/cycle $c3 is damaged: .*its compressed header is impossible/, 'its owner is quarantined');
+is(state_of('z2'), 'live', 'the other is not');
+unlike(slurp_file($node->logfile, $from), qr/invalid memory alloc request size/, 'nothing allocated by it');
+
+# 4. Names and tenants longer than lake writes, put in by hand: XX001,
+# never a name cut short.
+my $x63 = 'x' x 63;
+psql("SELECT lake.create_owner('$x63')");
+psql("SELECT lake.cast_durable('$x63', 'Planning', 'CognitiveWork')");
+psql("INSERT INTO lake_data.owner (name, lifecycle, tenant) "
+	  . "SELECT '${x63}yyy', lifecycle, tenant FROM lake_data.owner WHERE name = '$x63'");
+my $msg;
+($state, $msg) = sql_error($node, 'SELECT count(*) FROM lake.recover()');
+is("$state $msg", 'XX001 a row of lake_data.owner is damaged', 'the registry read is XX001');
+psql("DELETE FROM lake_data.owner WHERE name = '${x63}yyy'");
+is(psql("SELECT position FROM lake.owner_state('$x63')"), '1', 'the owner it would have shared a state with is whole');
+
+psql('CREATE ROLE t63 LOGIN; GRANT USAGE ON SCHEMA lake TO t63');
+my $t63 = 'T' x 63;
+psql("SELECT lake.grant_tenant('t63', '$t63')");
+psql("INSERT INTO lake_data.owner (name, lifecycle, tenant) "
+	  . "SELECT 'victim', lifecycle, '${t63}Z' FROM lake_data.owner WHERE name = '$x63'");
+($state, $msg) = sql_error($node, "SET ROLE t63; SELECT lake.cast('victim', 'Planning', 'CognitiveWork')");
+is("$state $msg", 'XX001 a row of lake_data.owner is damaged', "a cast by the role of the cut tenant is XX001");
+psql("DELETE FROM lake_data.owner WHERE name = 'victim'");
+
+$node->stop;
+done_testing();
