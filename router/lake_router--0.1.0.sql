@@ -50,9 +50,15 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_proc p
                 WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND p.pronamespace OPERATOR(pg_catalog.=) n.oid
                   AND p.proowner OPERATOR(pg_catalog.<>) n.nspowner)
+       OR EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c
+                   WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND c.relnamespace OPERATOR(pg_catalog.=) n.oid
+                     AND c.relowner OPERATOR(pg_catalog.<>) n.nspowner)
        OR EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_type t
                    WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND t.typnamespace OPERATOR(pg_catalog.=) n.oid
-                     AND t.typowner OPERATOR(pg_catalog.<>) n.nspowner) THEN
+                     AND t.typowner OPERATOR(pg_catalog.<>) n.nspowner)
+       OR EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.pg_operator o
+                   WHERE n.nspname OPERATOR(pg_catalog.=) 'lake' AND o.oprnamespace OPERATOR(pg_catalog.=) n.oid
+                     AND o.oprowner OPERATOR(pg_catalog.<>) n.nspowner) THEN
         RAISE EXCEPTION USING
             ERRCODE = '42501',
             MESSAGE = 'lake_router cannot be installed into schema "lake": it holds objects of other roles',
@@ -70,7 +76,16 @@ GRANT USAGE ON SCHEMA lake_router TO PUBLIC;
 -- user mapping, and PL/Proxy logs in to the partitions as the mapping's
 -- "user" option when it has one: a tenant role could call the partitions as
 -- any role they trust from the router. Only the server's owner (or a
--- superuser) may make or change a mapping of server "lake".
+-- superuser) may make or change a mapping of server "lake", or of any
+-- PL/Proxy server: one renamed "lake" brings its mappings along.
+CREATE FUNCTION lake_router.guarded_server(server oid) RETURNS boolean
+    LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+    RETURN EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_server s
+                     JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid OPERATOR(pg_catalog.=) s.srvfdw
+                    WHERE s.oid OPERATOR(pg_catalog.=) server
+                      AND (s.srvname OPERATOR(pg_catalog.=) 'lake' OR w.fdwname OPERATOR(pg_catalog.=) 'plproxy'));
+REVOKE ALL ON FUNCTION lake_router.guarded_server(oid) FROM PUBLIC;
+
 CREATE FUNCTION lake_router.guard_user_mapping() RETURNS event_trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -79,7 +94,7 @@ BEGIN
                  JOIN pg_catalog.pg_user_mappings m ON m.umid OPERATOR(pg_catalog.=) c.objid
                  JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) m.srvid
                 WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_user_mapping'::pg_catalog.regclass
-                  AND s.srvname OPERATOR(pg_catalog.=) 'lake'
+                  AND lake_router.guarded_server(s.oid)
                   AND NOT pg_catalog.pg_has_role(s.srvowner, 'USAGE')) THEN
         RAISE EXCEPTION USING
             ERRCODE = '42501',
@@ -104,7 +119,7 @@ BEGIN
                  JOIN pg_catalog.pg_foreign_server s
                    ON s.srvname OPERATOR(pg_catalog.=) d.address_args[1]
                 WHERE d.object_type OPERATOR(pg_catalog.=) 'user mapping'
-                  AND s.srvname OPERATOR(pg_catalog.=) 'lake'
+                  AND lake_router.guarded_server(s.oid)
                   AND NOT pg_catalog.pg_has_role(s.srvowner, 'USAGE')) THEN
         RAISE EXCEPTION USING
             ERRCODE = '42501',
@@ -117,6 +132,33 @@ REVOKE ALL ON FUNCTION lake_router.guard_user_mapping_drop() FROM PUBLIC;
 CREATE EVENT TRIGGER lake_router_user_mapping_drops ON sql_drop
     WHEN TAG IN ('DROP USER MAPPING', 'DROP OWNED')
     EXECUTE FUNCTION lake_router.guard_user_mapping_drop();
+
+-- The triggers see only what is done while they exist: a mapping a role
+-- made for itself before (or between a DROP and a CREATE EXTENSION of
+-- lake_router) that logs it in as another role is refused here.
+DO $$
+DECLARE
+    mapping record;
+BEGIN
+    SELECT s.srvname, r.rolname, o.option_value AS login INTO mapping
+      FROM pg_catalog.pg_user_mapping m
+      JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) m.umserver
+      JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) m.umuser,
+           pg_catalog.pg_options_to_table(m.umoptions) o
+     WHERE lake_router.guarded_server(s.oid)
+       AND o.option_name OPERATOR(pg_catalog.=) 'user'
+       AND o.option_value OPERATOR(pg_catalog.<>) r.rolname::text
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '42501',
+            MESSAGE = pg_catalog.format('server %I has a user mapping for role %I that logs it in as %I',
+                                        mapping.srvname, mapping.rolname, mapping.login),
+            DETAIL = 'A role with USAGE on the server may have made it for itself before lake_router guarded the mappings.',
+            HINT = 'Drop the mapping, create the extension, then make the mapping again as the server''s owner.';
+    END IF;
+END
+$$;
 
 -- As in lake: the administrative functions are open to members of lake_admin
 -- (the partitions decide; the role must exist there too).

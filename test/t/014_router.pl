@@ -76,7 +76,19 @@ $router->safe_psql('postgres', 'DROP FUNCTION lake.read(text, int); '
 	  . 'CREATE TYPE lake.planted AS (a int); ALTER TYPE lake.planted OWNER TO squatter');
 is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
 	'nor into one holding another role\'s type');
-$router->safe_psql('postgres', 'DROP SCHEMA lake CASCADE');
+$router->safe_psql('postgres', 'DROP TYPE lake.planted; '
+	  . 'CREATE SEQUENCE lake.planted_seq; ALTER SEQUENCE lake.planted_seq OWNER TO squatter');
+is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
+	'nor into one holding another role\'s relation');
+# An operator would shadow one of pg_catalog's for a caller whose
+# search_path puts lake first.
+$router->safe_psql('postgres', 'DROP SEQUENCE lake.planted_seq; '
+	  . 'CREATE FUNCTION public.planted_cat(bytea, text) RETURNS bytea LANGUAGE sql AS $$ SELECT $1 $$; '
+	  . 'CREATE OPERATOR lake.|| (LEFTARG = bytea, RIGHTARG = text, FUNCTION = public.planted_cat); '
+	  . 'ALTER OPERATOR lake.|| (bytea, text) OWNER TO squatter');
+is(answer($router, 'CREATE EXTENSION lake_router'), 'ERROR 42501',
+	'nor into one holding another role\'s operator');
+$router->safe_psql('postgres', 'DROP SCHEMA lake CASCADE; DROP FUNCTION public.planted_cat(bytea, text)');
 # The installing role's default privileges reach what the script creates:
 # nobody else may create in lake_router, and the interface stays PUBLIC's.
 $router->safe_psql('postgres', 'ALTER DEFAULT PRIVILEGES GRANT CREATE ON SCHEMAS TO squatter; '
@@ -547,6 +559,17 @@ for my $f ('seal()', 'checkpoint()', 'recover()', "release_owner('$owners[0]')",
 }
 is($router->safe_psql('postgres', $snapshots), $snapshots_before,
 	'no partition took a snapshot for the refused checkpoint');
+# Nor in a read-only transaction (25006), as a partition refuses them: they
+# write (before, a router with default_transaction_read_only snapshotted
+# every partition).
+for my $f ('seal()', 'checkpoint()', 'recover()', "release_owner('$owners[0]')", 'rebuild_owner_index()')
+{
+	my $sql = "SET default_transaction_read_only = on; SELECT lake.$f;";
+	is(answer($router, $sql), 'ERROR 25006', "lake.$f in a read-only transaction through the router: 25006");
+	is(answer($part[key_part($owners[0])], $sql), 'ERROR 25006', "lake.$f: as a partition refuses it");
+}
+is($router->safe_psql('postgres', $snapshots), $snapshots_before,
+	'no partition took a snapshot for the read-only checkpoint');
 
 # Following the log: one cursor per partition (each numbers its own cycles).
 # A durable cast on the partition whose cycle numbers are lowest is the one
@@ -684,6 +707,21 @@ is(same(0, 'define_lifecycle by a role that may not',
 		'nor drop her own mapping');
 	is($as_alice->('DROP OWNED BY alice'), 'ERROR 42501', 'nor drop it with DROP OWNED');
 	$router->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER lake');
+	# Nor on another PL/Proxy server, which its owner could rename "lake".
+	$router->safe_psql('postgres', "CREATE SERVER lake_next FOREIGN DATA WRAPPER plproxy OPTIONS (p0 'dbname=postgres'); "
+		  . 'GRANT USAGE ON FOREIGN SERVER lake_next TO alice');
+	is($as_alice->("CREATE USER MAPPING FOR CURRENT_USER SERVER lake_next OPTIONS (user 'postgres')"), 'ERROR 42501',
+		'nor map herself to another role on another PL/Proxy server');
+	$router->safe_psql('postgres', 'DROP SERVER lake_next');
+	# A mapping she made while lake_router was not installed: its install
+	# refuses it (the triggers see only what is done while they exist).
+	$router->safe_psql('postgres', 'DROP EXTENSION lake_router');
+	is($as_alice->("CREATE USER MAPPING FOR CURRENT_USER SERVER lake OPTIONS (user 'postgres')"), '',
+		'without lake_router, alice maps herself to postgres');
+	my ($r, $msg) = call($router, 'CREATE EXTENSION lake_router');
+	is("$r $msg", 'ERROR 42501 server lake has a user mapping for role alice that logs it in as postgres',
+		'lake_router refuses to install over that mapping');
+	$router->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER lake; CREATE EXTENSION lake_router');
 	is($router->safe_psql('postgres', "SELECT lake.revoke_tenant('alice', 'acme')"), '', 'revoke_tenant through the router');
 	for my $i (0 .. $N - 1)
 	{
