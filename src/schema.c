@@ -19,6 +19,7 @@
 #include "access/htup_details.h"
 #include "access/tupdesc.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -41,6 +42,7 @@ typedef struct ColumnShape
 	const char *name;
 	Oid			type;
 	bool		notnull;		/* made NOT NULL: lake reads it without a test */
+	bool		bytewise;		/* made COLLATE "C" (else its type's collation) */
 } ColumnShape;
 
 typedef struct TableShape
@@ -61,8 +63,8 @@ static const TableShape shapes[] = {
 		{"committed_at", TIMESTAMPTZOID, true},
 		{"dataset_id", INT4OID, true},
 		{"data", BYTEAOID, false},
-		{"tenant", TEXTOID, true},
-		{"operation_id", TEXTOID, true},
+		{"tenant", TEXTOID, true, true},
+		{"operation_id", TEXTOID, true, true},
 		{"digest", BYTEAOID, true}
 	}},
 	{"version_blob", 5, {
@@ -76,8 +78,8 @@ static const TableShape shapes[] = {
 		{"stage", INT8OID, true},
 		{"dataset_id", INT4OID, true},
 		{"version", INT8OID, true},
-		{"tenant", TEXTOID, true},
-		{"operation_id", TEXTOID, true}
+		{"tenant", TEXTOID, true, true},
+		{"operation_id", TEXTOID, true, true}
 	}},
 	{"chunk", 4, {
 		{"blob", INT8OID, true},
@@ -88,8 +90,8 @@ static const TableShape shapes[] = {
 	{"stage", 9, {
 		{"id", INT8OID, true},
 		{"dataset_id", INT4OID, true},
-		{"tenant", TEXTOID, true},
-		{"operation_id", TEXTOID, true},
+		{"tenant", TEXTOID, true, true},
+		{"operation_id", TEXTOID, true, true},
 		{"created_at", TIMESTAMPTZOID, true},
 		{"touched_at", TIMESTAMPTZOID, true},
 		{"opened_by", OIDOID, true},
@@ -405,6 +407,21 @@ missing_column(const TableShape *t, TupleDesc desc)
 	pg_unreachable();
 }
 
+/* The collation lake made a column with: "C" for opaque ids, else its type's. */
+static Oid
+column_collation(const ColumnShape *c)
+{
+	return c->bytewise ? C_COLLATION_OID : get_typcollation(c->type);
+}
+
+static const char *
+collation_name(Oid collation)
+{
+	char	   *name = OidIsValid(collation) ? get_collation_name(collation) : NULL;
+
+	return name ? name : "none";
+}
+
 /*
  * Refuse table i's relation unless its leading live columns are lake's,
  * named and typed as made (only there, when 'missing_only'); store_row.c's
@@ -445,6 +462,14 @@ require_columns(int i, Relation rel, bool missing_only)
 							   c + 1, NameStr(att->attname), format_type_be(att->atttypid),
 							   t->columns[c].name, format_type_be(t->columns[c].type)),
 					 errhint("Undo the change. " SCHEMA_MOVE_HINT)));
+		if (!missing_only && att->attcollation != column_collation(&t->columns[c]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("%s.%s is not the table lake made", LAKE_DATA_SCHEMA, t->table),
+					 errdetail("Its column \"%s\" compares in collation \"%s\" where lake made it \"%s\": the table was altered.",
+							   t->columns[c].name, collation_name(att->attcollation),
+							   collation_name(column_collation(&t->columns[c]))),
+					 errhint("Undo the change (ALTER TABLE ... ALTER COLUMN ... TYPE ... COLLATE). " SCHEMA_MOVE_HINT)));
 		if (!missing_only && t->columns[c].notnull && !att->attnotnull)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),

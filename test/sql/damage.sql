@@ -161,7 +161,7 @@ ALTER TABLE lake_data.stage ALTER COLUMN tenant TYPE int USING 0;
 SELECT regexp_replace(t.err(format('SELECT lake.append_chunk(%s, 0, ''\x01''::bytea)', :typed_stage)),
                       'stage \d+', 'stage <n>') AS chunk_with_a_column_retyped;
 SELECT t.err($$SELECT lake.append('d_cols_ds', 'acme', 'typed2', '\x01'::bytea)$$) AS append_meanwhile;
-ALTER TABLE lake_data.stage ALTER COLUMN tenant TYPE text USING 'acme';
+ALTER TABLE lake_data.stage ALTER COLUMN tenant TYPE text COLLATE "C" USING 'acme';
 SELECT lake.append_chunk(:typed_stage, 0, '\x03'::bytea);
 SELECT lake.read('d_cols_ds', lake.commit_append(:typed_stage)) AS read_with_it_typed_back;
 -- A column dropped and added again with its type moves to the end: read
@@ -195,6 +195,16 @@ SELECT t.err_after($$ALTER TABLE lake_data.owner RENAME COLUMN tenant TO holder$
                   $$SELECT count(*) FROM lake.trajectory('d_cols')$$) AS trajectory_with_owner_tenant_renamed;
 SELECT t.err_after($$ALTER TABLE lake_data.tenant_grant RENAME COLUMN role TO grantee$$,
                   $$SELECT lake.grant_tenant(current_user::regrole, 'renamed')$$) AS grant_with_role_renamed;
+-- A column's collation changed (ALTER COLUMN ... TYPE text COLLATE, which
+-- rebuilds its indexes in it): lake probes them with the collation it made
+-- the column with, and a btree walked in another order misses rows (a
+-- retried cast's operation id was not found, and was cast again).
+SELECT t.err_after($$ALTER TABLE lake_data.version ALTER COLUMN operation_id TYPE text COLLATE "default"$$,
+                  $$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_operation_id_recollated;
+SELECT t.err_after($$ALTER TABLE lake_data.dataset ALTER COLUMN name TYPE text COLLATE "C"$$,
+                  $$SELECT lake.read('d_cols_ds', 1)$$) AS read_with_dataset_name_recollated;
+SELECT t.err_after($$ALTER TABLE lake_data.cast_operation ALTER COLUMN operation_id TYPE text COLLATE "C"$$,
+                  $$SELECT lake.cast('d_cols', 'CognitiveWork', 'Evaluation', NULL, NULL, 'op-r')$$) AS cast_with_cast_operation_recollated;
 SELECT lake.append_chunk(:renamed_stage, 0, '\x01'::bytea);
 SELECT count(*) > 0 AS versions_as_made FROM lake.versions('d_cols_ds');
 -- Or the schema of the tables renamed.
