@@ -319,6 +319,8 @@ await_receipt(int32 epoch, int64 seq, int timeout_ms, bool accepted, LogReceipt 
 	ok = log_find_receipt(epoch, seq, cycle_live_epoch(), out);
 	if (ok && !checked)
 		require_receipt_tenant(registered_tenant(out->owner_id), epoch, seq);
+	if (!ok && !cycle_receipt_sealed(epoch, seq))
+		log_require_epoch_end(epoch);
 	store_finish();
 	if (!ok && cycle_receipt_sealed(epoch, seq))
 		ereport(ERROR,

@@ -248,6 +248,52 @@ find_seq(const LakeLanding *l, void *arg)
 	return 1;
 }
 
+static int
+highest_seq(const LakeLanding *l, void *arg)
+{
+	int64	   *high = (int64 *) arg;
+
+	*high = Max(*high, l->seq);
+	return 0;
+}
+
+void
+log_require_epoch_end(int32 epoch)
+{
+	static SPIPlanPtr plan;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(epoch)};
+	bool		isnull;
+
+	if (store_execute(store_plan(&plan,
+								 "(SELECT c.cycle, c.epoch, c.data, c.bytes, c.last_seq FROM lake_data.cycle c "
+								 " WHERE c.epoch OPERATOR(pg_catalog.=) $1 ORDER BY c.last_seq DESC, c.cycle DESC LIMIT 1) "
+								 "UNION ALL "
+								 "(SELECT n.cycle, n.epoch, n.data, n.bytes, n.last_seq FROM lake_data.cycle n "
+								 " WHERE n.cycle OPERATOR(pg_catalog.>) (SELECT pg_catalog.max(m.cycle) FROM lake_data.cycle m "
+								 "                    WHERE m.epoch OPERATOR(pg_catalog.=) $1) "
+								 " ORDER BY n.cycle LIMIT 1)",
+								 1, types),
+					  values, NULL, GetLatestSnapshot(), true, 2) != SPI_OK_SELECT)
+		elog(ERROR, "lake: epoch end lookup failed");
+	store_require_shape_of_plan(plan);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		int64		cycle = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		int32		row_epoch = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		int64		last_seq = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		int64		high = -1;
+
+		log_visit_cycle((LakeCycleId) {cycle, row_epoch}, SPI_getbinval(tup, desc, 3, &isnull),
+						DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull)), highest_seq, &high);
+		if (row_epoch == epoch && high > last_seq)
+			cycle_damaged_error(cycle, psprintf("its record holds receipt (%d," INT64_FORMAT ") past its row's last_seq " INT64_FORMAT,
+												epoch, high, last_seq));
+	}
+}
+
 /*
  * The landing of receipt (epoch, seq) into 'out' and 'f'; false if no
  * cycle of that epoch reaches seq (never sealed: lost with its epoch).

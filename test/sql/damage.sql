@@ -101,6 +101,16 @@ SELECT t.d_await(:e, :s) AS receipt_rows_gone;
 UPDATE lake_data.cycle SET epoch = :e, first_seq = :s2 WHERE cycle = :c2;
 UPDATE lake_data.cycle SET epoch = :e WHERE cycle = :c;
 SELECT t.d_await(:e, :s) AS receipt_repaired;
+-- The epoch's last row itself: its range cut short, or moved to another
+-- epoch, leaves no row that reaches the receipt. In the live epoch the
+-- seals' own count shows it sealed; for a past epoch the epoch's last row
+-- and the row after it are read (064_damaged_headers.pl).
+UPDATE lake_data.cycle SET last_seq = last_seq - 1 WHERE cycle = :c2;
+SELECT t.d_await(:e, :s2) AS receipt_past_last_row;
+UPDATE lake_data.cycle SET last_seq = last_seq + 1, epoch = epoch + 100 WHERE cycle = :c2;
+SELECT t.d_await(:e, :s2) AS receipt_last_row_moved;
+UPDATE lake_data.cycle SET epoch = :e WHERE cycle = :c2;
+SELECT t.d_await(:e, :s2) AS receipt_last_row_repaired;
 DROP FUNCTION t.d_await(int, bigint);
 -- Recovery checks every landing against the owner it rebuilds: a sound
 -- record (here raw, with a valid checksum) whose landing carries a lap the

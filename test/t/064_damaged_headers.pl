@@ -10,7 +10,9 @@
 # Now each is that cycle's damage: its owner is quarantined, the others
 # are served. And a name or tenant in lake_data.owner longer than lake
 # writes (by hand) was cut to 63 bytes: two owners shared one state, or an
-# owner moved into another tenant. Now it is XX001.
+# owner moved into another tenant. Now it is XX001. And a receipt of a past
+# epoch whose last cycle row was altered was called lost (LK006, "cast it
+# again"); it is XX001.
 use strict;
 use warnings;
 
@@ -183,6 +185,28 @@ psql("INSERT INTO lake_data.owner (name, lifecycle, tenant) "
 ($state, $msg) = sql_error($node, "SET ROLE t63; SELECT lake.cast('victim', 'Planning', 'CognitiveWork')");
 is("$state $msg", 'XX001 a row of lake_data.owner is damaged', "a cast by the role of the cut tenant is XX001");
 psql("DELETE FROM lake_data.owner WHERE name = 'victim'");
+
+# 5. A past epoch's last cycle row, its range cut short or moved to a later
+# epoch: no row of the epoch reaches the receipt any more, and it was
+# called lost (LK006, "cast it again": a second cast of a durable step).
+psql("SELECT lake.create_owner('e1'), lake.create_owner('e2')");
+psql("SELECT lake.cast_durable('e1', 'Planning', 'CognitiveWork')");
+my ($e, $s, $ce) = split /\|/, psql("SELECT (r).epoch, (r).seq, (lake.await_durable(r)).cycle FROM "
+	  . "(SELECT lake.cast('e1', 'CognitiveWork', 'Evaluation') r) x");
+restart_recovered($node) or die 'the worker did not recover';
+cmp_ok(psql('SELECT max(epoch) FROM lake_data.cycle') + 0, '<=', $e, 'no cycle of a later epoch yet');
+psql("SELECT lake.cast_durable('e2', 'Planning', 'CognitiveWork')");
+isnt(psql("SELECT epoch FROM lake_data.cycle WHERE cycle = $ce + 1"), $e, 'the next cycle is of a later epoch');
+my $await = "SELECT (lake.await_durable(ROW($e, $s)::lake.receipt)).cycle";
+is(psql($await), $ce, "receipt ($e,$s) is in cycle $ce, the last of its epoch");
+psql("UPDATE lake_data.cycle SET last_seq = last_seq - 1 WHERE cycle = $ce");
+($state, $msg) = sql_error($node, $await);
+is("$state $msg", "XX001 cycle $ce is damaged", 'its range cut short: XX001, not lost');
+psql("UPDATE lake_data.cycle SET last_seq = last_seq + 1, epoch = epoch + 1000 WHERE cycle = $ce");
+($state, $msg) = sql_error($node, $await);
+is("$state $msg", "XX001 cycle $ce is damaged", 'moved to a later epoch: XX001, not lost');
+psql("UPDATE lake_data.cycle SET epoch = $e WHERE cycle = $ce");
+is(psql($await), $ce, 'put back, the receipt is found');
 
 $node->stop;
 done_testing();
