@@ -438,6 +438,23 @@ cycle_reader_close(CycleReader *cr)
 	table_close(cr->rel, AccessShareLock);
 }
 
+/* Whether a fresh snapshot sees the row of 'cycle'. */
+static bool
+cycle_row_exists(CycleReader *cr, int64 cycle)
+{
+	ScanKeyData key[1];
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	SysScanDesc scan;
+	bool		found;
+
+	store_key_int8(&key[0], 1, cycle);
+	scan = systable_beginscan_ordered(cr->rel, cr->idx, latest, 1, key);
+	found = HeapTupleIsValid(systable_getnext_ordered(scan, ForwardScanDirection));
+	systable_endscan_ordered(scan);
+	UnregisterSnapshot(latest);
+	return found;
+}
+
 static Datum
 cycle_column(CycleReader *cr, HeapTuple tup, AttrNumber att)
 {
@@ -544,6 +561,24 @@ scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 	}
 	systable_endscan_ordered(scan);
 	cycle_reader_close(&cr);
+}
+
+void
+log_require_sealed_cycle(int64 cycle)
+{
+	CycleReader cr;
+	bool		found;
+
+	if (cycle <= 0)
+		return;
+	cycle_reader_open(&cr, GetActiveSnapshot());
+	found = cycle_row_exists(&cr, cycle);
+	cycle_reader_close(&cr);
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("cycle " INT64_FORMAT " is missing", cycle),
+				 errdetail("Its seal committed, but lake_data.cycle has no row of it: the table was altered.")));
 }
 
 /*
@@ -1070,6 +1105,18 @@ log_visit_owner(int32 owner_id, int64 after_position, int64 after_cycle,
 			walk_damaged(&w, st.cycle, psprintf("the index ends at position " INT64_FORMAT " but the owner reached position " INT64_FORMAT " by cycle " INT64_FORMAT,
 												w.expect - 1, reach->position, reach->cycle));
 	}
+	/*
+	 * A reach past the newest cycle this snapshot sees is a seal that
+	 * committed since, whose row a fresh snapshot sees; without it, the
+	 * newest rows were deleted, and the walk would end short of the owner.
+	 */
+	if (reach != NULL && reach->cycle > 0 && (!any || reach->cycle > st.cycle) &&
+		!cycle_row_exists(&w.cr, reach->cycle))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("cycle " INT64_FORMAT " is missing", reach->cycle),
+				 errdetail("Owner id %d reached position " INT64_FORMAT " by it, but lake_data.cycle has no row of it: the table was altered.",
+						   owner_id, reach->position)));
 	cycle_reader_close(&w.cr);
 	if (w.rescan)
 	{

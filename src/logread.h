@@ -44,6 +44,12 @@ extern bool log_find_receipt(int32 epoch, int64 seq, int32 live_epoch, LogReceip
  * damage (XX001), and the receipt may be in it.
  */
 extern void log_require_epoch_end(int32 epoch);
+/*
+ * XX001 unless a fresh snapshot sees the row of 'cycle', one whose seal
+ * committed (the sealed head): a reader's snapshot may be older than it,
+ * but a log without it had its newest rows deleted.
+ */
+extern void log_require_sealed_cycle(int64 cycle);
 
 /* The cycle a visitor's landing comes from. */
 typedef LakeCycleId LogCycle;

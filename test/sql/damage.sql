@@ -111,6 +111,16 @@ UPDATE lake_data.cycle SET last_seq = last_seq + 1, epoch = epoch + 100 WHERE cy
 SELECT t.d_await(:e, :s2) AS receipt_last_row_moved;
 UPDATE lake_data.cycle SET epoch = :e WHERE cycle = :c2;
 SELECT t.d_await(:e, :s2) AS receipt_last_row_repaired;
+-- The newest cycle rows deleted: a trajectory ended short of the owner's
+-- position, and the log short of the sealed head, without an error (each
+-- was past the newest row the read saw, as a seal committed since would
+-- be). A fresh look finds no such row: XX001.
+BEGIN;
+DELETE FROM lake_data.cycle WHERE cycle = :c2;
+SELECT regexp_replace(t.err('SELECT count(*) FROM lake.trajectory(''d_owner'')'),
+                      '(cycle|id|position) \d+', '\1 <n>', 'g') AS trajectory_newest_row_deleted;
+SELECT regexp_replace(t.err('SELECT count(*) FROM lake.log()'), 'cycle \d+', 'cycle <n>') AS log_newest_row_deleted;
+ROLLBACK;
 DROP FUNCTION t.d_await(int, bigint);
 -- Recovery checks every landing against the owner it rebuilds: a sound
 -- record (here raw, with a valid checksum) whose landing carries a lap the
