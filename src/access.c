@@ -72,7 +72,8 @@ forget_held_database(Datum arg, int cacheid, uint32 hashvalue)
 static void
 forget_held_rel(Datum arg, Oid relid)
 {
-	if (!OidIsValid(relid) || relid == grant_relid)
+	/* Not known (no such table when filled): any relation's change may be its making. */
+	if (!OidIsValid(relid) || relid == grant_relid || !OidIsValid(grant_relid))
 		held_stale = true;
 }
 

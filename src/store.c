@@ -724,7 +724,6 @@ store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 	bool		bounded;
 	int			nest;
 	MemoryContext mcxt = CurrentMemoryContext;
-	volatile bool granted = false;
 
 	if (ConditionalLockDatabaseObject(classid, objid, objsubid, ExclusiveLock))
 		return true;
@@ -734,7 +733,6 @@ store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 	PG_TRY();
 	{
 		LockDatabaseObject(classid, objid, objsubid, ExclusiveLock);
-		granted = true;
 
 		/*
 		 * Granted as the bound ran out: the lock timeout's cancel is still
@@ -745,10 +743,17 @@ store_lock_object(Oid classid, Oid objid, uint16 objsubid, long wait_ms)
 	}
 	PG_CATCH();
 	{
+		LOCKTAG		tag;
+
 		store_catch_bound_timeout(mcxt, bounded);
 		/* Out of the lock's wait queue now, not at the abort that follows. */
 		LockErrorCleanup();
-		if (granted)
+		/*
+		 * Granted (before the interrupt check above raised, or as the
+		 * timeout struck, which the cleanup keeps): let it go.
+		 */
+		SET_LOCKTAG_OBJECT(tag, MyDatabaseId, classid, objid, objsubid);
+		if (LockHeldByMe(&tag, ExclusiveLock))
 			UnlockDatabaseObject(classid, objid, objsubid, ExclusiveLock);
 		store_unbound_lock_waits(nest);
 		return false;

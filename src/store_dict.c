@@ -161,7 +161,8 @@ kept_dict(int32 id, const char **why)
 	bytea	   *data;
 	const uint8 *bytes;
 	size_t		len;
-	ZSTD_DDict *ddict;
+	ZSTD_DDict *volatile ddict = NULL;
+	KeptDict   *volatile entry = NULL;
 	uint8	   *copy;
 	char	   *damage;
 
@@ -197,19 +198,28 @@ kept_dict(int32 id, const char **why)
 	}
 
 	/*
-	 * Every allocation before the entry is made: an entry left half filled
-	 * by an out-of-memory error would be freed as garbage at the next
-	 * invalidation. The decompression dictionary refers to the kept copy
-	 * (one allocation of its own, which the copy outlives).
+	 * The entry is made last, and filled at once: one left half filled by
+	 * an out-of-memory error would be freed as garbage at the next
+	 * invalidation. What is allocated for it before is freed if making it
+	 * fails. The decompression dictionary refers to the kept copy (one
+	 * allocation of its own, which the copy outlives).
 	 */
 	copy = MemoryContextAlloc(TopMemoryContext, len);
 	memcpy(copy, bytes, len);
 	PG_TRY();
 	{
 		ddict = ZSTD_createDDict_advanced(copy, len, ZSTD_dlm_byRef, ZSTD_dct_auto, dict_mem);
+		/* The fetch may have accepted an invalidation: enter under the new generation. */
+		if (ddict != NULL)
+		{
+			caches_current(true);
+			entry = hash_search(dicts, &id, HASH_ENTER, NULL);
+		}
 	}
 	PG_CATCH();
 	{
+		if (ddict != NULL)
+			ZSTD_freeDDict(ddict);
 		pfree(copy);
 		PG_RE_THROW();
 	}
@@ -220,9 +230,7 @@ kept_dict(int32 id, const char **why)
 		*why = psprintf("compression dictionary %d is not a dictionary with its id", id);
 		return NULL;
 	}
-	/* The fetch may have accepted an invalidation: enter under the new generation. */
-	caches_current(true);
-	d = hash_search(dicts, &id, HASH_ENTER, NULL);
+	d = entry;
 	d->bytes = copy;
 	d->len = len;
 	d->ddict = ddict;
