@@ -46,26 +46,6 @@ sub toast_file
 	return $node->data_dir . '/' . psql("SELECT pg_relation_filepath(reltoastrelid) $of");
 }
 
-# Where a row's tuple header sits in its table's file.
-sub tuple_at
-{
-	my ($table, $where) = @_;
-	my ($blk, $lp) = split /\|/, psql("SELECT (ctid::text::point)[0], (ctid::text::point)[1] FROM $table WHERE $where");
-	my $off = psql("SELECT lp_off FROM heap_page_items(get_raw_page('$table', $blk)) WHERE lp = $lp");
-	return ($node->data_dir . '/' . psql("SELECT pg_relation_filepath('$table')"), $blk * 8192 + $off);
-}
-
-# Write 'bytes' at 'offset' of 'file' (the server stopped).
-sub poke
-{
-	my ($file, $offset, $bytes) = @_;
-	open(my $fh, '+<', $file) or die "open $file: $!";
-	binmode $fh;
-	seek($fh, $offset, 0) or die;
-	print $fh $bytes;
-	close $fh;
-}
-
 sub state_of
 {
 	my ($o) = @_;
@@ -81,8 +61,8 @@ my $cycle_a = psql("SELECT cycle FROM lake.trajectory('a')");
 
 # 1. Column counts: the cycle row's 14 to 12 (data and encoding read as
 # NULL), the version row's 7 to 6 (its digest).
-my ($cfile, $coff) = tuple_at('lake_data.cycle', "cycle = $cycle_a");
-my ($vfile, $voff) = tuple_at('lake_data.version', "operation_id = 'op'");
+my ($cfile, $coff) = tuple_at($node, 'lake_data.cycle', "cycle = $cycle_a");
+my ($vfile, $voff) = tuple_at($node, 'lake_data.version', "operation_id = 'op'");
 my $log_from = damaged_restart(sub { poke($cfile, $coff + 18, chr(12)); poke($vfile, $voff + 18, chr(6)); });
 ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a cycle row that reads NULL columns');
 like(state_of('a'), qr/cycle $cycle_a is damaged: its record reads as NULL/,
@@ -182,7 +162,7 @@ is(psql("SELECT count(*) FROM generate_series(1, 70) i, lake.trajectory('x' || i
 # it is damaged.
 psql("SELECT lake.create_dataset('h')");
 psql("SELECT lake.append('h', 'acme', 'op-x1', '\\x01'::bytea)");
-my ($hfile, $hoff) = tuple_at('lake_data.version', "operation_id = 'op-x1'");
+my ($hfile, $hoff) = tuple_at($node, 'lake_data.version', "operation_id = 'op-x1'");
 damaged_restart(
 	sub {
 		open(my $fh, '<', $hfile) or die "open $hfile: $!";
@@ -258,7 +238,7 @@ is(psql("SELECT lake.append('sg', 'acme', 'up-x1', '\\x0a0b'::bytea)"), '1',
 # read through SPI). Every NOT NULL column read that way is XX001.
 my $sc = psql("SELECT lake.begin_append('sg', 'acme', 'up-z')");
 psql("SELECT lake.append_chunk($sc, 0, '\\x0c0d'::bytea)");
-my ($kfile, $koff) = tuple_at('lake_data.chunk', "blob = $sc AND chunk_no = 0");
+my ($kfile, $koff) = tuple_at($node, 'lake_data.chunk', "blob = $sc AND chunk_no = 0");
 $log_from = damaged_restart(sub { poke($kfile, $koff + 18, chr(3)); });
 ($state, $msg) = sql_error($node, "SELECT lake.append_chunk($sc, 0, '\\x0c0d'::bytea)");
 is("$state $msg", 'XX001 a row of lake\'s tables is damaged', 'a re-sent chunk over it is XX001');

@@ -34,15 +34,6 @@ sub state_of
 	return psql("SELECT coalesce(quarantine_reason, 'live') FROM lake_data.owner WHERE name = '$o'");
 }
 
-# The file of a cycle row and where its tuple starts in it.
-sub cycle_tuple
-{
-	my ($cycle) = @_;
-	my ($blk, $lp) = split /\|/, psql("SELECT (ctid::text::point)[0], (ctid::text::point)[1] FROM lake_data.cycle WHERE cycle = $cycle");
-	my $off = psql("SELECT lp_off FROM heap_page_items(get_raw_page('lake_data.cycle', $blk)) WHERE lp = $lp");
-	return ($node->data_dir . '/' . psql("SELECT pg_relation_filepath('lake_data.cycle')"), $blk * 8192 + $off);
-}
-
 sub read_at
 {
 	my ($file, $offset, $n) = @_;
@@ -54,23 +45,13 @@ sub read_at
 	return $bytes;
 }
 
-sub poke
-{
-	my ($file, $offset, $bytes) = @_;
-	open(my $fh, '+<', $file) or die "open $file: $!";
-	binmode $fh;
-	seek($fh, $offset, 0) or die;
-	print $fh $bytes;
-	close $fh;
-}
-
 # Stops the server, edits the cycle row's tuple with 'edit' (given the
 # tuple's bytes, returning them changed), starts it: where the log stood.
 sub damage_cycle
 {
 	my ($cycle, $edit) = @_;
 	psql('CHECKPOINT');
-	my ($file, $off) = cycle_tuple($cycle);
+	my ($file, $off) = tuple_at($node, 'lake_data.cycle', "cycle = $cycle");
 	$node->stop;
 	my $len = 8192 - $off % 8192;
 	poke($file, $off, $edit->(read_at($file, $off, $len)));
@@ -79,7 +60,19 @@ sub damage_cycle
 	return $from;
 }
 
-my $big = "(SELECT decode(string_agg(md5(i::text), ''), 'hex') FROM generate_series(1, 1000) i)";
+# Random bytes of n md5s: 16 kB (1000) are stored out of line.
+sub md5s { return "(SELECT decode(string_agg(md5(i::text), ''), 'hex') FROM generate_series(1, $_[0]) i)"; }
+
+# Two new owners, each cast to durably in a cycle of its own, the first
+# with 'payload': the first one's cycle.
+sub cycle_pair
+{
+	my ($x, $y, $payload) = @_;
+	psql("SELECT lake.create_owner('$x'), lake.create_owner('$y')");
+	psql("SELECT lake.cast_durable('$x', 'Planning', 'CognitiveWork', $payload)");
+	psql("SELECT lake.cast_durable('$y', 'Planning', 'CognitiveWork')");
+	return psql("SELECT cycle FROM lake.trajectory('$x')");
+}
 
 psql('CREATE EXTENSION lake; CREATE EXTENSION pageinspect');
 my $toastrel = psql("SELECT reltoastrelid::int FROM pg_class WHERE oid = 'lake_data.cycle'::regclass");
@@ -99,10 +92,7 @@ sub pointer_at
 
 # 1. The pointer's tag made indirect (a pointer into memory): the
 # smallint after it moved to where the shorter pointer puts it.
-psql("SELECT lake.create_owner('i1'), lake.create_owner('i2')");
-psql("SELECT lake.cast_durable('i1', 'Planning', 'CognitiveWork', $big)");
-psql("SELECT lake.cast_durable('i2', 'Planning', 'CognitiveWork')");
-my $c1 = psql("SELECT cycle FROM lake.trajectory('i1')");
+my $c1 = cycle_pair('i1', 'i2', md5s(1000));
 my $from = damage_cycle(
 	$c1,
 	sub {
@@ -124,10 +114,7 @@ is($state, 'XX001', 'a read of the log through it is XX001');
 unlike(slurp_file($node->logfile, $from), qr/terminated by signal/, 'no process crashed');
 
 # 2. The pointer's TOAST relation one that is not there.
-psql("SELECT lake.create_owner('r1'), lake.create_owner('r2')");
-psql("SELECT lake.cast_durable('r1', 'Planning', 'CognitiveWork', $big)");
-psql("SELECT lake.cast_durable('r2', 'Planning', 'CognitiveWork')");
-my $c2 = psql("SELECT cycle FROM lake.trajectory('r1')");
+my $c2 = cycle_pair('r1', 'r2', md5s(1000));
 $from = damage_cycle(
 	$c2,
 	sub {
@@ -142,11 +129,7 @@ is(state_of('r2'), 'live', 'the other is not');
 unlike(slurp_file($node->logfile, $from), qr/could not open relation/, 'no failed recovery');
 
 # 3. An inline record (a 4-byte header) marked compressed, its size 1 GB.
-psql("SELECT lake.create_owner('z1'), lake.create_owner('z2')");
-psql("SELECT lake.cast_durable('z1', 'Planning', 'CognitiveWork', "
-	  . "(SELECT decode(string_agg(md5(i::text), ''), 'hex') FROM generate_series(1, 20) i))");
-psql("SELECT lake.cast_durable('z2', 'Planning', 'CognitiveWork')");
-my $c3 = psql("SELECT cycle FROM lake.trajectory('z1')");
+my $c3 = cycle_pair('z1', 'z2', md5s(20));
 my $data = psql("SELECT encode(substr(data, 1, 16), 'hex') FROM lake_data.cycle WHERE cycle = $c3");
 my $len = psql("SELECT octet_length(data) FROM lake_data.cycle WHERE cycle = $c3");
 cmp_ok($len, '>', 126, 'the record has a 4-byte header');

@@ -16,7 +16,7 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(lake_node sql_error wait_until lock_timeouts_logged gdb_stopped held_session kanban_next kanban_replay read_log
   live_states kanban_statements cast_sql client_sql gdb_hold gdb gdb_let_go
-  background finished restart_recovered);
+  background finished restart_recovered tuple_at poke);
 
 # PostgreSQL 15's poll_query_until feeds its query to psql through a pipe.
 # While a crashed server restarts, psql can fail to connect and exit before
@@ -371,6 +371,32 @@ sub finished
 	my ($b) = @_;
 	$b->{h}->pump_nb if $b->{h}->pumpable;
 	return !$b->{h}->pumpable;
+}
+
+# tuple_at(node, table, where) -> (file, offset): where the tuple header of
+# the row of 'table' that 'where' selects sits in the table's file (needs
+# pageinspect).
+sub tuple_at
+{
+	my ($node, $table, $where) = @_;
+	my ($blk, $lp) = split /\|/,
+	  $node->safe_psql('postgres', "SELECT (ctid::text::point)[0], (ctid::text::point)[1] FROM $table WHERE $where");
+	my $off = $node->safe_psql('postgres',
+		"SELECT lp_off FROM heap_page_items(get_raw_page('$table', $blk)) WHERE lp = $lp");
+	return ($node->data_dir . '/' . $node->safe_psql('postgres', "SELECT pg_relation_filepath('$table')"),
+		$blk * 8192 + $off);
+}
+
+# poke(file, offset, bytes): write 'bytes' at 'offset' of 'file' (the
+# server stopped).
+sub poke
+{
+	my ($file, $offset, $bytes) = @_;
+	open(my $fh, '+<', $file) or die "open $file: $!";
+	binmode $fh;
+	seek($fh, $offset, 0) or die;
+	print $fh $bytes;
+	close $fh;
 }
 
 1;
