@@ -569,6 +569,18 @@ cycle_sealed_cycle(void)
 	return cs->sealed_cycle;
 }
 
+int64
+cycle_sealed_head(void)
+{
+	LakeGeneration generation = current_generation();
+	int64		head;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	head = cs->ready && cs->generation == generation ? cs->sealed_cycle : 0;
+	LWLockRelease(&cs->lock);
+	return head;
+}
+
 void
 cycle_set_last_snapshot(int64 cycle)
 {
@@ -737,12 +749,14 @@ bool
 cycle_owner_reached(const char *name, int32 id, int64 *position, int64 *cycle)
 {
 	uint32		hash = owner_hash(name);
+	LakeGeneration generation = current_generation();
 	OwnerState *o;
 	bool		known;
 
+	/* Only live states of this installation (ids restart with the extension). */
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	o = owner_find(name, hash);
-	known = o != NULL && o->id == id;
+	known = cs->ready && cs->generation == generation && o != NULL && o->id == id;
 	if (known)
 	{
 		*position = o->position;

@@ -227,6 +227,12 @@ extern void cycle_uncut(void);
 
 /* The sealed head and the newest snapshot. */
 extern int64 cycle_sealed_cycle(void);
+/*
+ * The same, for a reader: 0 unless the live state is this installation's
+ * and recovered (a DROP and CREATE EXTENSION leaves the last one's head
+ * until the worker has recovered the new one).
+ */
+extern int64 cycle_sealed_head(void);
 extern void cycle_set_last_snapshot(int64 cycle);
 extern int64 cycle_last_snapshot(void);
 

@@ -249,7 +249,7 @@ lake_log(PG_FUNCTION_ARGS)
 	}
 	log_scan_cycles(after_cycle, &e.at, emit_landing, NULL, &e);
 	/* The log read ends at its snapshot's newest row; the sealed head is not past the table's. */
-	log_require_sealed_cycle(cycle_sealed_cycle());
+	log_require_sealed_cycle(cycle_sealed_head());
 	store_finish();
 	return (Datum) 0;
 }

@@ -63,3 +63,20 @@ COMMIT;
 SELECT count(lake.append('again', 'tenant_a', 'many-' || i, '\x0a'::bytea))
   FROM generate_series(1, 50) AS i;
 SELECT max(version) FROM lake.versions('again', 0);
+
+-- Until the worker has recovered a recreated extension, the live state is
+-- the dropped one's: its sealed head and its owners' reach (owner ids
+-- restart with the extension) are not the new log's, whose missing rows a
+-- read would take them for.
+SELECT (lake.cast_durable('recreated', 'CognitiveWork', 'Evaluation')).cycle > 0 AS sealed;
+BEGIN;
+DROP EXTENSION lake CASCADE;
+CREATE EXTENSION lake;
+SELECT count(*) AS log_of_a_new_extension FROM lake.log();
+ROLLBACK;
+BEGIN;
+DROP EXTENSION lake CASCADE;
+CREATE EXTENSION lake;
+SELECT lake.create_owner('recreated');
+SELECT count(*) AS trajectory_of_a_new_owner FROM lake.trajectory('recreated');
+ROLLBACK;
