@@ -84,7 +84,8 @@ CREATE FUNCTION lake_router.guarded_server(server oid) RETURNS boolean
                      JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid OPERATOR(pg_catalog.=) s.srvfdw
                     WHERE s.oid OPERATOR(pg_catalog.=) server
                       AND (s.srvname OPERATOR(pg_catalog.=) 'lake' OR w.fdwname OPERATOR(pg_catalog.=) 'plproxy'));
-REVOKE ALL ON FUNCTION lake_router.guarded_server(oid) FROM PUBLIC;
+-- (Executable by every role, as the helpers below are: the guards call it as
+-- the role that runs the command, and it reads only the catalogs.)
 
 CREATE FUNCTION lake_router.guard_user_mapping() RETURNS event_trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$

@@ -710,9 +710,23 @@ is(same(0, 'define_lifecycle by a role that may not',
 	# Nor on another PL/Proxy server, which its owner could rename "lake".
 	$router->safe_psql('postgres', "CREATE SERVER lake_next FOREIGN DATA WRAPPER plproxy OPTIONS (p0 'dbname=postgres'); "
 		  . 'GRANT USAGE ON FOREIGN SERVER lake_next TO alice');
-	is($as_alice->("CREATE USER MAPPING FOR CURRENT_USER SERVER lake_next OPTIONS (user 'postgres')"), 'ERROR 42501',
+	my $refusal = sub {
+		my ($role, $sql) = @_;
+		my ($r, $msg) = call($router, "SET ROLE $role;\n$sql");
+		return $r =~ /^ERROR/ ? "$r $msg" : 'ok';
+	};
+	is($refusal->('alice', "CREATE USER MAPPING FOR CURRENT_USER SERVER lake_next OPTIONS (user 'postgres')"),
+		'ERROR 42501 only the owner of server "lake" may create or alter its user mappings',
 		'nor map herself to another role on another PL/Proxy server');
-	$router->safe_psql('postgres', 'DROP SERVER lake_next');
+	# The guards run as the role that makes the mapping: a server's owner who
+	# is not a superuser makes and alters them as before.
+	$router->safe_psql('postgres', 'CREATE ROLE srvown; GRANT USAGE ON FOREIGN DATA WRAPPER plproxy TO srvown; '
+		  . 'ALTER SERVER lake_next OWNER TO srvown');
+	is($refusal->('srvown', "CREATE USER MAPPING FOR alice SERVER lake_next OPTIONS (user 'alice')"), 'ok',
+		'the owner of a PL/Proxy server maps a role');
+	is($refusal->('srvown', "ALTER USER MAPPING FOR alice SERVER lake_next OPTIONS (SET user 'alice')"), 'ok',
+		'and alters the mapping');
+	$router->safe_psql('postgres', 'DROP SERVER lake_next CASCADE; DROP OWNED BY srvown; DROP ROLE srvown');
 	# A mapping she made while lake_router was not installed: its install
 	# refuses it (the triggers see only what is done while they exist).
 	$router->safe_psql('postgres', 'DROP EXTENSION lake_router');
