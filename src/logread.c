@@ -74,7 +74,7 @@ log_unwrap(Datum data, const int64 *declared, bool contain, uint8_t **raw, size_
 	}
 	else
 	{
-		store_require_value(NULL, 0, data, "data");
+		store_require_value(NULL, NULL, 0, data, "data");
 		stored = DatumGetByteaPP(data);
 	}
 	in = (const uint8_t *) VARDATA_ANY(stored);
@@ -265,16 +265,25 @@ log_require_epoch_end(int32 epoch)
 	Datum		values[1] = {Int32GetDatum(epoch)};
 	bool		isnull;
 
+	/*
+	 * The epoch's last row ('e'); without one, the last row of an earlier
+	 * epoch ('p', which an epoch moved down would have become); and the row
+	 * after whichever it is, which an epoch moved up would have become.
+	 * Epochs only grow along the cycles, so these are the epoch's edges.
+	 */
 	if (store_execute(store_plan(&plan,
-								 "(SELECT c.cycle, c.epoch, c.data, c.bytes, c.last_seq FROM lake_data.cycle c "
-								 " WHERE c.epoch OPERATOR(pg_catalog.=) $1 ORDER BY c.last_seq DESC, c.cycle DESC LIMIT 1) "
-								 "UNION ALL "
-								 "(SELECT n.cycle, n.epoch, n.data, n.bytes, n.last_seq FROM lake_data.cycle n "
-								 " WHERE n.cycle OPERATOR(pg_catalog.>) (SELECT pg_catalog.max(m.cycle) FROM lake_data.cycle m "
-								 "                    WHERE m.epoch OPERATOR(pg_catalog.=) $1) "
-								 " ORDER BY n.cycle LIMIT 1)",
+								 "WITH e AS (SELECT c.cycle, c.epoch, c.data, c.bytes, c.last_seq FROM lake_data.cycle c "
+								 "           WHERE c.epoch OPERATOR(pg_catalog.=) $1 "
+								 "           ORDER BY c.last_seq DESC, c.cycle DESC LIMIT 1), "
+								 "     p AS (SELECT c.cycle, c.epoch, c.data, c.bytes, c.last_seq FROM lake_data.cycle c "
+								 "           WHERE c.epoch OPERATOR(pg_catalog.<) $1 AND NOT EXISTS (SELECT FROM e) "
+								 "           ORDER BY c.epoch DESC, c.last_seq DESC, c.cycle DESC LIMIT 1) "
+								 "SELECT * FROM e UNION ALL SELECT * FROM p UNION ALL "
+								 "SELECT n.cycle, n.epoch, n.data, n.bytes, n.last_seq FROM lake_data.cycle n "
+								 "WHERE n.cycle OPERATOR(pg_catalog.=) (COALESCE((SELECT e.cycle FROM e), "
+								 "      (SELECT p.cycle FROM p), 0) OPERATOR(pg_catalog.+) 1)",
 								 1, types),
-					  values, NULL, GetLatestSnapshot(), true, 2) != SPI_OK_SELECT)
+					  values, NULL, GetLatestSnapshot(), true, 3) != SPI_OK_SELECT)
 		elog(ERROR, "lake: epoch end lookup failed");
 	store_require_shape_of_plan(plan);
 	for (uint64 r = 0; r < SPI_processed; r++)

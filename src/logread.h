@@ -38,9 +38,10 @@ extern bool log_find_operation(int32 owner_id, const char *operation_id,
 extern bool log_find_receipt(int32 epoch, int64 seq, int32 live_epoch, LogReceipt *out);
 /*
  * Before a receipt of 'epoch' that no cycle row reaches is called lost
- * (LK006 invites a second cast of the step): the epoch's last row, and the
- * row after it, read whole. A last row whose record holds a receipt past
- * its last_seq, or a next row whose record is not of its row's epoch, is
+ * (LK006 invites a second cast of the step): the rows at the epoch's edges
+ * read whole (its last row, or without one the last row of an earlier
+ * epoch, and the row after). A last row whose record holds a receipt past
+ * its last_seq, or an edge row whose record is not of its row's epoch, is
  * damage (XX001), and the receipt may be in it.
  */
 extern void log_require_epoch_end(int32 epoch);

@@ -504,7 +504,7 @@ store_col(uint64 row, int colno, bool *isnull)
 	Datum		d = SPI_getbinval(tup, desc, colno, isnull);
 
 	if (!*isnull && TupleDescAttr(desc, colno - 1)->attlen == -1)
-		store_require_value(tup, colno, d, SPI_fname(desc, colno));
+		store_require_value(tup, desc, colno, d, NULL);
 	return d;
 }
 

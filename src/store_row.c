@@ -252,12 +252,12 @@ store_deform_tuple(TupleDesc desc, HeapTuple tup, Datum *values, bool *nulls)
 }
 
 void
-store_require_value(HeapTuple tup, int attno, Datum value, const char *column)
+store_require_value(HeapTuple tup, TupleDesc desc, int attno, Datum value, const char *column)
 {
 	const char *why = value_damage(tup, attno, DatumGetPointer(value));
 
 	if (why != NULL)
-		value_damaged(NULL, column, why);
+		value_damaged(NULL, column ? column : NameStr(TupleDescAttr(desc, attno - 1)->attname), why);
 }
 
 typedef struct Detoast

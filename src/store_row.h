@@ -80,9 +80,11 @@ extern bytea *store_detoast_contained(Datum value, char **why);
  */
 extern void store_deform_tuple(TupleDesc desc, HeapTuple tup, Datum *values, bool *nulls);
 /*
- * The same check of one varlena column: of a row (SPI's), or only its
- * header when 'tup' is NULL (a slot's column). XX001 naming 'column'.
+ * The same check of one varlena column: column 'attno' of a row (SPI's),
+ * or only its header when 'tup' is NULL (a slot's column). XX001 naming
+ * 'column', or when NULL attribute 'attno' of 'desc'.
  */
-extern void store_require_value(HeapTuple tup, int attno, Datum value, const char *column);
+extern void store_require_value(HeapTuple tup, TupleDesc desc, int attno, Datum value,
+								const char *column);
 
 #endif							/* LAKE_STORE_ROW_H */

@@ -343,12 +343,12 @@ detoast_chunk(Datum d, int64 version)
 		return DatumGetByteaPP(d);
 	if (version <= 0)
 	{
-		store_require_value(NULL, 0, d, "data");
+		store_require_value(NULL, NULL, 0, d, "data");
 		return DatumGetByteaPP(d);
 	}
 	PG_TRY();
 	{
-		store_require_value(NULL, 0, d, "data");
+		store_require_value(NULL, NULL, 0, d, "data");
 		b = DatumGetByteaPP(d);
 	}
 	PG_CATCH();
@@ -484,8 +484,8 @@ fetch_operation(int32 dataset_id, const char *tenant, const char *operation_id,
 		CHECK_FOR_INTERRUPTS();
 		slot_getallattrs(slot);
 		store_require_columns(RelationGetDescr(rel), slot->tts_isnull, "version");
-		store_require_value(NULL, 0, row[VA_TENANT - 1], "tenant");
-		store_require_value(NULL, 0, row[VA_OPERATION - 1], "operation_id");
+		store_require_value(NULL, NULL, 0, row[VA_TENANT - 1], "tenant");
+		store_require_value(NULL, NULL, 0, row[VA_OPERATION - 1], "operation_id");
 		mine = text_is(row[VA_TENANT - 1], tenant, tenant_len);
 		found = mine && text_is(row[VA_OPERATION - 1], operation_id, operation_len);
 		if (!found)

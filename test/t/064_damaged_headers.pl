@@ -191,5 +191,23 @@ is("$state $msg", "XX001 cycle $ce is damaged", 'moved to a later epoch: XX001, 
 psql("UPDATE lake_data.cycle SET epoch = $e WHERE cycle = $ce");
 is(psql($await), $ce, 'put back, the receipt is found');
 
+# 6. The same of an epoch with one cycle row: moved up or down, no row of
+# the epoch is left to start from; the rows at its edges are read.
+restart_recovered($node) or die 'the worker did not recover';
+psql("SELECT lake.create_owner('e3')");
+($e, $s, $ce) = split /\|/, psql("SELECT (r).epoch, (r).seq, (lake.await_durable(r)).cycle FROM "
+	  . "(SELECT lake.cast('e3', 'Planning', 'CognitiveWork') r) x");
+restart_recovered($node) or die 'the worker did not recover';
+is(psql("SELECT count(*) FROM lake_data.cycle WHERE epoch = $e"), '1', "epoch $e has one cycle row");
+$await = "SELECT (lake.await_durable(ROW($e, $s)::lake.receipt)).cycle";
+for my $moved ('epoch + 1000', 'epoch - 1')
+{
+	psql("UPDATE lake_data.cycle SET epoch = $moved WHERE cycle = $ce");
+	($state, $msg) = sql_error($node, $await);
+	is("$state $msg", "XX001 cycle $ce is damaged", "the epoch's one row moved ($moved): XX001, not lost");
+	psql("UPDATE lake_data.cycle SET epoch = $e WHERE cycle = $ce");
+}
+is(psql($await), $ce, 'put back, the receipt is found');
+
 $node->stop;
 done_testing();
