@@ -89,17 +89,21 @@ CREATE FUNCTION lake_router.guarded_server(server oid) RETURNS boolean
 
 CREATE FUNCTION lake_router.guard_user_mapping() RETURNS event_trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    server name;
 BEGIN
-    IF EXISTS (SELECT 1
-                 FROM pg_catalog.pg_event_trigger_ddl_commands() c
-                 JOIN pg_catalog.pg_user_mappings m ON m.umid OPERATOR(pg_catalog.=) c.objid
-                 JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) m.srvid
-                WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_user_mapping'::pg_catalog.regclass
-                  AND lake_router.guarded_server(s.oid)
-                  AND NOT pg_catalog.pg_has_role(s.srvowner, 'USAGE')) THEN
+    SELECT s.srvname INTO server
+      FROM pg_catalog.pg_event_trigger_ddl_commands() c
+      JOIN pg_catalog.pg_user_mappings m ON m.umid OPERATOR(pg_catalog.=) c.objid
+      JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) m.srvid
+     WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_user_mapping'::pg_catalog.regclass
+       AND lake_router.guarded_server(s.oid)
+       AND NOT pg_catalog.pg_has_role(s.srvowner, 'USAGE')
+     LIMIT 1;
+    IF FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = '42501',
-            MESSAGE = 'only the owner of server "lake" may create or alter its user mappings',
+            MESSAGE = pg_catalog.format('only the owner of server %I may create or alter its user mappings', server),
             DETAIL = 'A mapping decides which role the router logs in to the partitions as.';
     END IF;
 END
@@ -114,17 +118,21 @@ CREATE EVENT TRIGGER lake_router_user_mappings ON ddl_command_end
 -- another role. The server's own drop (by its owner) takes its mappings.
 CREATE FUNCTION lake_router.guard_user_mapping_drop() RETURNS event_trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    server name;
 BEGIN
-    IF EXISTS (SELECT 1
-                 FROM pg_catalog.pg_event_trigger_dropped_objects() d
-                 JOIN pg_catalog.pg_foreign_server s
-                   ON s.srvname OPERATOR(pg_catalog.=) d.address_args[1]
-                WHERE d.object_type OPERATOR(pg_catalog.=) 'user mapping'
-                  AND lake_router.guarded_server(s.oid)
-                  AND NOT pg_catalog.pg_has_role(s.srvowner, 'USAGE')) THEN
+    SELECT s.srvname INTO server
+      FROM pg_catalog.pg_event_trigger_dropped_objects() d
+      JOIN pg_catalog.pg_foreign_server s
+        ON s.srvname OPERATOR(pg_catalog.=) d.address_args[1]
+     WHERE d.object_type OPERATOR(pg_catalog.=) 'user mapping'
+       AND lake_router.guarded_server(s.oid)
+       AND NOT pg_catalog.pg_has_role(s.srvowner, 'USAGE')
+     LIMIT 1;
+    IF FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = '42501',
-            MESSAGE = 'only the owner of server "lake" may drop its user mappings',
+            MESSAGE = pg_catalog.format('only the owner of server %I may drop its user mappings', server),
             DETAIL = 'Without its own mapping a role logs in to the partitions with the PUBLIC one.';
     END IF;
 END

@@ -694,29 +694,33 @@ is(same(0, 'define_lifecycle by a role that may not',
 	is($as_alice->("SELECT lake.grant_tenant('alice', 'globex')"), 'ERROR 42501', 'alice cannot grant herself a tenant');
 	# With USAGE on server lake, PostgreSQL lets alice make and alter her own
 	# user mapping; PL/Proxy would log in to the partitions as its "user".
-	is($as_alice->("CREATE USER MAPPING FOR CURRENT_USER SERVER lake OPTIONS (user 'postgres')"), 'ERROR 42501',
-		'alice cannot map herself to another role of the partitions');
-	$router->safe_psql('postgres', 'CREATE USER MAPPING FOR alice SERVER lake');
-	is($as_alice->("ALTER USER MAPPING FOR CURRENT_USER SERVER lake OPTIONS (ADD user 'postgres')"), 'ERROR 42501',
-		'nor alter her own mapping to one');
-	is($as_alice->("SELECT lake.grant_tenant('alice', 'globex')"), 'ERROR 42501',
-		'so her calls still reach the partitions as alice');
-	# Nor drop it: PL/Proxy would then log her in with the PUBLIC mapping,
-	# whose "user" may be another role.
-	is($as_alice->('DROP USER MAPPING FOR CURRENT_USER SERVER lake'), 'ERROR 42501',
-		'nor drop her own mapping');
-	is($as_alice->('DROP OWNED BY alice'), 'ERROR 42501', 'nor drop it with DROP OWNED');
-	$router->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER lake');
-	# Nor on another PL/Proxy server, which its owner could rename "lake".
-	$router->safe_psql('postgres', "CREATE SERVER lake_next FOREIGN DATA WRAPPER plproxy OPTIONS (p0 'dbname=postgres'); "
-		  . 'GRANT USAGE ON FOREIGN SERVER lake_next TO alice');
+	# (The guard's own refusal, by its message: a permission error of the
+	# guard's helpers would be 42501 too.)
 	my $refusal = sub {
 		my ($role, $sql) = @_;
 		my ($r, $msg) = call($router, "SET ROLE $role;\n$sql");
 		return $r =~ /^ERROR/ ? "$r $msg" : 'ok';
 	};
+	my $guarded = 'ERROR 42501 only the owner of server lake may create or alter its user mappings';
+	is($refusal->('alice', "CREATE USER MAPPING FOR CURRENT_USER SERVER lake OPTIONS (user 'postgres')"), $guarded,
+		'alice cannot map herself to another role of the partitions');
+	$router->safe_psql('postgres', 'CREATE USER MAPPING FOR alice SERVER lake');
+	is($refusal->('alice', "ALTER USER MAPPING FOR CURRENT_USER SERVER lake OPTIONS (ADD user 'postgres')"), $guarded,
+		'nor alter her own mapping to one');
+	is($as_alice->("SELECT lake.grant_tenant('alice', 'globex')"), 'ERROR 42501',
+		'so her calls still reach the partitions as alice');
+	# Nor drop it: PL/Proxy would then log her in with the PUBLIC mapping,
+	# whose "user" may be another role.
+	my $drop_guarded = 'ERROR 42501 only the owner of server lake may drop its user mappings';
+	is($refusal->('alice', 'DROP USER MAPPING FOR CURRENT_USER SERVER lake'), $drop_guarded,
+		'nor drop her own mapping');
+	is($refusal->('alice', 'DROP OWNED BY alice'), $drop_guarded, 'nor drop it with DROP OWNED');
+	$router->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER lake');
+	# Nor on another PL/Proxy server, which its owner could rename "lake".
+	$router->safe_psql('postgres', "CREATE SERVER lake_next FOREIGN DATA WRAPPER plproxy OPTIONS (p0 'dbname=postgres'); "
+		  . 'GRANT USAGE ON FOREIGN SERVER lake_next TO alice');
 	is($refusal->('alice', "CREATE USER MAPPING FOR CURRENT_USER SERVER lake_next OPTIONS (user 'postgres')"),
-		'ERROR 42501 only the owner of server "lake" may create or alter its user mappings',
+		'ERROR 42501 only the owner of server lake_next may create or alter its user mappings',
 		'nor map herself to another role on another PL/Proxy server');
 	# The guards run as the role that makes the mapping: a server's owner who
 	# is not a superuser makes and alters them as before.
