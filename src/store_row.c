@@ -213,9 +213,15 @@ value_damage(HeapTuple tup, int attno, Pointer p)
 	const char *start = tup ? (const char *) tup->t_data : NULL;
 	const char *end = tup ? start + tup->t_len : NULL;
 
-	/* A column past the row's own count is the catalog's missing value. */
+	/*
+	 * A column past the row's own count is the catalog's missing value.
+	 * The header itself is read only where the row holds all of it.
+	 */
 	if (tup != NULL && attno <= HeapTupleHeaderGetNatts(tup->t_data) &&
-		(p < start || p >= end || VARSIZE_ANY(p) > (Size) (end - p)))
+		(p < start || p >= end ||
+		 (VARATT_IS_1B_E(p) ? end - p < VARHDRSZ_EXTERNAL :
+		  !VARATT_IS_1B(p) && end - p < VARHDRSZ) ||
+		 VARSIZE_ANY(p) > (Size) (end - p)))
 		return "it reaches past its row";
 	return varlena_damage(p);
 }
