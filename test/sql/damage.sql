@@ -120,6 +120,11 @@ DELETE FROM lake_data.cycle WHERE cycle = :c2;
 SELECT regexp_replace(t.err('SELECT count(*) FROM lake.trajectory(''d_owner'')'),
                       '(cycle|id|position) \d+', '\1 <n>', 'g') AS trajectory_newest_row_deleted;
 SELECT regexp_replace(t.err('SELECT count(*) FROM lake.log()'), 'cycle \d+', 'cycle <n>') AS log_newest_row_deleted;
+-- Every row deleted: no row at all to start from.
+DELETE FROM lake_data.cycle;
+SELECT regexp_replace(t.err('SELECT count(*) FROM lake.trajectory(''d_owner'')'),
+                      '(cycle|id|position) \d+', '\1 <n>', 'g') AS trajectory_every_row_deleted;
+SELECT regexp_replace(t.err('SELECT count(*) FROM lake.log()'), 'cycle \d+', 'cycle <n>') AS log_every_row_deleted;
 ROLLBACK;
 DROP FUNCTION t.d_await(int, bigint);
 -- Recovery checks every landing against the owner it rebuilds: a sound

@@ -730,16 +730,26 @@ is(same(0, 'define_lifecycle by a role that may not',
 		'the owner of a PL/Proxy server maps a role');
 	is($refusal->('srvown', "ALTER USER MAPPING FOR alice SERVER lake_next OPTIONS (SET user 'alice')"), 'ok',
 		'and alters the mapping');
-	$router->safe_psql('postgres', 'DROP SERVER lake_next CASCADE; DROP OWNED BY srvown; DROP ROLE srvown');
+	my $next_drop = 'ERROR 42501 only the owner of server lake_next may drop its user mappings';
+	is($refusal->('alice', 'DROP USER MAPPING FOR CURRENT_USER SERVER lake_next'), $next_drop,
+		'alice cannot drop her mapping of another PL/Proxy server');
+	is($refusal->('alice', 'DROP OWNED BY alice'), $next_drop, 'nor with DROP OWNED');
+	$router->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER lake_next');
 	# A mapping she made while lake_router was not installed: its install
-	# refuses it (the triggers see only what is done while they exist).
+	# refuses it (the triggers see only what is done while they exist), on
+	# server lake and on any other PL/Proxy server.
 	$router->safe_psql('postgres', 'DROP EXTENSION lake_router');
-	is($as_alice->("CREATE USER MAPPING FOR CURRENT_USER SERVER lake OPTIONS (user 'postgres')"), '',
-		'without lake_router, alice maps herself to postgres');
-	my ($r, $msg) = call($router, 'CREATE EXTENSION lake_router');
-	is("$r $msg", 'ERROR 42501 server lake has a user mapping for role alice that logs it in as postgres',
-		'lake_router refuses to install over that mapping');
-	$router->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER lake; CREATE EXTENSION lake_router');
+	for my $server ('lake', 'lake_next')
+	{
+		is($as_alice->("CREATE USER MAPPING FOR CURRENT_USER SERVER $server OPTIONS (user 'postgres')"), '',
+			"without lake_router, alice maps herself to postgres on $server");
+		my ($r, $msg) = call($router, 'CREATE EXTENSION lake_router');
+		is("$r $msg", "ERROR 42501 server $server has a user mapping for role alice that logs it in as postgres",
+			"lake_router refuses to install over that mapping of $server");
+		$router->safe_psql('postgres', "DROP USER MAPPING FOR alice SERVER $server");
+	}
+	$router->safe_psql('postgres', 'CREATE EXTENSION lake_router');
+	$router->safe_psql('postgres', 'DROP SERVER lake_next CASCADE; DROP OWNED BY srvown; DROP ROLE srvown');
 	is($router->safe_psql('postgres', "SELECT lake.revoke_tenant('alice', 'acme')"), '', 'revoke_tenant through the router');
 	for my $i (0 .. $N - 1)
 	{

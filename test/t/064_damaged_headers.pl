@@ -209,5 +209,26 @@ for my $moved ('epoch + 1000', 'epoch - 1')
 }
 is(psql($await), $ce, 'put back, the receipt is found');
 
+# 7. A version row whose last column's length runs past the row (its
+# digest's 1-byte header made to claim 126 bytes): read by position, the
+# bytes after the row were taken for it. XX001 at the read.
+psql("SELECT lake.create_dataset('hd')");
+psql("SELECT lake.append('hd', 't', 'op-hd', '\\x0102'::bytea)");
+my $digest = psql("SELECT encode(sha256('\\x0102'::bytea), 'hex')");
+psql('CHECKPOINT');
+my ($vfile, $voff) = tuple_at($node, 'lake_data.version', "operation_id = 'op-hd'");
+$node->stop;
+{
+	my $tuple = read_at($vfile, $voff, 8192 - $voff % 8192);
+	my $at = index($tuple, pack('C', (32 + 1) << 1 | 1) . pack('H*', $digest));
+	die 'digest not found in the tuple' if $at < 0;
+	poke($vfile, $voff + $at, pack('C', 0xFF));
+}
+$node->start;
+($state, $msg) = sql_error($node, "SELECT lake.read('hd', 1)");
+is("$state $msg", 'XX001 a row of lake_data.version is damaged', 'a read of it is XX001');
+my (undef, undef, $err) = $node->psql('postgres', "SELECT lake.read('hd', 1)");
+like($err, qr/DETAIL:  Its column "digest" is unreadable: it reaches past its row/, '... naming the column');
+
 $node->stop;
 done_testing();
