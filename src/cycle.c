@@ -236,10 +236,17 @@ current_generation(void)
 	return OidIsValid(owners) ? ((uint64) MyDatabaseId << 32) | owners : 0;
 }
 
+/* Are the live states recovered, and of the installation of 'generation'? */
+static inline bool
+serving(LakeGeneration generation)
+{
+	return cs->ready && cs->generation == generation;
+}
+
 bool
 cycle_needs_recovery(LakeGeneration generation)
 {
-	return !cs->ready || cs->generation != generation;
+	return !serving(generation);
 }
 
 /* Do the live states (and pending casts) belong to this incarnation? */
@@ -399,7 +406,7 @@ cycle_recovery_failing(void)
 bool
 cycle_is_ready(void)
 {
-	return cs->ready && cs->generation == current_generation();
+	return serving(current_generation());
 }
 
 /*
@@ -465,7 +472,7 @@ cycle_wait_ready_until(TimestampTz deadline)
 		 */
 		changes = pg_atomic_read_u64(&cs->lifecycle_changes);
 		pg_read_barrier();
-		open = cs->ready && cs->generation == generation;
+		open = serving(generation);
 		if (generation != seen_generation || changes != seen_lifecycle_changes)
 		{
 			lifecycle_cache_reset();
@@ -495,7 +502,7 @@ static bool
 wait_open(LakeGeneration generation, TimestampTz deadline)
 {
 	ConditionVariablePrepareToSleep(&cs->ready_cv);
-	while (!(cs->ready && cs->generation == generation))
+	while (!serving(generation))
 	{
 		char		why[sizeof(cs->recovery_failure)];
 		long		sleep_ms = 1000;
@@ -576,7 +583,7 @@ cycle_sealed_head(void)
 	int64		head;
 
 	LWLockAcquire(&cs->lock, LW_SHARED);
-	head = cs->ready && cs->generation == generation ? cs->sealed_cycle : 0;
+	head = serving(generation) ? cs->sealed_cycle : 0;
 	LWLockRelease(&cs->lock);
 	return head;
 }
@@ -756,7 +763,7 @@ cycle_owner_reached(const char *name, int32 id, int64 *position, int64 *cycle)
 	/* Only live states of this installation (ids restart with the extension). */
 	LWLockAcquire(&cs->lock, LW_SHARED);
 	o = owner_find(name, hash);
-	known = cs->ready && cs->generation == generation && o != NULL && o->id == id;
+	known = serving(generation) && o != NULL && o->id == id;
 	if (known)
 	{
 		*position = o->position;
