@@ -45,19 +45,36 @@ sub read_at
 	return $bytes;
 }
 
-# Stops the server, edits the cycle row's tuple with 'edit' (given the
-# tuple's bytes, returning them changed), starts it: where the log stood.
-sub damage_cycle
+# Stops the server, edits the tuple of the row of 'table' where 'where'
+# holds with 'edit' (given the tuple's bytes to the end of its page,
+# returning them changed), starts it: where the log stood.
+sub damage_row
 {
-	my ($cycle, $edit) = @_;
+	my ($table, $where, $edit) = @_;
 	psql('CHECKPOINT');
-	my ($file, $off) = tuple_at($node, 'lake_data.cycle', "cycle = $cycle");
+	my ($file, $off) = tuple_at($node, $table, $where);
 	$node->stop;
-	my $len = 8192 - $off % 8192;
-	poke($file, $off, $edit->(read_at($file, $off, $len)));
+	poke($file, $off, $edit->(read_at($file, $off, 8192 - $off % 8192)));
 	my $from = -s $node->logfile;
 	$node->start;
 	return $from;
+}
+
+sub damage_cycle
+{
+	my ($cycle, $edit) = @_;
+	return damage_row('lake_data.cycle', "cycle = $cycle", $edit);
+}
+
+# 'tuple' with the bytes 'old' (found once) replaced by as many 'new' ones.
+sub replaced
+{
+	my ($tuple, $old, $new) = @_;
+	my $at = index($tuple, $old);
+	die 'bytes not found in the tuple' if $at < 0;
+	die 'a replacement must keep the length' if length($new) != length($old);
+	substr($tuple, $at, length($old)) = $new;
+	return $tuple;
 }
 
 # Random bytes of n md5s: 16 kB (1000) are stored out of line.
@@ -215,20 +232,85 @@ is(psql($await), $ce, 'put back, the receipt is found');
 psql("SELECT lake.create_dataset('hd')");
 psql("SELECT lake.append('hd', 't', 'op-hd', '\\x0102'::bytea)");
 my $digest = psql("SELECT encode(sha256('\\x0102'::bytea), 'hex')");
-psql('CHECKPOINT');
-my ($vfile, $voff) = tuple_at($node, 'lake_data.version', "operation_id = 'op-hd'");
-$node->stop;
-{
-	my $tuple = read_at($vfile, $voff, 8192 - $voff % 8192);
-	my $at = index($tuple, pack('C', (32 + 1) << 1 | 1) . pack('H*', $digest));
-	die 'digest not found in the tuple' if $at < 0;
-	poke($vfile, $voff + $at, pack('C', 0xFF));
-}
-$node->start;
+damage_row('lake_data.version', "operation_id = 'op-hd'",
+	sub { return replaced($_[0], pack('C', (32 + 1) << 1 | 1) . pack('H*', $digest), pack('C', 0xFF) . pack('H*', $digest)); });
 ($state, $msg) = sql_error($node, "SELECT lake.read('hd', 1)");
 is("$state $msg", 'XX001 a row of lake_data.version is damaged', 'a read of it is XX001');
 my (undef, undef, $err) = $node->psql('postgres', "SELECT lake.read('hd', 1)");
 like($err, qr/DETAIL:  Its column "digest" is unreadable: it reaches past its row/, '... naming the column');
+
+# An in-memory pointer (indirect, 10 bytes: its tag and an address) in
+# place of a 9-byte id and its 1-byte header: the row keeps its layout.
+my $indirect = "\x01\x01" . pack('Q<', 16);
+sub id_header { return pack('C', (length($_[0]) + 1) << 1 | 1) . $_[0]; }
+my $no_kind = 'its TOAST pointer is of a kind no table stores';
+
+# 8. A version row's operation id, read by the operation's look-up (a
+# retry of its append), not by a whole-row read: followed, the pointer
+# was a SIGSEGV of the backend.
+psql("SELECT lake.create_dataset('h8')");
+psql("SELECT lake.append('h8', 't', 'op-abcdef', '\\x08'::bytea)");
+damage_row('lake_data.version', "operation_id = 'op-abcdef'",
+	sub { return replaced($_[0], id_header('op-abcdef'), $indirect); });
+my $log_at = -s $node->logfile;
+($state, $msg) = sql_error($node, "SELECT lake.append('h8', 't', 'op-abcdef', '\\x08'::bytea)");
+is("$state $msg", "XX001 a row of lake's tables is damaged", "the operation's look-up is XX001");
+(undef, undef, $err) = $node->psql('postgres', "SELECT lake.append('h8', 't', 'op-abcdef', '\\x08'::bytea)");
+like($err, qr/DETAIL:  Its column "operation_id" is unreadable: $no_kind/, '... naming the column and the damage');
+
+# 9. A stage row's operation id, read through SPI (every append_chunk and
+# commit_append reads the stage's row first).
+my $stage = psql("SELECT lake.begin_append('h8', 't', 'st-abcdef')");
+damage_row('lake_data.stage', "id = $stage",
+	sub { return replaced($_[0], id_header('st-abcdef'), $indirect); });
+(undef, undef, $err) = $node->psql('postgres', "SELECT lake.append_chunk($stage, 0, '\\x09'::bytea)");
+like($err, qr/ERROR:  a row of lake's tables is damaged\nDETAIL:  Its column "operation_id" is unreadable: $no_kind/,
+	'a chunk for a stage whose row is damaged is refused, naming the column');
+unlike(slurp_file($node->logfile, $log_at), qr/terminated by signal/, 'no backend crashed');
+
+# 10. An owner renamed by hand past what lake writes: lake.log names the
+# owners of its landings one by one, and cut the name to 63 bytes.
+psql("SELECT lake.create_owner('n10')");
+psql("SELECT lake.cast_durable('n10', 'Planning', 'CognitiveWork')");
+# From its cycle on: the earlier cases' damaged cycles are not read.
+my $after = psql("SELECT cycle - 1 FROM lake.trajectory('n10')");
+psql("UPDATE lake_data.owner SET name = repeat('n', 66) WHERE name = 'n10'");
+($state, $msg) = sql_error($node, "SELECT owner FROM lake.log($after) WHERE owner LIKE 'nnn%'");
+is("$state $msg", 'XX001 a row of lake_data.owner is damaged', 'a log naming it is XX001, not a name cut short');
+psql("UPDATE lake_data.owner SET name = 'n10' WHERE name = repeat('n', 66)");
+is(psql("SELECT count(*) FROM lake.log($after) WHERE owner = 'n10'"), '1', 'renamed back, the log names it');
+
+# 11 and 12. The cycle record's TOAST pointer with a size no value has,
+# then marked compressed by a method there is none of: each that cycle's
+# damage (followed, the size was an allocation refused with XX000, every
+# recovery, every second).
+my $c11 = cycle_pair('s1', 's2', md5s(1000));
+$from = damage_cycle(
+	$c11,
+	sub {
+		my ($t) = @_;
+		substr($t, pointer_at($t) + 2, 4) = pack('V', 0x7FFFFFF0);
+		return $t;
+	});
+ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a pointer whose size is impossible');
+like(state_of('s1'), qr/cycle $c11 is damaged: .*its TOAST pointer gives impossible sizes/, 'its owner is quarantined');
+is(state_of('s2'), 'live', 'the other is not');
+unlike(slurp_file($node->logfile, $from), qr/invalid memory alloc request size/, 'nothing allocated by it');
+
+my $c12 = cycle_pair('m1', 'm2', md5s(1000));
+$from = damage_cycle(
+	$c12,
+	sub {
+		my ($t) = @_;
+		my $at = pointer_at($t);
+		my $raw = unpack('V', substr($t, $at + 2, 4));
+		substr($t, $at + 6, 4) = pack('V', (3 << 30) | ($raw - 4 - 1));
+		return $t;
+	});
+ok($node->poll_query_until('postgres', $serving), 'the worker recovers over an unknown compression method');
+like(state_of('m1'), qr/cycle $c12 is damaged: .*its TOAST pointer names an unknown compression method/,
+	'its owner is quarantined');
+is(state_of('m2'), 'live', 'the other is not');
 
 $node->stop;
 done_testing();
