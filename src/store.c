@@ -38,6 +38,11 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "guc.h"
+#include "jit/jit.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
 #include "miscadmin.h"
 #include "replication/logicalworker.h"
 #include "storage/lmgr.h"
@@ -312,38 +317,114 @@ store_finish(void)
  * level of our own, the values saved in it. search_path is pg_catalog,
  * pg_temp: statements name everything with its schema, and this is the
  * guard for what PostgreSQL still resolves by name (the operator of an
- * IN (subquery), an implicit cast) and for any statement added later. The
- * planner settings a session may change, and with them slow lake's
- * statements while they hold what other tenants wait for (a JIT
- * compilation per statement, scans without their index), or have a plan
- * show what a parameter holds (custom plans in nested statements' logged
- * plans), are the defaults. Set before a statement is planned and kept
- * while it runs: a cached plan is also replanned when the path differs
- * from its own.
+ * IN (subquery), an implicit cast) and for any statement added later.
+ *
+ * Every setting that shapes a plan is PostgreSQL's default (jit is off):
+ * a session, its role or its database could otherwise turn lake's
+ * statements into full scans or quadratic joins (a nested loop over every
+ * chunk of the table, per chunk of a stage: seconds for one commit) while
+ * they hold what other tenants wait for, or have a plan show what a
+ * parameter holds (custom plans in nested statements' logged plans). A
+ * server's own tuning of them is not used either: lake's statements are
+ * key lookups planned for the defaults. Only a setting that differs is set
+ * (the usual call sets one: the path), and it is set before a statement is
+ * planned and kept while it runs: a cached plan is replanned when the path
+ * differs from its own.
  */
+typedef struct FixedBool
+{
+	const char *name;
+	bool	   *var;
+	bool		value;
+} FixedBool;
+
+typedef struct FixedReal
+{
+	const char *name;
+	double	   *var;
+	double		value;
+} FixedReal;
+
+typedef struct FixedInt
+{
+	const char *name;
+	int		   *var;
+	int			value;
+	const char *text;
+} FixedInt;
+
+static const FixedBool fixed_bools[] = {
+	{"jit", &jit_enabled, false},
+	{"enable_seqscan", &enable_seqscan, true},
+	{"enable_indexscan", &enable_indexscan, true},
+	{"enable_indexonlyscan", &enable_indexonlyscan, true},
+	{"enable_bitmapscan", &enable_bitmapscan, true},
+	{"enable_tidscan", &enable_tidscan, true},
+	{"enable_sort", &enable_sort, true},
+	{"enable_incremental_sort", &enable_incremental_sort, true},
+	{"enable_hashagg", &enable_hashagg, true},
+	{"enable_nestloop", &enable_nestloop, true},
+	{"enable_material", &enable_material, true},
+	{"enable_memoize", &enable_memoize, true},
+	{"enable_mergejoin", &enable_mergejoin, true},
+	{"enable_hashjoin", &enable_hashjoin, true},
+	{"enable_gathermerge", &enable_gathermerge, true},
+	{"enable_partitionwise_join", &enable_partitionwise_join, false},
+	{"enable_partitionwise_aggregate", &enable_partitionwise_aggregate, false},
+	{"enable_parallel_append", &enable_parallel_append, true},
+	{"enable_parallel_hash", &enable_parallel_hash, true},
+	{"enable_partition_pruning", &enable_partition_pruning, true},
+	{"enable_async_append", &enable_async_append, true},
+	{"geqo", &enable_geqo, true},
+};
+
+static const FixedReal fixed_reals[] = {
+	{"seq_page_cost", &seq_page_cost, DEFAULT_SEQ_PAGE_COST},
+	{"random_page_cost", &random_page_cost, DEFAULT_RANDOM_PAGE_COST},
+	{"cpu_tuple_cost", &cpu_tuple_cost, DEFAULT_CPU_TUPLE_COST},
+	{"cpu_index_tuple_cost", &cpu_index_tuple_cost, DEFAULT_CPU_INDEX_TUPLE_COST},
+	{"cpu_operator_cost", &cpu_operator_cost, DEFAULT_CPU_OPERATOR_COST},
+	{"parallel_tuple_cost", &parallel_tuple_cost, DEFAULT_PARALLEL_TUPLE_COST},
+	{"parallel_setup_cost", &parallel_setup_cost, DEFAULT_PARALLEL_SETUP_COST},
+	{"cursor_tuple_fraction", &cursor_tuple_fraction, DEFAULT_CURSOR_TUPLE_FRACTION},
+};
+
+static const FixedInt fixed_ints[] = {
+	{"plan_cache_mode", &plan_cache_mode, PLAN_CACHE_MODE_AUTO, "auto"},
+	{"constraint_exclusion", &constraint_exclusion, CONSTRAINT_EXCLUSION_PARTITION, "partition"},
+	{"effective_cache_size", &effective_cache_size, DEFAULT_EFFECTIVE_CACHE_SIZE,
+	CppAsString2(DEFAULT_EFFECTIVE_CACHE_SIZE)},
+	{"from_collapse_limit", &from_collapse_limit, 8, "8"},
+	{"join_collapse_limit", &join_collapse_limit, 8, "8"},
+	{"geqo_threshold", &geqo_threshold, 12, "12"},
+};
+
+static void
+fix_setting(const char *name, const char *value)
+{
+	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+}
+
 static void
 fix_statement_settings(void)
 {
-	static const char *const fixed[][2] = {
-		{"search_path", "pg_catalog, pg_temp"},
-		{"plan_cache_mode", "auto"},
-		{"jit", "off"},
-		{"enable_seqscan", "on"},
-		{"enable_indexscan", "on"},
-		{"enable_indexonlyscan", "on"},
-		{"enable_bitmapscan", "on"},
-	};
-
 	if (depth == 0)
 		elog(ERROR, "lake: SQL run outside store_connect()");
 	if (path_nest > 0)
 		return;
 	path_nest = NewGUCNestLevel();
 	path_subxact = GetCurrentSubTransactionId();
-	for (int i = 0; i < lengthof(fixed); i++)
-		(void) set_config_option(fixed[i][0], fixed[i][1],
-								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-								 true, 0, false);
+	fix_setting("search_path", "pg_catalog, pg_temp");
+	for (int i = 0; i < lengthof(fixed_bools); i++)
+		if (*fixed_bools[i].var != fixed_bools[i].value)
+			fix_setting(fixed_bools[i].name, fixed_bools[i].value ? "on" : "off");
+	for (int i = 0; i < lengthof(fixed_reals); i++)
+		if (*fixed_reals[i].var != fixed_reals[i].value)
+			fix_setting(fixed_reals[i].name, psprintf("%g", fixed_reals[i].value));
+	for (int i = 0; i < lengthof(fixed_ints); i++)
+		if (*fixed_ints[i].var != fixed_ints[i].value)
+			fix_setting(fixed_ints[i].name, fixed_ints[i].text);
 }
 
 Oid

@@ -485,7 +485,11 @@ store_stage_summary(int64 blob, StageSummary *sum)
 	sum->smallest_chunk = DatumGetInt64(store_colv(0, 5));
 }
 
-/* The first chunk number missing below the last one uploaded. */
+/*
+ * The first chunk number missing below the last one uploaded: the first
+ * chunk, in order, whose number is not its rank. One ordered pass over
+ * the stage's chunks, whatever the plan.
+ */
 int64
 store_first_missing_chunk(int64 blob)
 {
@@ -494,14 +498,11 @@ store_first_missing_chunk(int64 blob)
 	Datum		values[1] = {Int64GetDatum(blob)};
 
 	store_run(store_plan(&plan,
-				 "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM lake_data.chunk z "
-				 "   WHERE z.blob OPERATOR(pg_catalog.=) $1 AND z.chunk_no OPERATOR(pg_catalog.=) 0) "
-				 "THEN 0::pg_catalog.int8 ELSE "
-				 " (SELECT pg_catalog.min(c.chunk_no::pg_catalog.int8 OPERATOR(pg_catalog.+) 1) "
-				 "  FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1 AND NOT EXISTS "
-				 "  (SELECT 1 FROM lake_data.chunk n WHERE n.blob OPERATOR(pg_catalog.=) $1 "
-				 "     AND n.chunk_no OPERATOR(pg_catalog.=) (c.chunk_no::pg_catalog.int8 OPERATOR(pg_catalog.+) 1))) "
-				 "END",
+				 "SELECT pg_catalog.min(r.rank) FROM "
+				 " (SELECT c.chunk_no::pg_catalog.int8 AS chunk_no, "
+				 "         (pg_catalog.row_number() OVER (ORDER BY c.chunk_no)) OPERATOR(pg_catalog.-) 1 AS rank "
+				 "  FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1) r "
+				 "WHERE r.chunk_no OPERATOR(pg_catalog.<>) r.rank",
 				 1, types),
 		values, SPI_OK_SELECT);
 	return DatumGetInt64(store_colv(0, 1));
