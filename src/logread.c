@@ -453,13 +453,13 @@ cycle_row_exists(CycleReader *cr, int64 cycle)
 {
 	ScanKeyData key[1];
 	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
-	SysScanDesc scan;
+	StoreScan  *scan;
 	bool		found;
 
 	store_key_int8(&key[0], 1, cycle);
-	scan = systable_beginscan_ordered(cr->rel, cr->idx, latest, 1, key);
-	found = HeapTupleIsValid(systable_getnext_ordered(scan, ForwardScanDirection));
-	systable_endscan_ordered(scan);
+	scan = store_scan_begin(cr->rel, cr->idx, latest, 1, key);
+	found = HeapTupleIsValid(store_scan_next(scan, ForwardScanDirection));
+	store_scan_end(scan);
 	UnregisterSnapshot(latest);
 	return found;
 }
@@ -507,12 +507,12 @@ cycle_reader_visit(CycleReader *cr, HeapTuple tup, LogCycle *where,
 }
 
 /* An ordered scan of lake_data.cycle above 'after_cycle'. */
-static SysScanDesc
+static StoreScan *
 cycle_reader_scan(CycleReader *cr, int64 after_cycle, ScanKeyData *key)
 {
 	ScanKeyInit(key, cr->att_cycle, BTGreaterStrategyNumber, F_INT8GT,
 				Int64GetDatum(after_cycle));
-	return systable_beginscan_ordered(cr->rel, cr->idx, cr->snapshot, 1, key);
+	return store_scan_begin(cr->rel, cr->idx, cr->snapshot, 1, key);
 }
 
 static void scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
@@ -538,7 +538,7 @@ scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 {
 	CycleReader cr;
 	ScanKeyData key;
-	SysScanDesc scan;
+	StoreScan  *scan;
 	HeapTuple	tup;
 	int64		next;
 
@@ -548,7 +548,7 @@ scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 	cycle_reader_open(&cr, GetActiveSnapshot());
 	scan = cycle_reader_scan(&cr, after_cycle, &key);
 	while (!(stop != NULL && *stop) &&
-		   HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+		   HeapTupleIsValid(tup = store_scan_next(scan, ForwardScanDirection)))
 	{
 		int64		cycle = DatumGetInt64(cycle_column(&cr, tup, cr.att_cycle));
 
@@ -568,7 +568,7 @@ scan_cycles(int64 after_cycle, LogCycle *where, LakeLandingVisitor visit,
 		next = cycle + 1;
 		cycle_reader_visit(&cr, tup, where, visit, damaged, arg);
 	}
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 	cycle_reader_close(&cr);
 }
 
@@ -601,12 +601,12 @@ log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
 {
 	CycleReader cr;
 	ScanKeyData key;
-	SysScanDesc scan;
+	StoreScan  *scan;
 	HeapTuple	tup;
 
 	cycle_reader_open(&cr, snapshot);
 	scan = cycle_reader_scan(&cr, after_cycle, &key);
-	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	while (HeapTupleIsValid(tup = store_scan_next(scan, ForwardScanDirection)))
 	{
 		int64		cycle = DatumGetInt64(cycle_column(&cr, tup, cr.att_cycle));
 		MemoryContext old = MemoryContextSwitchTo(cr.cxt);
@@ -626,15 +626,15 @@ log_scan_owner_lists(int64 after_cycle, Snapshot snapshot,
 		visit(cycle, ol.owners, ol.n, arg);
 		MemoryContextReset(cr.cxt);
 	}
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 	cycle_reader_close(&cr);
 }
 
 /* The index state of the row found (see log_index_state). */
 static bool
-index_state_of(CycleReader *cr, SysScanDesc scan, LogIndexState *st)
+index_state_of(CycleReader *cr, StoreScan *scan, LogIndexState *st)
 {
-	HeapTuple	tup = systable_getnext_ordered(scan, BackwardScanDirection);
+	HeapTuple	tup = store_scan_next(scan, BackwardScanDirection);
 
 	if (!HeapTupleIsValid(tup))
 		return false;
@@ -652,13 +652,13 @@ bool
 log_index_state(Snapshot snapshot, LogIndexState *st)
 {
 	CycleReader cr;
-	SysScanDesc scan;
+	StoreScan  *scan;
 	bool		found;
 
 	cycle_reader_open(&cr, snapshot);
-	scan = systable_beginscan_ordered(cr.rel, cr.idx, cr.snapshot, 0, NULL);
+	scan = store_scan_begin(cr.rel, cr.idx, cr.snapshot, 0, NULL);
 	found = index_state_of(&cr, scan, st);
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 	cycle_reader_close(&cr);
 	return found;
 }
@@ -668,17 +668,17 @@ static HeapTuple
 cycle_row(CycleReader *cr, int64 cycle)
 {
 	ScanKeyData key;
-	SysScanDesc scan;
+	StoreScan  *scan;
 	HeapTuple	tup;
 	MemoryContext old;
 
 	ScanKeyInit(&key, cr->att_cycle, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(cycle));
-	scan = systable_beginscan_ordered(cr->rel, cr->idx, cr->snapshot, 1, &key);
-	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	scan = store_scan_begin(cr->rel, cr->idx, cr->snapshot, 1, &key);
+	tup = store_scan_next(scan, ForwardScanDirection);
 	old = MemoryContextSwitchTo(cr->cxt);
 	tup = HeapTupleIsValid(tup) ? heap_copytuple(tup) : NULL;
 	MemoryContextSwitchTo(old);
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 	return tup;
 }
 
@@ -878,12 +878,12 @@ walk_blocks(OwnerWalk *w, int64 closed)
 	AttrNumber	att_first = get_attnum(RelationGetRelid(brel), "first_cycle");
 	AttrNumber	att_entry = get_attnum(RelationGetRelid(brel), "entry");
 	ScanKeyData bkey;
-	SysScanDesc bscan;
+	StoreScan  *bscan;
 	HeapTuple	btup;
 
 	store_key_int4(&bkey, 1, w->owner_id);
-	bscan = systable_beginscan_ordered(brel, bidx, w->cr.snapshot, 1, &bkey);
-	while (!w->done && HeapTupleIsValid(btup = systable_getnext_ordered(bscan, ForwardScanDirection)))
+	bscan = store_scan_begin(brel, bidx, w->cr.snapshot, 1, &bkey);
+	while (!w->done && HeapTupleIsValid(btup = store_scan_next(bscan, ForwardScanDirection)))
 	{
 		bool		isnull;
 		int64		first_cycle = DatumGetInt64(heap_getattr(btup, att_first, RelationGetDescr(brel), &isnull));
@@ -922,23 +922,23 @@ walk_blocks(OwnerWalk *w, int64 closed)
 		for (int i = 0; i < LAKE_BLOCK_CYCLES && !w->done; i++)
 		{
 			ScanKeyData key;
-			SysScanDesc scan;
+			StoreScan  *scan;
 			HeapTuple	tup;
 
 			if (!(b.cycles & ((uint64) 1 << i)))
 				continue;
 			store_key_int8(&key, 1, first_cycle + i);
-			scan = systable_beginscan_ordered(w->cr.rel, w->cr.idx, w->cr.snapshot, 1, &key);
-			tup = systable_getnext_ordered(scan, ForwardScanDirection);
+			scan = store_scan_begin(w->cr.rel, w->cr.idx, w->cr.snapshot, 1, &key);
+			tup = store_scan_next(scan, ForwardScanDirection);
 			if (HeapTupleIsValid(tup))
 				walk_cycle(w, tup);
 			else
 				walk_damaged(w, first_cycle + i, "the cycle the index names is missing");
-			systable_endscan_ordered(scan);
+			store_scan_end(scan);
 		}
 		walk_check_end(w, first_cycle, b.last_position);
 	}
-	systable_endscan_ordered(bscan);
+	store_scan_end(bscan);
 	index_close(bidx, AccessShareLock);
 	table_close(brel, AccessShareLock);
 }
@@ -952,13 +952,13 @@ static void
 walk_tail(OwnerWalk *w, int64 from, int64 closed)
 {
 	ScanKeyData key;
-	SysScanDesc scan;
+	StoreScan  *scan;
 	HeapTuple	tup;
 	int64		next = Max(from, 0) + 1;
 
 	w->revisit_through = closed;
 	scan = cycle_reader_scan(&w->cr, from, &key);
-	while (!w->done && HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	while (!w->done && HeapTupleIsValid(tup = store_scan_next(scan, ForwardScanDirection)))
 	{
 		int64		cycle = DatumGetInt64(cycle_column(&w->cr, tup, w->cr.att_cycle));
 		OwnerList	ol;
@@ -1014,7 +1014,7 @@ walk_tail(OwnerWalk *w, int64 from, int64 closed)
 		if (ol.owners != NULL)
 			pfree(ol.owners);
 	}
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 }
 
 /* The owner's landings met by a scan of the log, in position order. */
@@ -1074,7 +1074,7 @@ log_visit_owner(int32 owner_id, int64 after_position, int64 after_cycle,
 				LogDamageHandler damaged, void *arg)
 {
 	OwnerWalk	w = {0};
-	SysScanDesc scan;
+	StoreScan  *scan;
 	LogIndexState st;
 	bool		any;
 
@@ -1088,9 +1088,9 @@ log_visit_owner(int32 owner_id, int64 after_position, int64 after_cycle,
 	w.arg = arg;
 
 	/* The newest cycle (the last entry of the primary key) says where the tail starts. */
-	scan = systable_beginscan_ordered(w.cr.rel, w.cr.idx, w.cr.snapshot, 0, NULL);
+	scan = store_scan_begin(w.cr.rel, w.cr.idx, w.cr.snapshot, 0, NULL);
 	any = index_state_of(&w.cr, scan, &st);
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 
 	if (any && !lake_index_state_valid(&st.index, st.cycle))
 		walk_damaged(&w, st.cycle, psprintf("the cycle says the index ends at cycle " INT64_FORMAT,

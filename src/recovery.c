@@ -631,7 +631,7 @@ advance_epoch(void)
 	AttrNumber	part_att = get_attnum(RelationGetRelid(rel), "partition_no");
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
-	SysScanDesc scan;
+	StoreScan  *scan;
 	HeapTuple	tup;
 	TimeLineID	tli = GetWALInsertionTimeLine();
 	int32		row_epoch;
@@ -646,12 +646,12 @@ advance_epoch(void)
 				 errmsg("lake_data.writer lacks one of its columns"),
 				 errdetail("The table is an earlier build's."),
 				 errhint(SCHEMA_MOVE_HINT)));
-	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 0, NULL);
-	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	scan = store_scan_begin(rel, idx, GetActiveSnapshot(), 0, NULL);
+	tup = store_scan_next(scan, ForwardScanDirection);
 	if (!HeapTupleIsValid(tup))
 		store_writer_row_missing();
 	tup = heap_copytuple(tup);
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 	store_deform_tuple(desc, tup, values, nulls);
 	store_require_columns(desc, nulls, "writer");
 	store_require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),

@@ -36,14 +36,14 @@ store_tenant_granted(const char *tenant, Oid role)
 	Relation	idx = store_open("tenant_grant_pkey", AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	ScanKeyData key;
-	SysScanDesc scan;
+	StoreScan  *scan;
 	HeapTuple	tup;
 	bool		granted = false;
 
 	store_key_text(&key, 1, tenant);
-	scan = systable_beginscan_ordered(rel, idx, snapshot, 1, &key);
+	scan = store_scan_begin(rel, idx, snapshot, 1, &key);
 	while (!granted &&
-		   HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+		   HeapTupleIsValid(tup = store_scan_next(scan, ForwardScanDirection)))
 	{
 		Datum		values[2];
 		bool		nulls[2];
@@ -57,7 +57,7 @@ store_tenant_granted(const char *tenant, Oid role)
 		granted = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(grantee)) &&
 			has_privs_of_role(role, grantee);
 	}
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 	UnregisterSnapshot(snapshot);
 	index_close(idx, AccessShareLock);
 	table_close(rel, AccessShareLock);

@@ -230,11 +230,11 @@ store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 
 	/* The caller's active snapshot: recovery reads the log with it too. */
 	Snapshot	snapshot = RegisterSnapshot(GetActiveSnapshot());
-	SysScanDesc scan = idx ? systable_beginscan_ordered(rel, idx, snapshot, 0, NULL) : NULL;
+	StoreScan  *scan = idx ? store_scan_begin(rel, idx, snapshot, 0, NULL) : NULL;
 	TableScanDesc heap = idx ? NULL : table_beginscan(rel, snapshot, 0, NULL);
 	HeapTuple	tup;
 
-	while (HeapTupleIsValid(tup = idx ? systable_getnext_ordered(scan, ForwardScanDirection) :
+	while (HeapTupleIsValid(tup = idx ? store_scan_next(scan, ForwardScanDirection) :
 							heap_getnext(heap, ForwardScanDirection)))
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -259,7 +259,7 @@ store_owner_scan(OwnerOrder order, OwnerRowVisitor visit, void *arg)
 	}
 	if (idx)
 	{
-		systable_endscan_ordered(scan);
+		store_scan_end(scan);
 		index_close(idx, AccessShareLock);
 	}
 	else

@@ -131,22 +131,73 @@ store_fetch_in(Relation rel, Relation idx, Snapshot snapshot,
 			   ScanKeyData *keys, int nkeys, ScanDirection dir,
 			   Datum *values, bool *nulls, int room)
 {
-	SysScanDesc scan;
+	StoreScan  *scan;
 	HeapTuple	tup;
 	bool		found;
 
 	(void) table_width(rel, room);
 	if (snapshot == InvalidSnapshot)
 		snapshot = GetTransactionSnapshot();
-	scan = systable_beginscan_ordered(rel, idx, snapshot, nkeys, keys);
-	tup = systable_getnext_ordered(scan, dir);
+	scan = store_scan_begin(rel, idx, snapshot, nkeys, keys);
+	tup = store_scan_next(scan, dir);
 	found = HeapTupleIsValid(tup);
 	if (found)
 		store_deform(rel, heap_copytuple(tup), values, nulls, room);
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 	if (found)
 		store_require_columns(RelationGetDescr(rel), nulls, RelationGetRelationName(rel));
 	return found;
+}
+
+struct StoreScan
+{
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+};
+
+StoreScan *
+store_scan_begin(Relation rel, Relation idx, Snapshot snapshot, int nkeys, ScanKey keys)
+{
+	StoreScan  *s = palloc(sizeof(StoreScan));
+	ScanKey		ikeys = palloc(sizeof(ScanKeyData) * Max(nkeys, 1));
+	int			natts = IndexRelationGetNumberOfAttributes(idx);
+
+	Assert(snapshot != InvalidSnapshot);
+	/* The keys name the table's columns: the index's own numbers. */
+	for (int i = 0; i < nkeys; i++)
+	{
+		int			j;
+
+		ikeys[i] = keys[i];
+		for (j = 0; j < natts; j++)
+			if (idx->rd_index->indkey.values[j] == keys[i].sk_attno)
+				break;
+		if (j == natts)
+			elog(ERROR, "lake: column %d of \"%s\" is not in index \"%s\"",
+				 keys[i].sk_attno, RelationGetRelationName(rel), RelationGetRelationName(idx));
+		ikeys[i].sk_attno = j + 1;
+	}
+	s->slot = table_slot_create(rel, NULL);
+	s->scan = index_beginscan(rel, idx, snapshot, nkeys, 0);
+	index_rescan(s->scan, ikeys, nkeys, NULL, 0);
+	pfree(ikeys);
+	return s;
+}
+
+HeapTuple
+store_scan_next(StoreScan *s, ScanDirection dir)
+{
+	if (!index_getnext_slot(s->scan, dir, s->slot))
+		return NULL;
+	return ExecFetchSlotHeapTuple(s->slot, false, NULL);
+}
+
+void
+store_scan_end(StoreScan *s)
+{
+	index_endscan(s->scan);
+	ExecDropSingleTupleTableSlot(s->slot);
+	pfree(s);
 }
 
 void

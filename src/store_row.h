@@ -87,4 +87,18 @@ extern void store_deform_tuple(TupleDesc desc, HeapTuple tup, Datum *values, boo
 extern void store_require_value(HeapTuple tup, TupleDesc desc, int attno, Datum value,
 								const char *column);
 
+/*
+ * An ordered scan of one of lake's tables through one of its indexes, as
+ * systable_beginscan_ordered would (the keys name the table's columns),
+ * but as a table's, not a catalog's: ignore_system_indexes, which any
+ * session may set at its start, does not apply (a catalog scan warns of
+ * it at every scan, a flood in lake's log reads). A tuple returned is the
+ * scan's until its next call.
+ */
+typedef struct StoreScan StoreScan;
+extern StoreScan *store_scan_begin(Relation rel, Relation idx, Snapshot snapshot,
+								   int nkeys, ScanKey keys);
+extern HeapTuple store_scan_next(StoreScan *scan, ScanDirection dir);
+extern void store_scan_end(StoreScan *scan);
+
 #endif							/* LAKE_STORE_ROW_H */

@@ -942,7 +942,7 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 												   "lake chunk",
 												   ALLOCSET_DEFAULT_SIZES);
 	ScanKeyData key[2];
-	SysScanDesc scan;
+	StoreScan  *scan;
 	HeapTuple	tup;
 	int64		seen = 0;
 	int64		filled = 0;
@@ -951,8 +951,8 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 	store_key_int8(&key[0], CA_BLOB, blob);
 	ScanKeyInit(&key[1], CA_CHUNK_NO, BTGreaterEqualStrategyNumber, F_INT4GE,
 				Int32GetDatum(first));
-	scan = systable_beginscan_ordered(rel, idx, snapshot, 2, key);
-	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	scan = store_scan_begin(rel, idx, snapshot, 2, key);
+	while (HeapTupleIsValid(tup = store_scan_next(scan, ForwardScanDirection)))
 	{
 		Datum		values[CHUNK_NATTS];
 		bool		nulls[CHUNK_NATTS];
@@ -994,7 +994,7 @@ store_visit_chunks(int64 blob, int32 first, int64 count, int64 total,
 		filled += decoded;
 		seen++;
 	}
-	systable_endscan_ordered(scan);
+	store_scan_end(scan);
 	UnregisterSnapshot(snapshot);
 	index_close(idx, AccessShareLock);
 	table_close(rel, AccessShareLock);

@@ -615,3 +615,25 @@ SELECT p.proname
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = 'lake' AND p.proname NOT IN ('lifecycle_changed', 'lifecycle_check', 'writer_merge')
 ORDER BY p.proname;
+
+-- A session started with ignore_system_indexes (any role may set it at
+-- its start): lake's tables are not catalogs, and its scans of them do
+-- not warn (a warning per scan, per cycle of a log read, before).
+\c "dbname=contrib_regression options='-c ignore_system_indexes=on'"
+SHOW ignore_system_indexes;
+SELECT lake.create_dataset('h_isi');
+SELECT lake.append('h_isi', 'acme', 'isi-1', '\x01'::bytea) AS v1,
+       lake.append('h_isi', 'acme', 'isi-1', '\x01'::bytea) AS replay;
+SELECT lake.read('h_isi', 1) AS read, count(*) AS versions FROM lake.versions('h_isi');
+SELECT lake.create_owner('h_isi_owner');
+SELECT (lake.cast_durable('h_isi_owner', 'Planning', 'CognitiveWork', operation_id => 'isi-op')).position AS durable;
+SELECT lake.cast('h_isi_owner', 'Planning', 'CognitiveWork', operation_id => 'isi-op') IS NOT NULL AS retried;
+-- From the owner's cycle on: a record stored out of line is read through
+-- its TOAST index, which PostgreSQL's own detoasting scans as a catalog's
+-- (and warns of, for any table's values).
+SELECT cycle - 1 AS isi_after FROM lake.trajectory('h_isi_owner') \gset
+SELECT count(*) AS landings FROM lake.log(:isi_after);
+SELECT count(*) AS steps FROM lake.trajectory('h_isi_owner');
+SELECT count(*) > 0 AS cycles FROM lake.cycles(0);
+\c "dbname=contrib_regression options=''"
+SHOW ignore_system_indexes;
