@@ -224,6 +224,10 @@ CREATE FUNCTION lake.data_changed() RETURNS trigger
 CREATE TRIGGER tenant_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON lake_data.tenant_grant
     FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
+-- Also under session_replication_role = replica: a revoke made so must
+-- reach the sessions that hold the tenant. (A row applied by logical
+-- replication is refused before, by refuse_logical_apply below.)
+ALTER TABLE lake_data.tenant_grant ENABLE ALWAYS TRIGGER tenant_grant_changed;
 REVOKE ALL ON FUNCTION lake.data_changed() FROM PUBLIC;
 
 -- Sessions cache dataset ids by name (store_version.c): a dataset renamed or
@@ -231,6 +235,7 @@ REVOKE ALL ON FUNCTION lake.data_changed() FROM PUBLIC;
 CREATE TRIGGER dataset_changed AFTER UPDATE OR DELETE OR TRUNCATE
     ON lake_data.dataset
     FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
+ALTER TABLE lake_data.dataset ENABLE ALWAYS TRIGGER dataset_changed;
 
 -- Compression dictionaries (store_dict.c), trained from a dataset's own
 -- payloads by lake.train_dictionary(): a dataset's newest one compresses
@@ -254,6 +259,7 @@ CREATE INDEX dictionary_dataset ON lake_data.dictionary (dataset_id, id);
 CREATE TRIGGER dictionary_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON lake_data.dictionary
     FOR EACH STATEMENT EXECUTE FUNCTION lake.data_changed();
+ALTER TABLE lake_data.dictionary ENABLE ALWAYS TRIGGER dictionary_changed;
 
 -- Lifecycles: named sets of phases with legal edges.
 CREATE TABLE lake_data.lifecycle (
