@@ -327,9 +327,18 @@ lifecycle_try_get(int32 id, char **why)
 	return lc;
 }
 
+static void
+lifecycle_exists(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DUPLICATE_OBJECT),
+			 errmsg("lifecycle \"%s\" already exists", name)));
+}
+
 Datum
 lake_define_lifecycle(PG_FUNCTION_ARGS)
 {
+	static SPIPlanPtr plan_find;
 	static SPIPlanPtr plan;
 	char	   *name;
 	char	   *initial;
@@ -371,16 +380,26 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 				 errdetail("Another transaction defining a lifecycle held its lock longer than lake.admission_queue_wait (%d ms).",
 						   lake_admission_queue_wait_ms),
 				 errhint("Retry; keep transactions that define lifecycles short.")));
-	/* A row of the name being removed by hand is waited for within the bound too. */
+	/*
+	 * An existing name is refused before the insert, whose identity takes
+	 * an id even when the name conflicts (and at the ids' end would answer
+	 * 2200H for a name that exists). A row of the name being removed by
+	 * hand is waited for within the bound: locked, or by the insert.
+	 */
+	store_run_bounded(store_plan(&plan_find,
+								 "SELECT 1 FROM lake_data.lifecycle l "
+								 "WHERE l.name OPERATOR(pg_catalog.=) $1 FOR KEY SHARE",
+								 1, types),
+					  values, SPI_OK_SELECT, lake_admission_queue_wait_ms, lifecycle_busy, name);
+	if (SPI_processed > 0)
+		lifecycle_exists(name);
 	store_run_bounded(store_plan(&plan,
 								 "INSERT INTO lake_data.lifecycle (name, initial_phase, phases, edges) "
 								 "VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
 								 4, types),
 					  values, SPI_OK_INSERT, lake_admission_queue_wait_ms, lifecycle_busy, name);
 	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("lifecycle \"%s\" already exists", name)));
+		lifecycle_exists(name);
 	store_finish();
 	PG_RETURN_VOID();
 }

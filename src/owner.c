@@ -223,13 +223,15 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	 */
 	registered = store_owner_lock_and_count(lake_max_owners, &id);
 	/*
-	 * An existing owner is 42710 even when the registry is full; neither
-	 * refusal inserts, so neither takes an id.
+	 * An existing owner is 42710 even when the registry is full or no id
+	 * is left; no refusal inserts, so none takes an id.
 	 */
 	if (store_owner_lookup(name, &existing, &existing_lc, &existing_tenant, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("owner \"%s\" already exists", name)));
+	if (id == 0)
+		store_owner_no_id_left();
 	if (registered >= lake_max_owners)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),

@@ -79,12 +79,8 @@ store_owner_lock_and_count(int64 limit, int32 *next_id)
 	 * take over that owner's log.
 	 */
 	above = Min(DatumGetInt64(store_colv(0, 3)), (int64) PG_INT32_MAX);
-	if (Max(highest, above) >= PG_INT32_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("no owner id is left"),
-				 errdetail("An owner has had id %d, the highest an owner can have.", PG_INT32_MAX)));
-	*next_id = (int32) Max(Max(highest, above) + 1, 1);
+	*next_id = Max(highest, above) >= PG_INT32_MAX ? 0 :
+		(int32) Max(Max(highest, above) + 1, 1);
 	if (isnull)
 		return 0;
 	if (lowest >= 1 && highest < limit)
@@ -92,6 +88,15 @@ store_owner_lock_and_count(int64 limit, int32 *next_id)
 	store_run_snapshot(store_plan(&count_plan, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
 	return DatumGetInt64(store_colv(0, 1));
+}
+
+void
+store_owner_no_id_left(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+			 errmsg("no owner id is left"),
+			 errdetail("An owner has had id %d, the highest an owner can have.", PG_INT32_MAX)));
 }
 
 bool

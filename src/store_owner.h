@@ -24,9 +24,11 @@ typedef struct OwnerRow
  * owners with the latest snapshot: every creation committed while this one
  * waited is counted. Below 'limit' the figure may be an upper bound only.
  * 'next_id' is the id the next owner takes: one above the highest
- * registered and above the identity sequence's value.
+ * registered and above the identity sequence's value; 0 when no id is
+ * left (store_owner_no_id_left, once an existing name has been answered).
  */
 extern int64 store_owner_lock_and_count(int64 limit, int32 *next_id);
+extern void store_owner_no_id_left(void) pg_attribute_noreturn();
 /* Register an owner under 'id'; false if the name is taken. */
 extern bool store_owner_insert(int32 id, const char *name, int32 lifecycle, const char *tenant);
 /*

@@ -82,13 +82,38 @@ dataset_creation_busy(const void *name)
 			 errhint("Retry later; nothing was written.")));
 }
 
+static void
+dataset_exists(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DUPLICATE_OBJECT),
+			 errmsg("dataset \"%s\" already exists", name)));
+}
+
 void
 store_create_dataset(const char *name)
 {
+	static SPIPlanPtr plan_find;
 	static SPIPlanPtr plan;
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
+	/*
+	 * An existing name is refused before the insert, whose identity takes
+	 * an id even when the name conflicts: callers that create a dataset
+	 * before each append would use the ids up, and then be told 2200H for
+	 * a name that exists. The row is locked, so a removal by hand still
+	 * in progress is waited for (within the bound): once it commits, the
+	 * name is free. Only a creator racing for the same name takes an id.
+	 */
+	store_run_bounded(store_plan(&plan_find,
+								 "SELECT 1 FROM lake_data.dataset d "
+								 "WHERE d.name OPERATOR(pg_catalog.=) $1 FOR KEY SHARE",
+								 1, types),
+					  values, SPI_OK_SELECT, lake_admission_queue_wait_ms,
+					  dataset_creation_busy, name);
+	if (SPI_processed > 0)
+		dataset_exists(name);
 	store_run_bounded(store_plan(&plan,
 						  "INSERT INTO lake_data.dataset AS d (name) VALUES ($1) "
 						  "ON CONFLICT (name) DO NOTHING RETURNING d.id",
@@ -96,9 +121,7 @@ store_create_dataset(const char *name)
 					  values, SPI_OK_INSERT_RETURNING, lake_admission_queue_wait_ms,
 					  dataset_creation_busy, name);
 	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("dataset \"%s\" already exists", name)));
+		dataset_exists(name);
 }
 
 static void

@@ -267,7 +267,25 @@ SELECT setval('lake_data.blob_seq', :blob_last, :'blob_called'::boolean) = :blob
 SELECT last_value AS owner_last, is_called AS owner_called FROM lake_data.owner_id_seq \gset
 SELECT setval('lake_data.owner_id_seq', 2147483647) > 0 AS owner_ids_used_up;
 SELECT t.err($$SELECT lake.create_owner('d_no_ids_left')$$) AS owner_without_ids;
+-- A name that exists is still told so (it was 2200H).
+SELECT t.err($$SELECT lake.create_owner('d_cols')$$) AS existing_owner_without_ids;
 SELECT setval('lake_data.owner_id_seq', :owner_last, :'owner_called'::boolean) = :owner_last AS owner_ids_back;
+-- The same of datasets and lifecycles, whose ids a refused creation of an
+-- existing name took (and a caller that creates before each append used
+-- them up): 42710 without taking one, 2200H only for a new name.
+SELECT last_value AS ds_last, is_called AS ds_called FROM lake_data.dataset_id_seq \gset
+SELECT t.err($$SELECT lake.create_dataset('d_cols_ds')$$) AS existing_dataset;
+SELECT last_value = :ds_last AND is_called = :'ds_called'::boolean AS no_dataset_id_taken FROM lake_data.dataset_id_seq;
+SELECT setval('lake_data.dataset_id_seq', 2147483647) > 0 AS dataset_ids_used_up;
+SELECT t.err($$SELECT lake.create_dataset('d_cols_ds')$$) AS existing_dataset_without_ids;
+SELECT t.err($$SELECT lake.create_dataset('d_no_ids_left')$$) AS dataset_without_ids;
+SELECT setval('lake_data.dataset_id_seq', :ds_last, :'ds_called'::boolean) = :ds_last AS dataset_ids_back;
+SELECT last_value AS lc_last, is_called AS lc_called FROM lake_data.lifecycle_id_seq \gset
+SELECT t.err($$SELECT lake.define_lifecycle('kanban', 'Todo', ARRAY[ARRAY['Todo', 'Done']])$$) AS existing_lifecycle;
+SELECT last_value = :lc_last AND is_called = :'lc_called'::boolean AS no_lifecycle_id_taken FROM lake_data.lifecycle_id_seq;
+SELECT setval('lake_data.lifecycle_id_seq', 2147483647) > 0 AS lifecycle_ids_used_up;
+SELECT t.err($$SELECT lake.define_lifecycle('kanban', 'Todo', ARRAY[ARRAY['Todo', 'Done']])$$) AS existing_lifecycle_without_ids;
+SELECT setval('lake_data.lifecycle_id_seq', :lc_last, :'lc_called'::boolean) = :lc_last AS lifecycle_ids_back;
 SELECT count(*) AS owner_not_made FROM lake_data.owner WHERE name = 'd_no_ids_left';
 -- A table given another table access method (ALTER TABLE ... SET ACCESS
 -- METHOD): lake would write heap tuples into storage that is not a heap.
