@@ -76,7 +76,7 @@ store_owner_lock_and_count(int64 limit, int32 *next_id)
 	 */
 	store_run_snapshot(store_plan(&bounds_plan,
 								  "SELECT pg_catalog.min(o.id)::pg_catalog.int8, pg_catalog.max(o.id)::pg_catalog.int8, "
-								  "       (SELECT s.last_value FROM lake_data.owner_id_seq s) "
+								  "       (SELECT s.last_value OPERATOR(pg_catalog.-) CASE WHEN s.is_called THEN 0 ELSE 1 END FROM lake_data.owner_id_seq s) "
 								  "FROM lake_data.owner o", 0, NULL),
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
 	lowest = DatumGetInt64(store_col(0, 1, &isnull));
