@@ -331,73 +331,80 @@ store_finish(void)
  * planned and kept while it runs: a cached plan is replanned when the path
  * differs from its own.
  */
-typedef struct FixedBool
+typedef enum FixedType
+{
+	FIXED_BOOL,
+	FIXED_REAL,
+	FIXED_INT
+} FixedType;
+
+typedef struct Fixed
 {
 	const char *name;
-	bool	   *var;
-	bool		value;
-} FixedBool;
+	FixedType	type;
+	void	   *var;			/* the setting's C variable */
+	double		value;			/* what lake's statements are planned with */
+	const char *text;			/* the same, as set */
+} Fixed;
 
-typedef struct FixedReal
-{
-	const char *name;
-	double	   *var;
-	double		value;
-} FixedReal;
+#define FIXED_BOOL_AT(name, var, value) {name, FIXED_BOOL, &var, value, (value) ? "on" : "off"}
+#define FIXED_REAL_AT(name, var, value) {name, FIXED_REAL, &var, value, CppAsString2(value)}
 
-typedef struct FixedInt
-{
-	const char *name;
-	int		   *var;
-	int			value;
-	const char *text;
-} FixedInt;
-
-static const FixedBool fixed_bools[] = {
-	{"jit", &jit_enabled, false},
-	{"enable_seqscan", &enable_seqscan, true},
-	{"enable_indexscan", &enable_indexscan, true},
-	{"enable_indexonlyscan", &enable_indexonlyscan, true},
-	{"enable_bitmapscan", &enable_bitmapscan, true},
-	{"enable_tidscan", &enable_tidscan, true},
-	{"enable_sort", &enable_sort, true},
-	{"enable_incremental_sort", &enable_incremental_sort, true},
-	{"enable_hashagg", &enable_hashagg, true},
-	{"enable_nestloop", &enable_nestloop, true},
-	{"enable_material", &enable_material, true},
-	{"enable_memoize", &enable_memoize, true},
-	{"enable_mergejoin", &enable_mergejoin, true},
-	{"enable_hashjoin", &enable_hashjoin, true},
-	{"enable_gathermerge", &enable_gathermerge, true},
-	{"enable_partitionwise_join", &enable_partitionwise_join, false},
-	{"enable_partitionwise_aggregate", &enable_partitionwise_aggregate, false},
-	{"enable_parallel_append", &enable_parallel_append, true},
-	{"enable_parallel_hash", &enable_parallel_hash, true},
-	{"enable_partition_pruning", &enable_partition_pruning, true},
-	{"enable_async_append", &enable_async_append, true},
-	{"geqo", &enable_geqo, true},
-};
-
-static const FixedReal fixed_reals[] = {
-	{"seq_page_cost", &seq_page_cost, DEFAULT_SEQ_PAGE_COST},
-	{"random_page_cost", &random_page_cost, DEFAULT_RANDOM_PAGE_COST},
-	{"cpu_tuple_cost", &cpu_tuple_cost, DEFAULT_CPU_TUPLE_COST},
-	{"cpu_index_tuple_cost", &cpu_index_tuple_cost, DEFAULT_CPU_INDEX_TUPLE_COST},
-	{"cpu_operator_cost", &cpu_operator_cost, DEFAULT_CPU_OPERATOR_COST},
-	{"parallel_tuple_cost", &parallel_tuple_cost, DEFAULT_PARALLEL_TUPLE_COST},
-	{"parallel_setup_cost", &parallel_setup_cost, DEFAULT_PARALLEL_SETUP_COST},
-	{"cursor_tuple_fraction", &cursor_tuple_fraction, DEFAULT_CURSOR_TUPLE_FRACTION},
-};
-
-static const FixedInt fixed_ints[] = {
-	{"plan_cache_mode", &plan_cache_mode, PLAN_CACHE_MODE_AUTO, "auto"},
-	{"constraint_exclusion", &constraint_exclusion, CONSTRAINT_EXCLUSION_PARTITION, "partition"},
-	{"effective_cache_size", &effective_cache_size, DEFAULT_EFFECTIVE_CACHE_SIZE,
+static const Fixed fixed[] = {
+	FIXED_BOOL_AT("jit", jit_enabled, false),
+	FIXED_BOOL_AT("enable_seqscan", enable_seqscan, true),
+	FIXED_BOOL_AT("enable_indexscan", enable_indexscan, true),
+	FIXED_BOOL_AT("enable_indexonlyscan", enable_indexonlyscan, true),
+	FIXED_BOOL_AT("enable_bitmapscan", enable_bitmapscan, true),
+	FIXED_BOOL_AT("enable_tidscan", enable_tidscan, true),
+	FIXED_BOOL_AT("enable_sort", enable_sort, true),
+	FIXED_BOOL_AT("enable_incremental_sort", enable_incremental_sort, true),
+	FIXED_BOOL_AT("enable_hashagg", enable_hashagg, true),
+	FIXED_BOOL_AT("enable_nestloop", enable_nestloop, true),
+	FIXED_BOOL_AT("enable_material", enable_material, true),
+	FIXED_BOOL_AT("enable_memoize", enable_memoize, true),
+	FIXED_BOOL_AT("enable_mergejoin", enable_mergejoin, true),
+	FIXED_BOOL_AT("enable_hashjoin", enable_hashjoin, true),
+	FIXED_BOOL_AT("enable_gathermerge", enable_gathermerge, true),
+	FIXED_BOOL_AT("enable_partitionwise_join", enable_partitionwise_join, false),
+	FIXED_BOOL_AT("enable_partitionwise_aggregate", enable_partitionwise_aggregate, false),
+	FIXED_BOOL_AT("enable_parallel_append", enable_parallel_append, true),
+	FIXED_BOOL_AT("enable_parallel_hash", enable_parallel_hash, true),
+	FIXED_BOOL_AT("enable_partition_pruning", enable_partition_pruning, true),
+	FIXED_BOOL_AT("enable_async_append", enable_async_append, true),
+	FIXED_BOOL_AT("geqo", enable_geqo, true),
+	FIXED_REAL_AT("seq_page_cost", seq_page_cost, DEFAULT_SEQ_PAGE_COST),
+	FIXED_REAL_AT("random_page_cost", random_page_cost, DEFAULT_RANDOM_PAGE_COST),
+	FIXED_REAL_AT("cpu_tuple_cost", cpu_tuple_cost, DEFAULT_CPU_TUPLE_COST),
+	FIXED_REAL_AT("cpu_index_tuple_cost", cpu_index_tuple_cost, DEFAULT_CPU_INDEX_TUPLE_COST),
+	FIXED_REAL_AT("cpu_operator_cost", cpu_operator_cost, DEFAULT_CPU_OPERATOR_COST),
+	FIXED_REAL_AT("parallel_tuple_cost", parallel_tuple_cost, DEFAULT_PARALLEL_TUPLE_COST),
+	FIXED_REAL_AT("parallel_setup_cost", parallel_setup_cost, DEFAULT_PARALLEL_SETUP_COST),
+	FIXED_REAL_AT("cursor_tuple_fraction", cursor_tuple_fraction, DEFAULT_CURSOR_TUPLE_FRACTION),
+	{"plan_cache_mode", FIXED_INT, &plan_cache_mode, PLAN_CACHE_MODE_AUTO, "auto"},
+	{"constraint_exclusion", FIXED_INT, &constraint_exclusion, CONSTRAINT_EXCLUSION_PARTITION, "partition"},
+	{"effective_cache_size", FIXED_INT, &effective_cache_size, DEFAULT_EFFECTIVE_CACHE_SIZE,
 	CppAsString2(DEFAULT_EFFECTIVE_CACHE_SIZE)},
-	{"from_collapse_limit", &from_collapse_limit, 8, "8"},
-	{"join_collapse_limit", &join_collapse_limit, 8, "8"},
-	{"geqo_threshold", &geqo_threshold, 12, "12"},
+	{"from_collapse_limit", FIXED_INT, &from_collapse_limit, 8, "8"},
+	{"join_collapse_limit", FIXED_INT, &join_collapse_limit, 8, "8"},
+	{"geqo_threshold", FIXED_INT, &geqo_threshold, 12, "12"},
 };
+
+/* Whether the setting is not what lake's statements are planned with. */
+static bool
+fixed_differs(const Fixed *f)
+{
+	switch (f->type)
+	{
+		case FIXED_BOOL:
+			return *(bool *) f->var != (f->value != 0);
+		case FIXED_REAL:
+			return *(double *) f->var != f->value;
+		case FIXED_INT:
+			return *(int *) f->var != (int) f->value;
+	}
+	return true;
+}
 
 static void
 fix_setting(const char *name, const char *value)
@@ -416,15 +423,9 @@ fix_statement_settings(void)
 	path_nest = NewGUCNestLevel();
 	path_subxact = GetCurrentSubTransactionId();
 	fix_setting("search_path", "pg_catalog, pg_temp");
-	for (int i = 0; i < lengthof(fixed_bools); i++)
-		if (*fixed_bools[i].var != fixed_bools[i].value)
-			fix_setting(fixed_bools[i].name, fixed_bools[i].value ? "on" : "off");
-	for (int i = 0; i < lengthof(fixed_reals); i++)
-		if (*fixed_reals[i].var != fixed_reals[i].value)
-			fix_setting(fixed_reals[i].name, psprintf("%g", fixed_reals[i].value));
-	for (int i = 0; i < lengthof(fixed_ints); i++)
-		if (*fixed_ints[i].var != fixed_ints[i].value)
-			fix_setting(fixed_ints[i].name, fixed_ints[i].text);
+	for (int i = 0; i < lengthof(fixed); i++)
+		if (fixed_differs(&fixed[i]))
+			fix_setting(fixed[i].name, fixed[i].text);
 }
 
 Oid

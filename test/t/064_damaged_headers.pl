@@ -107,6 +107,30 @@ sub pointer_at
 	die 'no TOAST pointer to the cycle table in the tuple';
 }
 
+# Cycle 'c' with 'bytes' written at 'offset' of its record's TOAST
+# pointer: where the log stood.
+sub damage_pointer
+{
+	my ($c, $offset, $bytes) = @_;
+	return damage_cycle(
+		$c,
+		sub {
+			my ($t) = @_;
+			substr($t, pointer_at($t) + $offset, length($bytes)) = $bytes;
+			return $t;
+		});
+}
+
+# The worker recovers over cycle 'c' damaged as 'what': owner 'x' of it is
+# quarantined with the reason 'why', owner 'y' of another cycle is live.
+sub contained
+{
+	my ($c, $x, $y, $why, $what) = @_;
+	ok($node->poll_query_until('postgres', $serving), "the worker recovers over $what");
+	like(state_of($x), qr/cycle $c is damaged: .*$why/, "$x is quarantined, the reason named");
+	is(state_of($y), 'live', "$y, of another cycle, is not");
+}
+
 # 1. The pointer's tag made indirect (a pointer into memory): the
 # smallint after it moved to where the shorter pointer puts it.
 my $c1 = cycle_pair('i1', 'i2', md5s(1000));
@@ -121,10 +145,8 @@ my $from = damage_cycle(
 		substr($t, $at + 1, 1) = "\x01";
 		return $t;
 	});
-ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a record whose pointer is into memory');
-like(state_of('i1'), qr/cycle $c1 is damaged: its stored bytes are unreadable: its TOAST pointer is of a kind no table stores/,
-	'its owner is quarantined, the reason named');
-is(state_of('i2'), 'live', 'an owner of another cycle is not');
+contained($c1, 'i1', 'i2', 'its stored bytes are unreadable: its TOAST pointer is of a kind no table stores',
+	'a record whose pointer is into memory');
 is(psql("SELECT phase || '/' || position FROM lake.owner_state('i2')"), 'CognitiveWork/1', 'and has its landing');
 my ($state) = sql_error($node, "SELECT count(*) FROM lake.log(0)");
 is($state, 'XX001', 'a read of the log through it is XX001');
@@ -132,17 +154,8 @@ unlike(slurp_file($node->logfile, $from), qr/terminated by signal/, 'no process 
 
 # 2. The pointer's TOAST relation one that is not there.
 my $c2 = cycle_pair('r1', 'r2', md5s(1000));
-$from = damage_cycle(
-	$c2,
-	sub {
-		my ($t) = @_;
-		substr($t, pointer_at($t) + 14, 4) = pack('V', 4000000000);
-		return $t;
-	});
-ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a pointer to no relation');
-like(state_of('r1'), qr/cycle $c2 is damaged: .*names a relation that is not a TOAST table/,
-	'its owner is quarantined');
-is(state_of('r2'), 'live', 'the other is not');
+$from = damage_pointer($c2, 14, pack('V', 4000000000));
+contained($c2, 'r1', 'r2', 'names a relation that is not a TOAST table', 'a pointer to no relation');
 unlike(slurp_file($node->logfile, $from), qr/could not open relation/, 'no failed recovery');
 
 # 3. An inline record (a 4-byte header) marked compressed, its size 1 GB.
@@ -159,9 +172,7 @@ $from = damage_cycle(
 		substr($t, $at, 8) = pack('V', (($len + 4) << 2) | 2) . pack('V', 0x3FFFFFFF);
 		return $t;
 	});
-ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a compressed size that lies');
-like(state_of('z1'), qr/cycle $c3 is damaged: .*its compressed header is impossible/, 'its owner is quarantined');
-is(state_of('z2'), 'live', 'the other is not');
+contained($c3, 'z1', 'z2', 'its compressed header is impossible', 'a compressed size that lies');
 unlike(slurp_file($node->logfile, $from), qr/invalid memory alloc request size/, 'nothing allocated by it');
 
 # 4. Names and tenants longer than lake writes, put in by hand: XX001,
@@ -285,16 +296,8 @@ is(psql("SELECT count(*) FROM lake.log($after) WHERE owner = 'n10'"), '1', 'rena
 # damage (followed, the size was an allocation refused with XX000, every
 # recovery, every second).
 my $c11 = cycle_pair('s1', 's2', md5s(1000));
-$from = damage_cycle(
-	$c11,
-	sub {
-		my ($t) = @_;
-		substr($t, pointer_at($t) + 2, 4) = pack('V', 0x7FFFFFF0);
-		return $t;
-	});
-ok($node->poll_query_until('postgres', $serving), 'the worker recovers over a pointer whose size is impossible');
-like(state_of('s1'), qr/cycle $c11 is damaged: .*its TOAST pointer gives impossible sizes/, 'its owner is quarantined');
-is(state_of('s2'), 'live', 'the other is not');
+$from = damage_pointer($c11, 2, pack('V', 0x7FFFFFF0));
+contained($c11, 's1', 's2', 'its TOAST pointer gives impossible sizes', 'a pointer whose size is impossible');
 unlike(slurp_file($node->logfile, $from), qr/invalid memory alloc request size/, 'nothing allocated by it');
 
 my $c12 = cycle_pair('m1', 'm2', md5s(1000));
@@ -307,10 +310,8 @@ $from = damage_cycle(
 		substr($t, $at + 6, 4) = pack('V', (3 << 30) | ($raw - 4 - 1));
 		return $t;
 	});
-ok($node->poll_query_until('postgres', $serving), 'the worker recovers over an unknown compression method');
-like(state_of('m1'), qr/cycle $c12 is damaged: .*its TOAST pointer names an unknown compression method/,
-	'its owner is quarantined');
-is(state_of('m2'), 'live', 'the other is not');
+contained($c12, 'm1', 'm2', 'its TOAST pointer names an unknown compression method',
+	'an unknown compression method');
 
 $node->stop;
 done_testing();
