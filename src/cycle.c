@@ -669,10 +669,7 @@ cycle_owner_entry(const char *name, const Lifecycle **lifecycle, bool as_tenant,
 		bool		written_here;
 
 		if (!store_owner_lookup(name, &id, &lc, &stored, &written_here))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("owner \"%s\" does not exist", name),
-					 errhint("Create it with lake.create_owner().")));
+			store_owner_missing(name);
 		strlcpy(tenant, stored, NAMEDATALEN);
 		if (as_tenant)
 			access_require_owner(tenant, name);

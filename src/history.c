@@ -200,9 +200,7 @@ lake_trajectory(PG_FUNCTION_ARGS)
 
 	store_connect();
 	if (!store_owner_lookup(owner, &e.owner_id, &lifecycle, &tenant, NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("owner \"%s\" does not exist", owner)));
+		store_owner_missing(owner);
 	access_require_owner(tenant, owner);
 	known = cycle_owner_reached(owner, e.owner_id, &reach.position, &reach.cycle);
 	log_visit_owner(e.owner_id, e.after_position, 0, known ? &reach : NULL, &e.at,

@@ -383,8 +383,10 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 	/*
 	 * An existing name is refused before the insert, whose identity takes
 	 * an id even when the name conflicts (and at the ids' end would answer
-	 * 2200H for a name that exists). A row of the name being removed by
-	 * hand is waited for within the bound: locked, or by the insert.
+	 * 2200H for a name that exists). The row is locked, so a removal of
+	 * it by hand in progress is waited for, within the bound, as the
+	 * insert waited: once it commits, the name is free. (Definitions are
+	 * rare: unlike a dataset's creation, the lock's xid costs nothing.)
 	 */
 	store_run_bounded(store_plan(&plan_find,
 								 "SELECT 1 FROM lake_data.lifecycle l "

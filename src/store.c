@@ -319,17 +319,20 @@ store_finish(void)
  * guard for what PostgreSQL still resolves by name (the operator of an
  * IN (subquery), an implicit cast) and for any statement added later.
  *
- * Every setting that shapes a plan is PostgreSQL's default (jit is off):
- * a session, its role or its database could otherwise turn lake's
- * statements into full scans or quadratic joins (a nested loop over every
- * chunk of the table, per chunk of a stage: seconds for one commit) while
- * they hold what other tenants wait for, or have a plan show what a
+ * Every setting that shapes a plan or its memory is PostgreSQL's default
+ * (jit is off): a session, its role or its database could otherwise turn
+ * lake's statements into full scans or quadratic joins (a nested loop over
+ * every chunk of the table, per chunk of a stage: seconds for one commit)
+ * while they hold what other tenants wait for, or have a plan show what a
  * parameter holds (custom plans in nested statements' logged plans). A
  * server's own tuning of them is not used either: lake's statements are
- * key lookups planned for the defaults. Only a setting that differs is set
- * (the usual call sets one: the path), and it is set before a statement is
- * planned and kept while it runs: a cached plan is replanned when the path
- * differs from its own.
+ * key lookups planned for the defaults. Left as they are: the settings of
+ * parallel plans (lake's are never parallel: no CURSOR_OPT_PARALLEL_OK),
+ * of the genetic optimizer past geqo (its threshold is fixed), of JIT past
+ * jit, of prefetching, recursive queries and temporary tables. Only a
+ * setting that differs is set (a default session sets two: the path and
+ * jit), before a statement is planned, and kept while it runs: a cached
+ * plan is replanned when the path differs from its own.
  */
 typedef enum FixedType
 {
@@ -381,6 +384,8 @@ static const Fixed fixed[] = {
 	FIXED_REAL_AT("parallel_tuple_cost", parallel_tuple_cost, DEFAULT_PARALLEL_TUPLE_COST),
 	FIXED_REAL_AT("parallel_setup_cost", parallel_setup_cost, DEFAULT_PARALLEL_SETUP_COST),
 	FIXED_REAL_AT("cursor_tuple_fraction", cursor_tuple_fraction, DEFAULT_CURSOR_TUPLE_FRACTION),
+	FIXED_REAL_AT("hash_mem_multiplier", hash_mem_multiplier, 2.0),
+	{"work_mem", FIXED_INT, &work_mem, 4096, "4096"},
 	{"plan_cache_mode", FIXED_INT, &plan_cache_mode, PLAN_CACHE_MODE_AUTO, "auto"},
 	{"constraint_exclusion", FIXED_INT, &constraint_exclusion, CONSTRAINT_EXCLUSION_PARTITION, "partition"},
 	{"effective_cache_size", FIXED_INT, &effective_cache_size, DEFAULT_EFFECTIVE_CACHE_SIZE,

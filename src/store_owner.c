@@ -101,8 +101,10 @@ store_owner_lock_and_count(int64 limit, int32 *next_id)
 	 * Every id given after a count is above the highest it saw (ids are
 	 * given under this lock, which the count held), and rows at or below
 	 * it can since only have been removed: the owners counted then plus
-	 * the rows above that id bound the registry from above. Counted again
-	 * in full only when that bound reaches the limit.
+	 * the rows above that id bound the registry from above. Each look
+	 * moves the count on to the highest id it saw; counted again in full
+	 * only when the bound reaches the limit. (A row put in by hand with an
+	 * id below one counted through is outside the bound: SECURITY.md.)
 	 */
 	if (counted.through >= 0 && counted.registry == store_relid("owner") &&
 		counted.through <= highest)
@@ -117,7 +119,12 @@ store_owner_lock_and_count(int64 limit, int32 *next_id)
 						   values, GetLatestSnapshot(), SPI_OK_SELECT);
 		bound = counted.owners + DatumGetInt64(store_colv(0, 1));
 		if (bound < limit)
+		{
+			/* Counted through 'highest' now: the next look starts there. */
+			counted.owners = bound;
+			counted.through = highest;
 			return bound;
+		}
 	}
 	store_run_snapshot(store_plan(&count_plan, "SELECT pg_catalog.count(*) FROM lake_data.owner", 0, NULL),
 					   NULL, GetLatestSnapshot(), SPI_OK_SELECT);
@@ -125,6 +132,17 @@ store_owner_lock_and_count(int64 limit, int32 *next_id)
 	counted.through = highest;
 	counted.registry = store_relid("owner");
 	return counted.owners;
+}
+
+void
+store_owner_missing(const char *name)
+{
+	/* Not here because a router sent it to another partition: say so. */
+	lake_require_partition_name("owner", name);
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("owner \"%s\" does not exist", name),
+			 errhint("Create it with lake.create_owner().")));
 }
 
 void

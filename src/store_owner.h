@@ -29,6 +29,8 @@ typedef struct OwnerRow
  */
 extern int64 store_owner_lock_and_count(int64 limit, int32 *next_id);
 extern void store_owner_no_id_left(void) pg_attribute_noreturn();
+/* 42704 for an owner not registered (55000 if the name is another partition's). */
+extern void store_owner_missing(const char *name) pg_attribute_noreturn();
 /* Register an owner under 'id'; false if the name is taken. */
 extern bool store_owner_insert(int32 id, const char *name, int32 lifecycle, const char *tenant);
 /*

@@ -487,8 +487,9 @@ store_stage_summary(int64 blob, StageSummary *sum)
 
 /*
  * The first chunk number missing below the last one uploaded: the first
- * chunk, in order, whose number is not its rank. One ordered pass over
- * the stage's chunks, whatever the plan.
+ * chunk, in order, whose number is not its rank (with none, the number
+ * after the last). One ordered pass over the stage's chunks, whatever the
+ * plan.
  */
 int64
 store_first_missing_chunk(int64 blob)
@@ -498,7 +499,7 @@ store_first_missing_chunk(int64 blob)
 	Datum		values[1] = {Int64GetDatum(blob)};
 
 	store_run(store_plan(&plan,
-				 "SELECT pg_catalog.min(r.rank) FROM "
+				 "SELECT COALESCE(pg_catalog.min(r.rank), pg_catalog.count(*)) FROM "
 				 " (SELECT c.chunk_no::pg_catalog.int8 AS chunk_no, "
 				 "         (pg_catalog.row_number() OVER (ORDER BY c.chunk_no)) OPERATOR(pg_catalog.-) 1 AS rank "
 				 "  FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1) r "

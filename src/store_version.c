@@ -102,16 +102,15 @@ store_create_dataset(const char *name)
 	 * An existing name is refused before the insert, whose identity takes
 	 * an id even when the name conflicts: callers that create a dataset
 	 * before each append would use the ids up, and then be told 2200H for
-	 * a name that exists. The row is locked, so a removal by hand still
-	 * in progress is waited for (within the bound): once it commits, the
-	 * name is free. Only a creator racing for the same name takes an id.
+	 * a name that exists. A plain read (a lock would take an xid and write
+	 * WAL per call): a name it does not see is left to the insert, which
+	 * waits for a creator or a removal by hand in progress within the
+	 * bound. Only a creator racing for the same name takes an id.
 	 */
-	store_run_bounded(store_plan(&plan_find,
-								 "SELECT 1 FROM lake_data.dataset d "
-								 "WHERE d.name OPERATOR(pg_catalog.=) $1 FOR KEY SHARE",
-								 1, types),
-					  values, SPI_OK_SELECT, lake_admission_queue_wait_ms,
-					  dataset_creation_busy, name);
+	store_run(store_plan(&plan_find,
+						 "SELECT 1 FROM lake_data.dataset d WHERE d.name OPERATOR(pg_catalog.=) $1",
+						 1, types),
+			  values, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		dataset_exists(name);
 	store_run_bounded(store_plan(&plan,
@@ -127,6 +126,8 @@ store_create_dataset(const char *name)
 static void
 dataset_missing(const char *name)
 {
+	/* Not here because a router sent it to another partition: say so. */
+	lake_require_partition_name("dataset", name);
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("dataset \"%s\" does not exist", name),
