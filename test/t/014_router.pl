@@ -283,6 +283,14 @@ same(1, 'append_chunk to an unknown stage 4001', "SELECT lake.append_chunk(4001,
 		'a stage id of partition 1 on partition 2 is refused');
 	is((call($part[0], "SELECT lake.await_durable('(5,1)')"))[0], 'ERROR 55000',
 		'a receipt of partition 1 on partition 0 is refused');
+	# A name that is not there because it is another partition's: 55000
+	# too, not 42704 with a hint to create it (which would then be 55000).
+	is((call($wrong, "SELECT lake.read('$ds[0]', 1)"))[0], 'ERROR 55000',
+		'a read of a dataset of another partition is refused, not "does not exist"');
+	is((call($wrong, "SELECT lake.owner_state('$elsewhere')"))[0], 'ERROR 55000',
+		'so is an owner call for an owner of another partition');
+	is((call($part[ key_part('nowhere-ds') ], "SELECT lake.read('nowhere-ds', 1)"))[0], 'ERROR 42704',
+		'a name of this partition that is not there is 42704, as before');
 }
 
 # Lifecycles, on every partition.
