@@ -217,6 +217,58 @@ CREATE FUNCTION lake_router.partitions() RETURNS int4
              WHERE s.srvname OPERATOR(pg_catalog.=) 'lake'
                AND o OPERATOR(pg_catalog.~) '^(p|partition_)[0-9]+=');
 
+-- The partition count is the cluster's for the life of its data: names and
+-- handles are placed by hash & (N - 1), and PL/Proxy moves nothing between
+-- partitions. Server "lake" naming another count (partitions added, or
+-- taken away) would route half of the names to partitions that do not
+-- have them, where they would be created again, and call receipts of the
+-- old ones never issued; each partition alone cannot tell (an old one
+-- accepts every name the new count still sends it). The count is kept
+-- here from the first time server "lake" names partitions, and a
+-- CREATE or ALTER SERVER that names another is refused.
+CREATE TABLE lake_router.cluster (
+    one         boolean PRIMARY KEY DEFAULT true CHECK (one),
+    partitions  int4 NOT NULL CHECK (partitions OPERATOR(pg_catalog.>) 0)
+);
+SELECT pg_catalog.pg_extension_config_dump('lake_router.cluster', '');
+
+-- Definer's rights: the server's owner need not own the table.
+CREATE FUNCTION lake_router.keep_partitions() RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    named int4 := lake_router.partitions();
+    kept int4;
+BEGIN
+    IF named OPERATOR(pg_catalog.=) 0 THEN
+        RETURN;                 -- no server "lake" (renamed away, dropped)
+    END IF;
+    SELECT c.partitions INTO kept FROM lake_router.cluster c;
+    IF NOT FOUND THEN
+        INSERT INTO lake_router.cluster (partitions) VALUES (named);
+    ELSIF kept OPERATOR(pg_catalog.<>) named THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '55000',
+            MESSAGE = pg_catalog.format('server "lake" would name %s partitions, but the cluster has %s', named, kept),
+            DETAIL = 'Names and handles are placed by their hash modulo the partition count, and nothing moves them: with another count, existing datasets and owners would be routed to partitions that do not have them, and created there again.',
+            HINT = 'Keep the partition count. To route to a new cluster of another count, first DELETE FROM lake_router.cluster (as its owner).';
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION lake_router.keep_partitions() FROM PUBLIC;
+
+CREATE FUNCTION lake_router.guard_partitions() RETURNS event_trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM lake_router.keep_partitions();
+END
+$$;
+REVOKE ALL ON FUNCTION lake_router.guard_partitions() FROM PUBLIC;
+CREATE EVENT TRIGGER lake_router_partitions ON ddl_command_end
+    WHEN TAG IN ('CREATE SERVER', 'ALTER SERVER')
+    EXECUTE FUNCTION lake_router.guard_partitions();
+-- A server "lake" made before the extension: its count is the cluster's.
+SELECT lake_router.keep_partitions();
+
 -- recover(owner): the owner's partition, or every partition for NULL.
 CREATE FUNCTION lake_router.owner_partitions(owner text) RETURNS SETOF int4
     LANGUAGE sql STABLE

@@ -128,6 +128,29 @@ ALTER SERVER lake OPTIONS (DROP p0, ADD partition_0 '@{[ part_connstr($part[0]) 
 SELECT lake_router.partitions();
 ROLLBACK;}),
 	$N, 'lake_router.partitions() counts partitions named partition_<N>');
+# The partition count is the cluster's: server "lake" naming twice or
+# half as many partitions is refused (half the names would be routed to
+# partitions that do not have them, and created there again).
+{
+	is($router->safe_psql('postgres', 'SELECT partitions FROM lake_router.cluster'),
+		$N, 'the cluster\'s partition count is kept from server "lake"');
+	my $more = join(', ', map { "ADD p$_ '" . part_connstr($part[ $_ % $N ]) . "'" } $N .. 2 * $N - 1);
+	my ($state, $msg) = call($router, "ALTER SERVER lake OPTIONS ($more)");
+	is("$state $msg", "ERROR 55000 server \"lake\" would name @{[ 2 * $N ]} partitions, but the cluster has $N",
+		'server "lake" naming twice the partitions is refused');
+	my $fewer = join(', ', map { "DROP p$_" } $N / 2 .. $N - 1);
+	($state, $msg) = call($router, "ALTER SERVER lake OPTIONS ($fewer)");
+	is($state, 'ERROR 55000', 'and half as many');
+	is($router->safe_psql('postgres', 'SELECT lake_router.partitions()'), $N, 'server "lake" is as it was');
+	# A router pointed at a new cluster of another count: the kept count
+	# goes first, by its owner.
+	is($router->safe_psql('postgres', qq{
+BEGIN;
+DELETE FROM lake_router.cluster;
+ALTER SERVER lake OPTIONS ($fewer);
+SELECT partitions FROM lake_router.cluster;
+ROLLBACK;}), $N / 2, 'once the kept count is removed, the next server "lake" sets it');
+}
 # SPEC §7: datasets and owners go by hashtext(name): its low bits, the
 # sign bit cleared (so that PL/Proxy's modular_mapping routes alike).
 is( $router->safe_psql('postgres',
