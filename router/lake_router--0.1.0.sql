@@ -230,9 +230,15 @@ CREATE TABLE lake_router.cluster (
     one         boolean PRIMARY KEY DEFAULT true CHECK (one),
     partitions  int4 NOT NULL CHECK (partitions OPERATOR(pg_catalog.>) 0)
 );
-SELECT pg_catalog.pg_extension_config_dump('lake_router.cluster', '');
+-- Dumped only while no server "lake" names partitions: otherwise a
+-- restore's CREATE SERVER (the event trigger is there by then) puts the
+-- same count back, and a dumped row would then collide with it.
+SELECT pg_catalog.pg_extension_config_dump('lake_router.cluster',
+    'WHERE lake_router.partitions() OPERATOR(pg_catalog.=) 0');
 
--- Definer's rights: the server's owner need not own the table.
+-- Definer's rights: the server's owner need not own the table. Not for
+-- PUBLIC (the grants at the end leave it out): only the event trigger and
+-- the install call it.
 CREATE FUNCTION lake_router.keep_partitions() RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -250,7 +256,7 @@ BEGIN
             ERRCODE = '55000',
             MESSAGE = pg_catalog.format('server "lake" would name %s partitions, but the cluster has %s', named, kept),
             DETAIL = 'Names and handles are placed by their hash modulo the partition count, and nothing moves them: with another count, existing datasets and owners would be routed to partitions that do not have them, and created there again.',
-            HINT = 'Keep the partition count. To route to a new cluster of another count, first DELETE FROM lake_router.cluster (as its owner).';
+            HINT = 'Keep the partition count. To route to a new cluster of another count, a superuser first deletes the row of lake_router.cluster.';
     END IF;
 END
 $$;
@@ -898,6 +904,7 @@ BEGIN
                                                   WHERE e.extname OPERATOR(pg_catalog.=) 'lake_router')
            AND d.deptype OPERATOR(pg_catalog.=) 'e'
            AND p.prorettype OPERATOR(pg_catalog.<>) 'pg_catalog.event_trigger'::pg_catalog.regtype
+           AND p.oid OPERATOR(pg_catalog.<>) 'lake_router.keep_partitions()'::pg_catalog.regprocedure
     LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', r.f);
     END LOOP;

@@ -499,11 +499,11 @@ store_first_missing_chunk(int64 blob)
 	Datum		values[1] = {Int64GetDatum(blob)};
 
 	store_run(store_plan(&plan,
-				 "SELECT COALESCE(pg_catalog.min(r.rank), pg_catalog.count(*)) FROM "
+				 "SELECT COALESCE(pg_catalog.min(r.rank) FILTER (WHERE r.chunk_no OPERATOR(pg_catalog.<>) r.rank), "
+				 "                pg_catalog.count(*)) FROM "
 				 " (SELECT c.chunk_no::pg_catalog.int8 AS chunk_no, "
 				 "         (pg_catalog.row_number() OVER (ORDER BY c.chunk_no)) OPERATOR(pg_catalog.-) 1 AS rank "
-				 "  FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1) r "
-				 "WHERE r.chunk_no OPERATOR(pg_catalog.<>) r.rank",
+				 "  FROM lake_data.chunk c WHERE c.blob OPERATOR(pg_catalog.=) $1) r",
 				 1, types),
 		values, SPI_OK_SELECT);
 	return DatumGetInt64(store_colv(0, 1));

@@ -103,9 +103,10 @@ store_create_dataset(const char *name)
 	 * an id even when the name conflicts: callers that create a dataset
 	 * before each append would use the ids up, and then be told 2200H for
 	 * a name that exists. A plain read (a lock would take an xid and write
-	 * WAL per call): a name it does not see is left to the insert, which
-	 * waits for a creator or a removal by hand in progress within the
-	 * bound. Only a creator racing for the same name takes an id.
+	 * WAL per call): a row being removed by hand is the name's until that
+	 * commits (42710 meanwhile), and a name it does not see is left to the
+	 * insert, which waits for a creator in progress within the bound. Only
+	 * a creator racing for the same name takes an id.
 	 */
 	store_run(store_plan(&plan_find,
 						 "SELECT 1 FROM lake_data.dataset d WHERE d.name OPERATOR(pg_catalog.=) $1",

@@ -100,8 +100,10 @@ is( $router->safe_psql('postgres',
 		  . "bool_and(has_function_privilege('squatter', p.oid, 'EXECUTE')), "
 		  . "has_type_privilege('squatter', 'lake.coordinate', 'USAGE') "
 		  . "FROM pg_proc p WHERE p.pronamespace IN ('lake'::regnamespace, 'lake_router'::regnamespace) "
-		  . "AND p.prorettype <> 'event_trigger'::regtype"),
+		  . "AND p.prorettype <> 'event_trigger'::regtype AND p.oid <> 'lake_router.keep_partitions()'::regprocedure"),
 	'f|t|t', 'default privileges: no CREATE in lake_router for others, the interface open to all');
+is($router->safe_psql('postgres', "SELECT has_function_privilege('squatter', 'lake_router.keep_partitions()', 'EXECUTE')"),
+	'f', 'but not the definer function that keeps the partition count');
 $router->safe_psql('postgres', 'DROP EXTENSION lake_router; DROP SCHEMA lake; '
 	  . 'ALTER DEFAULT PRIVILEGES REVOKE CREATE ON SCHEMAS FROM squatter; '
 	  . 'ALTER DEFAULT PRIVILEGES GRANT EXECUTE ON FUNCTIONS TO PUBLIC; '
@@ -150,6 +152,21 @@ DELETE FROM lake_router.cluster;
 ALTER SERVER lake OPTIONS ($fewer);
 SELECT partitions FROM lake_router.cluster;
 ROLLBACK;}), $N / 2, 'once the kept count is removed, the next server "lake" sets it');
+	# Dropped and made again with another count: refused too.
+	my $half = join(', ', map { "p$_ '" . part_connstr($part[$_]) . "'" } 0 .. $N / 2 - 1);
+	($state, $msg) = call($router, "BEGIN; DROP SERVER lake CASCADE; "
+		  . "CREATE SERVER lake FOREIGN DATA WRAPPER plproxy OPTIONS ($half); COMMIT");
+	is($state, 'ERROR 55000', 'server "lake" dropped and made again with half the partitions is refused');
+	# A dump of the router restores (the kept count is not dumped while
+	# server "lake" names partitions: its CREATE SERVER puts it back).
+	my $dump = $router->basedir . '/router.sql';
+	$router->command_ok([ 'pg_dump', '-d', $router->connstr('postgres'), '-f', $dump ], 'the router database dumps');
+	$router->safe_psql('postgres', 'CREATE DATABASE router_copy');
+	$router->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('router_copy'), '-f', $dump ],
+		'and restores into another database');
+	is($router->safe_psql('router_copy', 'SELECT partitions, lake_router.partitions() FROM lake_router.cluster'),
+		"$N|$N", 'with its partition count kept');
+	$router->safe_psql('postgres', 'DROP DATABASE router_copy');
 }
 # SPEC §7: datasets and owners go by hashtext(name): its low bits, the
 # sign bit cleared (so that PL/Proxy's modular_mapping routes alike).
