@@ -276,6 +276,11 @@ SELECT setval('lake_data.owner_id_seq', :owner_last, :'owner_called'::boolean) =
 SELECT last_value AS ds_last, is_called AS ds_called FROM lake_data.dataset_id_seq \gset
 SELECT t.err($$SELECT lake.create_dataset('d_cols_ds')$$) AS existing_dataset;
 SELECT last_value = :ds_last AND is_called = :'ds_called'::boolean AS no_dataset_id_taken FROM lake_data.dataset_id_seq;
+-- Told by a plain read: no row lock, so no transaction id and no WAL.
+BEGIN;
+SELECT t.err($$SELECT lake.create_dataset('d_cols_ds')$$) AS existing_dataset_again;
+SELECT pg_current_xact_id_if_assigned() IS NULL AS no_xid_taken;
+ROLLBACK;
 SELECT setval('lake_data.dataset_id_seq', 2147483647) > 0 AS dataset_ids_used_up;
 SELECT t.err($$SELECT lake.create_dataset('d_cols_ds')$$) AS existing_dataset_without_ids;
 SELECT t.err($$SELECT lake.create_dataset('d_no_ids_left')$$) AS dataset_without_ids;

@@ -619,12 +619,26 @@ ORDER BY p.proname;
 -- A session started with ignore_system_indexes (any role may set it at
 -- its start): lake's tables are not catalogs, and its scans of them do
 -- not warn (a warning per scan, per cycle of a log read, before).
+CREATE ROLE h_isi_role;
+GRANT USAGE ON SCHEMA lake TO h_isi_role;
+SELECT lake.grant_tenant('h_isi_role', 'acme');
 \c "dbname=contrib_regression options='-c ignore_system_indexes=on'"
 SHOW ignore_system_indexes;
 SELECT lake.create_dataset('h_isi');
 SELECT lake.append('h_isi', 'acme', 'isi-1', '\x01'::bytea) AS v1,
        lake.append('h_isi', 'acme', 'isi-1', '\x01'::bytea) AS replay;
 SELECT lake.read('h_isi', 1) AS read, count(*) AS versions FROM lake.versions('h_isi');
+-- A staged append of two chunks and its read (the chunks' index), an
+-- append as a role granted the tenant (the grants' index), a recovery
+-- (the registry's index).
+SELECT lake.begin_append('h_isi', 'acme', 'isi-staged') AS isi_stage \gset
+SELECT lake.append_chunk(:isi_stage, 0, '\x0a'::bytea), lake.append_chunk(:isi_stage, 1, '\x0b'::bytea);
+SELECT lake.commit_append(:isi_stage) AS staged;
+SELECT lake.read('h_isi', 2) AS staged_read;
+SET ROLE h_isi_role;
+SELECT lake.append('h_isi', 'acme', 'isi-granted', '\x0c'::bytea) AS granted;
+RESET ROLE;
+SELECT count(*) > 0 AS recovered FROM lake.recover();
 SELECT lake.create_owner('h_isi_owner');
 SELECT (lake.cast_durable('h_isi_owner', 'Planning', 'CognitiveWork', operation_id => 'isi-op')).position AS durable;
 SELECT lake.cast('h_isi_owner', 'Planning', 'CognitiveWork', operation_id => 'isi-op') IS NOT NULL AS retried;
@@ -637,3 +651,6 @@ SELECT count(*) AS steps FROM lake.trajectory('h_isi_owner');
 SELECT count(*) > 0 AS cycles FROM lake.cycles(0);
 \c "dbname=contrib_regression options=''"
 SHOW ignore_system_indexes;
+SELECT lake.revoke_tenant('h_isi_role', 'acme');
+DROP OWNED BY h_isi_role;
+DROP ROLE h_isi_role;

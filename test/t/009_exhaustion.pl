@@ -381,13 +381,15 @@ $hold->quit;
 # after their insert leave them): the registry is then bounded by each
 # backend's count kept from its first creation plus the rows above the
 # id it counted through, not by the highest id, and must still hold
-# exactly lake.max_owners. (d) A session that created two owners before
+# exactly lake.max_owners. (d) A session that created three owners before
 # (a), and counted then, is refused one more once the others filled it.
 my $TRIES = 4;
 $node->safe_psql('postgres', "SELECT setval('lake_data.owner_id_seq', 100000)");
 my $early = $node->background_psql('postgres');
-# Its second creation counts: the first one's id is far ahead.
-$early->query_safe("SELECT lake.create_owner('oe_1'); SELECT lake.create_owner('oe_2')");
+# Its second creation counts: the first one's id is far ahead; its third
+# bounds the registry by that count and moves it on.
+$early->query_safe("SELECT lake.create_owner('oe_1'); SELECT lake.create_owner('oe_2'); "
+	  . "SELECT lake.create_owner('oe_3')");
 my @created;
 
 # Owner creations from stdout/stderr: (created, refused, other errors).
@@ -428,8 +430,8 @@ sub create_sql
 }
 
 {
-	push @created, 'oe_1', 'oe_2';
-	my $room = $MAX_OWNERS - $CLIENTS - 3;
+	push @created, 'oe_1', 'oe_2', 'oe_3';
+	my $room = $MAX_OWNERS - $CLIENTS - 4;
 	my @share = map { int($room / $CLIENTS) + ($_ <= $room % $CLIENTS ? 1 : 0) } 1 .. $CLIENTS;
 	# Concurrent creations take turns on the owner-creation lock, a wait
 	# bounded by lake.admission_queue_wait: the section tests the limit,
@@ -468,8 +470,8 @@ CREATE FUNCTION try_create(n text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN PERFORM lake.create_owner(n); RETURN 'created';
 EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM;
 END $$});
-	is($early->query_safe("SELECT try_create('oe_3')"),
-		"53000: cannot create owner \"oe_3\": lake.max_owners ($MAX_OWNERS) owners exist",
+	is($early->query_safe("SELECT try_create('oe_4')"),
+		"53000: cannot create owner \"oe_4\": lake.max_owners ($MAX_OWNERS) owners exist",
 		'owner table (d): a session that counted before the others created is refused too');
 	$early->quit;
 	set_queue_wait("${QWAIT_MS}ms", $QWAIT_MS);

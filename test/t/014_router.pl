@@ -797,6 +797,11 @@ is(same(0, 'define_lifecycle by a role that may not',
 		$router->safe_psql('postgres', "DROP USER MAPPING FOR alice SERVER $server");
 	}
 	$router->safe_psql('postgres', 'CREATE EXTENSION lake_router');
+	# Installed with server "lake" already there: its count is the cluster's.
+	is($router->safe_psql('postgres', 'SELECT partitions FROM lake_router.cluster'), $N,
+		'an install over server "lake" keeps its partition count');
+	my $more = join(', ', map { "ADD p$_ '" . part_connstr($part[ $_ % $N ]) . "'" } $N .. 2 * $N - 1);
+	is((call($router, "ALTER SERVER lake OPTIONS ($more)"))[0], 'ERROR 55000', 'and refuses another');
 	$router->safe_psql('postgres', 'DROP SERVER lake_next CASCADE; DROP OWNED BY srvown; DROP ROLE srvown');
 	is($router->safe_psql('postgres', "SELECT lake.revoke_tenant('alice', 'acme')"), '', 'revoke_tenant through the router');
 	for my $i (0 .. $N - 1)
