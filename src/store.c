@@ -352,6 +352,7 @@ typedef struct Fixed
 
 #define FIXED_BOOL_AT(name, var, value) {name, FIXED_BOOL, &var, value, (value) ? "on" : "off"}
 #define FIXED_REAL_AT(name, var, value) {name, FIXED_REAL, &var, value, CppAsString2(value)}
+#define FIXED_INT_AT(name, var, value) {name, FIXED_INT, &var, value, CppAsString2(value)}
 
 static const Fixed fixed[] = {
 	FIXED_BOOL_AT("jit", jit_enabled, false),
@@ -385,14 +386,13 @@ static const Fixed fixed[] = {
 	FIXED_REAL_AT("parallel_setup_cost", parallel_setup_cost, DEFAULT_PARALLEL_SETUP_COST),
 	FIXED_REAL_AT("cursor_tuple_fraction", cursor_tuple_fraction, DEFAULT_CURSOR_TUPLE_FRACTION),
 	FIXED_REAL_AT("hash_mem_multiplier", hash_mem_multiplier, 2.0),
-	{"work_mem", FIXED_INT, &work_mem, 4096, "4096"},
+	FIXED_INT_AT("work_mem", work_mem, 4096),
 	{"plan_cache_mode", FIXED_INT, &plan_cache_mode, PLAN_CACHE_MODE_AUTO, "auto"},
 	{"constraint_exclusion", FIXED_INT, &constraint_exclusion, CONSTRAINT_EXCLUSION_PARTITION, "partition"},
-	{"effective_cache_size", FIXED_INT, &effective_cache_size, DEFAULT_EFFECTIVE_CACHE_SIZE,
-	CppAsString2(DEFAULT_EFFECTIVE_CACHE_SIZE)},
-	{"from_collapse_limit", FIXED_INT, &from_collapse_limit, 8, "8"},
-	{"join_collapse_limit", FIXED_INT, &join_collapse_limit, 8, "8"},
-	{"geqo_threshold", FIXED_INT, &geqo_threshold, 12, "12"},
+	FIXED_INT_AT("effective_cache_size", effective_cache_size, DEFAULT_EFFECTIVE_CACHE_SIZE),
+	FIXED_INT_AT("from_collapse_limit", from_collapse_limit, 8),
+	FIXED_INT_AT("join_collapse_limit", join_collapse_limit, 8),
+	FIXED_INT_AT("geqo_threshold", geqo_threshold, 12),
 };
 
 /* Whether the setting is not what lake's statements are planned with. */
