@@ -73,3 +73,16 @@ SELECT lake.append('crowd', 'u', operation_id, '\x75'::bytea) AS u2
 SELECT lake.create_dataset('crowd2');
 SELECT lake.append('crowd2', 't', operation_id, '\x11'::bytea) AS elsewhere
   FROM crowd WHERE tenant = 't' AND n = 17;
+
+-- A replay writes nothing (no transaction id is taken), for a one-chunk
+-- payload and for one of several chunks (over 1 MB), whose replay must not
+-- encode and write its chunks again. (Not the WAL position: other
+-- processes write WAL meanwhile.)
+SELECT lake.create_dataset('replays');
+SELECT lake.append('replays', 'acme', 'small', '\x0102'::bytea) AS small;
+SELECT lake.append('replays', 'acme', 'big', decode(repeat('ab', 1500000), 'hex')) AS big;
+BEGIN;
+SELECT lake.append('replays', 'acme', 'small', '\x0102'::bytea) AS small_replay;
+SELECT lake.append('replays', 'acme', 'big', decode(repeat('ab', 1500000), 'hex')) AS big_replay;
+SELECT pg_current_xact_id_if_assigned() IS NULL AS wrote_nothing;
+COMMIT;
