@@ -61,6 +61,12 @@ durable_commit_flushed(void)
 	ForceSyncCommit();
 }
 
+bool
+durable_commit_waits_for_standbys(void)
+{
+	return max_wal_senders > 0 && SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
+}
+
 void
 durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
 {

@@ -4,8 +4,8 @@
  * One worker per cluster, connected to lake.database. It starts only once
  * recovery has finished (so it is idle on a standby and starts at
  * promotion), is restarted a second after any exit, and leaves on SIGTERM
- * through PostgreSQL's own die(): no custom handler that could hang a
- * shutdown. Its loop sleeps on its latch, never polls faster than once a
+ * within a second, after sealing the casts pending (request_stop). Its
+ * loop sleeps on its latch, never polls faster than once a
  * second while idle, and republishes the admission byte limits after each
  * reload so an inconsistent pair is refused in one place.
  *
@@ -570,6 +570,92 @@ installed_generation(void *arg)
 		cycle_current_generation() : 0;
 }
 
+/*
+ * SIGTERM: a clean stop of the server (any mode) or pg_terminate_backend.
+ * The casts accepted and not yet sealed live only in shared memory, which
+ * a stop of the server takes with it, and their receipts would be LK006
+ * after it. So while the worker is sealing or sleeping between seals, a
+ * SIGTERM lets the seal under way end, then seals what is pending
+ * (seal_before_exit) and ends the worker as die() does, within
+ * STOP_SEAL_MS. Anywhere else (a recovery, a snapshot, an expiry pass,
+ * waiting for the extension), or where a seal's commit could wait for a
+ * synchronous standby (which only a termination cuts short, and a seal
+ * whose wait was cut would answer its waiters all the same), it is die()
+ * at once, as before.
+ */
+#define STOP_SEAL_MS 500L
+
+static volatile sig_atomic_t stop_requested = false;
+static volatile sig_atomic_t stop_deferrable = false;
+static TimeoutId stop_timeout = MAX_TIMEOUTS;
+
+static void
+request_stop(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	if (stop_deferrable)
+	{
+		stop_requested = true;
+		SetLatch(MyLatch);
+	}
+	else
+		die(postgres_signal_arg);
+	errno = save_errno;
+}
+
+/* SIGALRM: the seals before exit took too long; end as SIGTERM ends a backend. */
+static void
+stop_now(void)
+{
+	ProcDiePending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+/* Let a SIGTERM wait for the end of what follows (see request_stop). */
+static void
+defer_stop(void)
+{
+	stop_deferrable = !durable_commit_waits_for_standbys();
+}
+
+static void seal_before_exit(void) pg_attribute_noreturn();
+
+/*
+ * A SIGTERM came while it could wait: seal the casts pending (those of a
+ * fast stop's sessions still casting too, for as long as they come and
+ * the time allows), then end. What is accepted after the last of these
+ * seals is lost with the stop (LK006), as with a crash.
+ */
+static void
+seal_before_exit(void)
+{
+	stop_deferrable = false;
+	if (stop_timeout == MAX_TIMEOUTS)
+		stop_timeout = RegisterTimeout(USER_TIMEOUT, stop_now);
+	enable_timeout_after(stop_timeout, (int) STOP_SEAL_MS);
+	while (cycle_pending() > 0 && !ProcDiePending && !fenced_out)
+	{
+		int64		cycle;
+		bool		fenced;
+
+		if (!seal_pass("lake: sealing before the worker stops", &cycle, &fenced))
+			break;
+		/* Nothing cut: a cast still copies its payload. */
+		if (cycle == 0)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+	/* The message and exit code of a SIGTERM: the postmaster restarts us. */
+	die(SIGTERM);
+	CHECK_FOR_INTERRUPTS();
+	pg_unreachable();
+}
+
 /* After a failed seal, no other seal before this (0: none failed). */
 static TimestampTz seal_retry_at = 0;
 
@@ -623,11 +709,15 @@ seal_if_due(TimestampTz *due)
 		/* Fenced out: recover at once (see recover_owners). */
 		if (fenced)
 			fenced_out = true;
+		/* Waiters are told of a failure that goes on (not of a lock wait). */
+		else if (!pass_cut_short())
+			cycle_seal_failed(last_error, last_message);
 		/* Try again after a pause rather than fail in a tight loop. */
 		seal_retry_at = TimestampTzPlusMilliseconds(now, RETRY_PAUSE_MS);
 		return fenced_out ? 0 : RETRY_PAUSE_MS;
 	}
 	seal_retry_at = 0;
+	cycle_seal_succeeded();
 	*due = cycle_pending() > 0 ?
 		TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms) : 0;
 	/* Nothing cut: the first cast still copies its payload; look again soon. */
@@ -677,7 +767,7 @@ lake_worker_main(Datum arg)
 	TimestampTz recover_retry_at = 0;	/* after a failed recovery, none before */
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	pqsignal(SIGTERM, request_stop);
 	BackgroundWorkerUnblockSignals();
 
 	ws->started_at = GetCurrentTimestamp();
@@ -791,7 +881,11 @@ lake_worker_main(Datum arg)
 				bool		more_to_expire = false;
 				long		again;
 
+				defer_stop();
 				timeout = seal_if_due(&seal_due);
+				stop_deferrable = false;
+				if (stop_requested)
+					seal_before_exit();
 				snapshot_if_due();
 				if (GetCurrentTimestamp() >= next_expiry ||
 					next_expiry - GetCurrentTimestamp() > (TimestampTz) expiry_interval_ms() * 1000)
@@ -826,6 +920,7 @@ lake_worker_main(Datum arg)
 					continue;
 				/* 1 ms: the last seal found a cast still copying its payload. */
 				timeout = Min(timeout, Max(1L, again));
+				defer_stop();
 			}
 		}
 		else
@@ -839,9 +934,13 @@ lake_worker_main(Datum arg)
 			said_waiting = true;
 		}
 
+		/* A SIGTERM already deferred has set the latch: no sleep. */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		stop_deferrable = false;
+		if (stop_requested)
+			seal_before_exit();
 	}
 }
 

@@ -1,0 +1,111 @@
+# A clean stop keeps the casts it finds pending (SPEC §1: LK006 is a
+# receipt lost with a crash; §4: each cast gets a durable coordinate once
+# its cycle is sealed). The open cycle waits for lake.cycle_interval (an
+# hour here), so the casts below are pending in shared memory when the
+# stop comes; the worker seals them on its SIGTERM before it leaves:
+# - after a fast and after a smart stop and a start, every receipt answers
+#   its coordinate, positions run gap-free, lake.recover() applies nothing;
+# - pg_terminate_backend of the worker alone: they are sealed before it
+#   exits (nothing pending while no worker runs);
+# - with a synchronous standby named that never connects, a seal's commit
+#   would wait for it: the worker then leaves at once, as before (a fast
+#   stop does not hang), and the receipts are LK006.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use LakeTAP;
+
+# WAL senders allowed: a synchronous standby can be named (the last part).
+my $node = lake_node('clean_stop',
+	init => { allows_streaming => 1 },
+	conf => "lake.cycle_interval = 1h");
+$node->start;
+$node->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner('o')");
+
+# Three fire-and-forget casts; their receipts as "epoch,seq".
+sub cast_three
+{
+	my @r = split /\n/, $node->safe_psql('postgres', q{
+SELECT r.epoch || ',' || r.seq
+FROM generate_series(1, 3) i, LATERAL lake.cast('o', NULL, NULL, pg_catalog.int4send(i)) r
+ORDER BY i});
+	is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
+		'3', 'three casts are pending');
+	return @r;
+}
+
+# Each receipt's position (await_durable), or its error's SQLSTATE.
+sub positions
+{
+	my @p;
+	for my $r (@_)
+	{
+		my ($e, $s) = split /,/, $r;
+		my ($state) = sql_error($node,
+			"SELECT lake.await_durable(($e, $s)::lake.receipt, 10000)");
+		push @p, $state ne '' ? $state : $node->safe_psql('postgres',
+			"SELECT position FROM lake.await_durable(($e, $s)::lake.receipt, 10000)");
+	}
+	return join(' ', @p);
+}
+
+my $landed = 0;
+for my $mode ('fast', 'smart')
+{
+	my @r = cast_three();
+	my $t0 = time();
+	$node->stop($mode);
+	cmp_ok(time() - $t0, '<', 10, "$mode stop: done within seconds");
+	$node->start;
+	is(positions(@r), join(' ', map { $landed + $_ } 1 .. 3),
+		"$mode stop: every receipt answers its coordinate after the start");
+	$landed += 3;
+	is($node->safe_psql('postgres',
+		"SELECT count(*) || ' ' || max(position) || ' ' || pg_catalog.string_agg(position::text, ',' ORDER BY position) FROM lake.trajectory('o')"),
+		"$landed $landed " . join(',', 1 .. $landed),
+		"$mode stop: the trajectory runs gap-free");
+	is($node->safe_psql('postgres', 'SELECT coalesce(sum(applied), 0) FROM lake.recover()'),
+		'0', "$mode stop: recovery applies nothing afterwards");
+}
+
+# The worker alone: it seals before it exits; the postmaster starts another
+# a second later, so a look right after the exit sees no worker and
+# nothing pending.
+{
+	my @r   = cast_three();
+	my $pid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+	$node->safe_psql('postgres', "SELECT pg_catalog.pg_terminate_backend($pid)");
+	ok(defined wait_until(30, sub { !kill(0, $pid) }), 'terminated worker: it exits');
+	is($node->safe_psql('postgres', 'SELECT coalesce(worker_pid, 0) || \' \' || casts_pending FROM lake.stats()'),
+		'0 0', 'terminated worker: it sealed the pending casts before it left');
+	ok($node->poll_query_until('postgres',
+			"SELECT worker_state = 'serving' AND worker_pid NOT IN (0, $pid) FROM lake.stats()"),
+		'terminated worker: a new one serves');
+	is(positions(@r), join(' ', map { $landed + $_ } 1 .. 3),
+		'terminated worker: every receipt answers its coordinate');
+	$landed += 3;
+}
+
+# A synchronous standby named that never connects: no seal can end, and
+# the worker must not wait for one at the stop.
+{
+	$node->append_conf('postgresql.conf', "synchronous_standby_names = 'nobody'");
+	$node->reload;
+	ok($node->poll_query_until('postgres', "SELECT current_setting('synchronous_standby_names') = 'nobody'"),
+		'synchronous standby named');
+	my @r  = cast_three();
+	my $t0 = time();
+	$node->stop('fast');
+	cmp_ok(time() - $t0, '<', 10, 'synchronous standby named: a fast stop does not wait for it');
+	$node->adjust_conf('postgresql.conf', 'synchronous_standby_names', "''");
+	$node->start;
+	is(positions(@r), 'LK006 LK006 LK006',
+		'synchronous standby named: the casts pending at the stop are lost, as with a crash');
+}
+
+$node->stop;
+done_testing();
