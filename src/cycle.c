@@ -70,6 +70,11 @@ typedef struct CycleShared
 	LakeGeneration generation;	/* the installation the state belongs to */
 	uint64		owner_table;	/* bumped when recovery empties the owner table */
 	char		recovery_failure[256];	/* why the last attempt failed, or "" */
+	/* the worker's seals failing one after another (cycle_seal_failed) */
+	TimestampTz seal_failing_since;	/* 0: the last seal did not fail */
+	int			seal_failures;	/* failed seals since then */
+	int			seal_failure_code;	/* the last one's SQLSTATE and message */
+	char		seal_failure[256];
 	int32		epoch;
 	Latch	   *worker_latch;
 	/* the ring */
@@ -303,6 +308,7 @@ cycle_begin_recovery(void)
 		CHECK_FOR_INTERRUPTS();
 	}
 	cs->recovery_failure[0] = '\0';
+	cs->seal_failing_since = 0;
 	owner_clear_all();
 	cs->owner_table++;			/* every OwnerState pointer held is void now */
 	cs->head = cs->tail = 0;
@@ -346,6 +352,52 @@ cycle_recovery_failed(const char *why)
 	lake_copy_clipped(cs->recovery_failure, why, sizeof(cs->recovery_failure));
 	LWLockRelease(&cs->lock);
 	ConditionVariableBroadcast(&cs->ready_cv);
+}
+
+/*
+ * The worker's seal failed, other than by giving up a lock wait (a full
+ * disk, a damaged table), or sealed again: a waiter with no deadline of
+ * its own is told why once seals have gone on failing (waiter_wait),
+ * instead of waiting for as long as the cause lasts.
+ */
+void
+cycle_seal_failed(int sqlerrcode, const char *why)
+{
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	if (cs->seal_failing_since == 0)
+	{
+		cs->seal_failing_since = GetCurrentTimestamp();
+		cs->seal_failures = 0;
+	}
+	cs->seal_failures++;
+	cs->seal_failure_code = sqlerrcode;
+	lake_copy_clipped(cs->seal_failure, why, sizeof(cs->seal_failure));
+	LWLockRelease(&cs->lock);
+}
+
+void
+cycle_seal_succeeded(void)
+{
+	/* Read unlocked: only the worker sets it, and this is the worker. */
+	if (cs->seal_failing_since == 0)
+		return;
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	cs->seal_failing_since = 0;
+	LWLockRelease(&cs->lock);
+}
+
+TimestampTz
+cycle_seal_failing(int *failures, int *sqlerrcode, char *why, size_t len)
+{
+	TimestampTz since;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	since = cs->seal_failing_since;
+	*failures = cs->seal_failures;
+	*sqlerrcode = cs->seal_failure_code;
+	strlcpy(why, cs->seal_failure, len);
+	LWLockRelease(&cs->lock);
+	return since;
 }
 
 /*

@@ -173,6 +173,14 @@ extern bool cycle_has_history(void);
 extern void cycle_close(void);
 extern void cycle_begin_recovery(void);
 extern void cycle_recovery_failed(const char *why);
+extern void cycle_seal_failed(int sqlerrcode, const char *why);
+extern void cycle_seal_succeeded(void);
+
+/*
+ * Since when the worker's seals have failed one after another (0: the
+ * last one did not), how many, and the last one's SQLSTATE and message.
+ */
+extern TimestampTz cycle_seal_failing(int *failures, int *sqlerrcode, char *why, size_t len);
 extern uint64 cycle_lifecycle_changes(void);
 extern void cycle_finish_recovery(int32 epoch, LakeGeneration generation, int64 sealed_cycle,
 								  const RecoveryFigures *figures, uint64 lifecycle_changes);

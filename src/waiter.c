@@ -22,6 +22,7 @@
 
 #include "catalog/namespace.h"
 #include "cycle.h"
+#include "guc.h"
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -222,9 +223,55 @@ blocking_another(void)
 	return blocking;
 }
 
+/* The stretch of failing seals a waiter saw, and when it first saw it. */
+typedef struct FailingSeen
+{
+	TimestampTz since;			/* cycle_seal_failing's, 0: none */
+	TimestampTz seen_at;
+} FailingSeen;
+
+/*
+ * A wait with no deadline of its own (cast_durable, await_durable without
+ * timeout_ms) ends in the error of the worker's failing seals (a full
+ * disk: 53100) once they have failed twice or more in a row (a retry
+ * failed too) and for lake.admission_queue_wait since this waiter saw
+ * them fail: such a cause is told, not waited out. The cast stays accepted.
+ */
+static void
+give_up_if_seals_fail(int32 epoch, int64 seq, TimestampTz now, FailingSeen *seen)
+{
+	int			failures;
+	int			code;
+	char		why[256];
+	TimestampTz since = cycle_seal_failing(&failures, &code, why, sizeof(why));
+
+	if (since == 0)
+	{
+		seen->since = 0;
+		return;
+	}
+	/* A new stretch, or a clock set back: count from now. */
+	if (since != seen->since || now < seen->seen_at)
+	{
+		seen->since = since;
+		seen->seen_at = now;
+		return;
+	}
+	if (failures < 2 || now - seen->seen_at < (TimestampTz) lake_admission_queue_wait_ms * 1000)
+		return;
+	ereport(ERROR,
+			(errcode(code != 0 ? code : ERRCODE_INTERNAL_ERROR),
+			 errmsg("receipt (%d," INT64_FORMAT ") is not durable yet: the lake worker's seals keep failing",
+					epoch, seq),
+			 errdetail("The last seal failed: %s", why),
+			 errhint("The cast stays accepted and is sealed once the cause is removed (the server log says more): await its receipt again.")));
+}
+
 WaitResult
 waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 {
+	FailingSeen failing = {0};
+
 	WaiterSlot *slot = &wq->slots[MyBackendId];
 	WaitResult	result = WAIT_TIMEOUT;
 
@@ -293,6 +340,8 @@ waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 						result = WAIT_BLOCKING;
 						break;
 					}
+					if (deadline == 0)
+						give_up_if_seals_fail(epoch, seq, now, &failing);
 				}
 				next_tick = TimestampTzPlusMilliseconds(now, 1000);
 				/* The tick's catalog reads may have waited on a lock, taking a seal's wake-up: look again. */

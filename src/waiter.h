@@ -35,7 +35,8 @@ typedef enum WaitResult
 /*
  * Wait for receipt (epoch, seq), queued until a seal covers it, until it
  * is settled otherwise (cycle_receipt_settled), or until 'deadline' (0:
- * none); WAIT_DURABLE fills out->cycle, position and lsn. However the
+ * none; then an error once the worker's seals keep failing);
+ * WAIT_DURABLE fills out->cycle, position and lsn. However the
  * wait ends (error, cancel, FATAL), the queue entry is removed.
  */
 extern WaitResult waiter_wait(int32 epoch, int64 seq, TimestampTz deadline,

@@ -1,0 +1,109 @@
+# A full disk under the worker's seals (SPEC §3: every wait has a bound;
+# §1: nothing half done). The server runs with a preloaded library
+# (disk_full.c, built here) that refuses, while a flag file exists, every
+# write that would make a relation file longer (ENOSPC); the cycle table
+# keeps a tenth of each page (fillfactor), so a seal soon needs a new one.
+# - While the seals fail, a cast_durable and an await_durable with no
+#   timeout of their own end in the seals' error (53100), naming the
+#   receipt, after lake.admission_queue_wait and a failed retry, instead of
+#   waiting for as long as the disk is full; an await_durable with a
+#   timeout returns NULL at it.
+# - Once there is room again, every accepted cast is sealed once: the
+#   receipts answer their coordinates, the cast_durable retried with its
+#   operation id answers the one landing, positions run gap-free.
+use strict;
+use warnings;
+
+use Config;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use LakeTAP;
+
+my $dir  = PostgreSQL::Test::Utils::tempdir;
+my $so   = "$dir/disk_full.so";
+my $flag = "$dir/full";
+my $cc   = $ENV{CC} // $Config{cc} // 'cc';
+system($cc, '-shared', '-fPIC', '-O2', '-o', $so, 'test/t/disk_full.c') == 0
+  or die "cannot build the disk-full library with $cc";
+
+my $node = lake_node('disk_full', conf => "lake.admission_queue_wait = '2s'");
+{
+	local $ENV{LD_PRELOAD}     = $so;
+	local $ENV{LAKE_DISK_FULL} = $flag;
+	$node->start;
+}
+$node->safe_psql('postgres', q{
+CREATE EXTENSION lake;
+SELECT lake.create_owner('o');
+ALTER TABLE lake_data.cycle SET (fillfactor = 10);
+});
+ok($node->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the worker serves');
+$node->safe_psql('postgres', "SELECT lake.cast_durable('o', NULL, NULL, '\\x00')");
+
+sub cast
+{
+	my $r = $node->safe_psql('postgres',
+		"SELECT r.epoch || ',' || r.seq FROM lake.cast('o', NULL, NULL, '\\x01') r");
+	return split /,/, $r;
+}
+
+# The disk fills: cast until a seal fails for want of a page.
+open my $fh, '>', $flag or die "cannot create $flag: $!";
+close $fh;
+my $off = -s $node->logfile;
+my @r;
+ok( defined wait_until(60, sub {
+			@r = cast();
+			slurp_file($node->logfile, $off) =~ /could not extend file/;
+		}),
+	'full disk: a seal fails (could not extend file)');
+my ($e, $s) = @r;
+
+# No deadline of their own: the seals' error within seconds (the bound
+# here is 2 s after a failed retry; statement_timeout only keeps a build
+# without the bound from hanging this test).
+my $t0 = time();
+my ($state, $msg) = sql_error($node,
+	"SET statement_timeout = '30s'; SELECT lake.cast_durable('o', NULL, NULL, '\\x02', operation_id => 'cd-1')");
+my $took = time() - $t0;
+is($state, '53100', 'full disk: cast_durable ends in the seals\' error (disk full)');
+like($msg, qr/^receipt \(\d+,\d+\) is not durable yet: the lake worker's seals keep failing/,
+	'full disk: the error names its receipt');
+cmp_ok($took, '<', 10, sprintf('full disk: cast_durable told within seconds (%.1f s)', $took));
+
+$t0 = time();
+($state, $msg) = sql_error($node,
+	"SET statement_timeout = '30s'; SELECT lake.await_durable(($e, $s)::lake.receipt)");
+$took = time() - $t0;
+is($state, '53100', 'full disk: await_durable without timeout_ms ends in the seals\' error');
+like($msg, qr/^receipt \($e,$s\) is not durable yet/, 'full disk: it names the receipt awaited');
+cmp_ok($took, '<', 10, sprintf('full disk: await_durable told within seconds (%.1f s)', $took));
+
+is($node->safe_psql('postgres', "SELECT lake.await_durable(($e, $s)::lake.receipt, 500) IS NULL"),
+	't', 'full disk: await_durable with a timeout returns NULL at it');
+cmp_ok($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
+	'>=', 2, 'full disk: the casts stay accepted, pending');
+
+# Room again: everything accepted is sealed, once.
+unlink $flag or die "cannot remove $flag: $!";
+ok($node->poll_query_until('postgres', 'SELECT casts_pending = 0 FROM lake.stats()'),
+	'room again: the pending casts are sealed');
+like($node->safe_psql('postgres', "SELECT lake.await_durable(($e, $s)::lake.receipt)"),
+	qr/^\(\d+,\d+,/, 'room again: the receipt answers its coordinate');
+my $retry = $node->safe_psql('postgres',
+	"SELECT position FROM lake.cast_durable('o', NULL, NULL, '\\x02', operation_id => 'cd-1')");
+is( $node->safe_psql('postgres',
+		"SELECT count(*) || ' ' || min(position) FROM lake.trajectory('o') WHERE operation_id = 'cd-1'"),
+	"1 $retry",
+	'room again: the cast_durable retried with its operation id answers its one landing');
+is($node->safe_psql('postgres',
+		'SELECT count(*) = max(position) AND min(position) = 1 FROM lake.trajectory(\'o\')'),
+	't', 'room again: positions run gap-free');
+is($node->safe_psql('postgres', 'SELECT coalesce(sum(applied), 0) FROM lake.recover()'),
+	'0', 'room again: recovery applies nothing');
+
+$node->stop;
+done_testing();
