@@ -18,7 +18,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
+# WAL senders allowed: a synchronous standby can be named (section 2).
 my $node = lake_node('copies',
+	init => { allows_streaming => 1 },
 	conf => "lake.database = 'app'\nlake.admission_queue_wait = '1s'\nlake.cycle_interval = '1h'");
 $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE app');
@@ -68,14 +70,25 @@ is( $node->safe_psql('app',
 	'1/1', 'its first cast is its own first landing');
 
 # 2. A clone renamed into place while a cast accepted in the original is
-# pending: the cast is not sealed into the clone.
+# pending: the cast is not sealed into the clone. A worker terminated
+# seals what is pending before it leaves, except where a synchronous
+# standby is named (066_clean_stop.pl): one is named, so that the cast
+# stays pending across the termination.
+my $reloads = $node->safe_psql('app', 'SELECT config_reloads FROM lake.stats()');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET synchronous_standby_names = 'nobody'; SELECT pg_reload_conf()");
+ok($node->poll_query_until('app', "SELECT config_reloads > $reloads FROM lake.stats()"),
+	'the worker knows of the synchronous standby');
 $node->safe_psql('app', "SELECT lake.cast('c', 'CognitiveWork', 'Evaluation', 'made in src')");
 is($node->safe_psql('app', 'SELECT casts_pending FROM lake.stats()'), '1', 'a cast pending');
 $node->safe_psql('postgres', q{
 BEGIN;
+SET LOCAL synchronous_commit = local;
 SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'lake worker';
 ALTER DATABASE app RENAME TO src;
 COMMIT;});
+$node->safe_psql('postgres',
+	'ALTER SYSTEM RESET synchronous_standby_names; SELECT pg_reload_conf()');
 $kept_away->($missed->() + 3);
 $node->safe_psql('postgres', 'CREATE DATABASE clone TEMPLATE src');
 $node->safe_psql('postgres', 'ALTER DATABASE clone RENAME TO app');
