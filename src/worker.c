@@ -439,38 +439,62 @@ snapshot(void *arg)
 /* After a failed pass, none of its kind again for this long. */
 #define RETRY_PAUSE_MS 1000L
 
+/* The longest pause after failed snapshots (snapshot_if_due). */
+#define SNAPSHOT_PAUSE_MAX_MS 60000L
+
 /*
- * Milliseconds left at 'now' of the pause after a failure that ends at
- * 'until' (0: none, or past), whoever wakes the worker meanwhile. Never
- * more than the pause itself: the clock may have been set back.
+ * Milliseconds left at 'now' of a pause of 'pause_ms' after a failure,
+ * ending at 'until' (0: none, or past), whoever wakes the worker
+ * meanwhile. Never more than the pause itself: the clock may have been
+ * set back.
  */
 static long
-pause_left(TimestampTz now, TimestampTz until)
+pause_left_of(TimestampTz now, TimestampTz until, long pause_ms)
 {
-	if (now >= until || until - now > RETRY_PAUSE_MS * 1000)
+	if (now >= until || until - now > (TimestampTz) pause_ms * 1000)
 		return 0;
 	return Max(1L, TimestampDifferenceMilliseconds(now, until));
 }
 
+static long
+pause_left(TimestampTz now, TimestampTz until)
+{
+	return pause_left_of(now, until, RETRY_PAUSE_MS);
+}
+
 /*
  * Snapshot the owners once lake.checkpoint_cycles cycles have been sealed.
- * After a failure, not again for a second: a cause that stays (a lock held,
- * say) gets a line a second in the log, not one per seal.
+ * After a failure, a pause: a cause that stays gets a line per pause in
+ * the log, not one per seal. A lock wait given up is tried again after a
+ * second; any other failure doubles the pause, up to a minute, because a
+ * snapshot holds the sealing lock while it encodes every owner before its
+ * write fails, and a cause that lasts (a full disk, where a snapshot needs
+ * new pages while a cycle row still fits in one) must not hold the seals
+ * back a good part of the time.
  */
 static void
 snapshot_if_due(void)
 {
 	static TimestampTz retry_at = 0;
+	static long pause_ms = RETRY_PAUSE_MS;
 	int64		covered;
 
 	if (cycle_sealed_cycle() - cycle_last_snapshot() < lake_checkpoint_cycles)
 		return;
-	if (pause_left(GetCurrentTimestamp(), retry_at) > 0)
+	if (pause_left_of(GetCurrentTimestamp(), retry_at, pause_ms) > 0)
 		return;
 	retry_at = 0;
 	if (!run_in_transaction("lake: snapshotting owners", snapshot, &covered))
-		retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RETRY_PAUSE_MS);
-	else if (covered >= 0)
+	{
+		if (pass_cut_short())
+			pause_ms = RETRY_PAUSE_MS;
+		retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pause_ms);
+		if (!pass_cut_short())
+			pause_ms = Min(pause_ms * 2, SNAPSHOT_PAUSE_MAX_MS);
+		return;
+	}
+	pause_ms = RETRY_PAUSE_MS;
+	if (covered >= 0)
 		cycle_set_last_snapshot(covered);
 }
 

@@ -11,6 +11,7 @@
 # - Once there is room again, every accepted cast is sealed once: the
 #   receipts answer their coordinates, the cast_durable retried with its
 #   operation id answers the one landing, positions run gap-free.
+# - A snapshot that fails so is tried again after pauses that double.
 use strict;
 use warnings;
 
@@ -104,6 +105,24 @@ is($node->safe_psql('postgres',
 	't', 'room again: positions run gap-free');
 is($node->safe_psql('postgres', 'SELECT coalesce(sum(applied), 0) FROM lake.recover()'),
 	'0', 'room again: recovery applies nothing');
+
+# Snapshots that fail on a full disk are tried again after pauses that
+# double (1, 2, 4 s, ...), not each second: a try holds the sealing lock
+# while it encodes every owner. The snapshot table is still empty, so a
+# snapshot needs a new page; nothing is cast meanwhile, so no seal does.
+is($node->safe_psql('postgres', "SELECT pg_catalog.pg_relation_size('lake_data.snapshot')"),
+	'0', 'no snapshot written yet: the next one needs a new page');
+open $fh, '>', $flag or die "cannot create $flag: $!";
+close $fh;
+$off = -s $node->logfile;
+$node->safe_psql('postgres', 'ALTER SYSTEM SET lake.checkpoint_cycles = 1; SELECT pg_reload_conf()');
+$node->safe_psql('postgres', 'SELECT pg_sleep(8)');
+my $tries = () = slurp_file($node->logfile, $off) =~ /^\s+lake: snapshotting owners|CONTEXT:\s+lake: snapshotting owners/mg;
+cmp_ok($tries, '>=', 2, "full disk: a failed snapshot is tried again ($tries tries in 8 s)");
+cmp_ok($tries, '<=', 5, "full disk: ... after pauses that double, not each second ($tries tries in 8 s)");
+unlink $flag or die "cannot remove $flag: $!";
+is($node->safe_psql('postgres', 'SELECT lake.checkpoint() > 0'), 't',
+	'room again: a snapshot is taken');
 
 $node->stop;
 done_testing();
