@@ -128,6 +128,9 @@ reload_with("lake.cycle_interval = '10ms'");
 ok( $node->poll_query_until('postgres',
 		"SELECT pending = 0 AND position = 1 FROM lake.owner_state('interval')"),
 	'after the interval is lowered by a reload, the open cycle is sealed');
+# SPEC §6: lake.stats() reports how long the last seal and the recovery took.
+is($node->safe_psql('postgres', 'SELECT last_seal_ms > 0 AND recovery_ms > 0 FROM lake.stats()'),
+	't', 'lake.stats() reports the last seal\'s and the recovery\'s durations');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET lake.cycle_interval');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 

@@ -16,6 +16,22 @@ use LakeTAP;
 my $node = lake_node('waits_sleep',
 	conf => "lake.max_concurrent_appends = 1\nlake.admission_queue_wait = '2s'\nlake.cycle_interval = '1h'");
 $node->start;
+
+# The worker waiting for the extension (not installed yet) looks once a
+# second, a transaction each time: over 2.5 s the served database counts a
+# few of its commits (it reports them at most once a second), where a loop
+# that looked every millisecond would count thousands.
+ok($node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE backend_type = 'lake worker'"),
+	'the worker waits for the extension');
+my $commits = $node->safe_psql('postgres', q{
+SELECT xact_commit AS c0 FROM pg_stat_database WHERE datname = 'postgres' \gset
+SELECT pg_sleep(2.5);
+SELECT pg_stat_clear_snapshot();
+SELECT xact_commit - :c0 FROM pg_stat_database WHERE datname = 'postgres';});
+$commits = (split /\n/, $commits)[-1];
+cmp_ok($commits, '<', 50, "the worker waiting for the extension looks once a second ($commits commits in 2.5 s)");
+
 $node->safe_psql('postgres', q{
 CREATE EXTENSION lake;
 SELECT lake.create_dataset('held');
