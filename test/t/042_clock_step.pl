@@ -11,26 +11,18 @@
 use strict;
 use warnings;
 
-use Config;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use LakeTAP;
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
-my $so = "$dir/clock_shift.so";
-my $cc = $ENV{CC} // $Config{cc} // 'cc';
-system($cc, '-shared', '-fPIC', '-O2', '-o', $so, 'test/t/clock_shift.c') == 0
-  or die "cannot build the clock-shifting library with $cc";
+my $so = preload_library($dir, 'clock_shift');
 my $shift = "$dir/shift";
 append_to_file($shift, '0');
 
 my $node = lake_node('clock_step', conf => "lake.stage_ttl = '5s'");
-{
-	local $ENV{LD_PRELOAD} = $so;
-	local $ENV{LAKE_CLOCK_SHIFT} = $shift;
-	$node->start;
-}
+with_preload($so, { LAKE_CLOCK_SHIFT => $shift }, sub { $node->start });
 $node->safe_psql('postgres', q{
 CREATE EXTENSION lake;
 SELECT lake.create_dataset('ds');
@@ -69,11 +61,7 @@ ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM lake_data.stage
 $node->safe_psql('postgres',
 	q{SELECT lake.begin_append('ds', 'default', 'open-1'), lake.begin_append('ds', 'default', 'open-2')});
 $node->append_conf('postgresql.conf', "lake.stage_ttl = '1h'");
-{
-	local $ENV{LD_PRELOAD} = $so;
-	local $ENV{LAKE_CLOCK_SHIFT} = $shift;
-	$node->restart;
-}
+with_preload($so, { LAKE_CLOCK_SHIFT => $shift }, sub { $node->restart });
 ok($node->poll_query_until('postgres', 'SELECT stages_open = 2 FROM lake.stats()'),
 	'lake.stats() counts the open stages while expiry waits after a start');
 

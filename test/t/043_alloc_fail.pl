@@ -12,7 +12,6 @@
 use strict;
 use warnings;
 
-use Config;
 use POSIX ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -20,18 +19,11 @@ use Test::More;
 use LakeTAP;
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
-my $so = "$dir/alloc_fail.so";
-my $cc = $ENV{CC} // $Config{cc} // 'cc';
-system($cc, '-shared', '-fPIC', '-O2', '-o', $so, 'test/t/alloc_fail.c') == 0
-  or die "cannot build the allocation-failing library with $cc";
+my $so = preload_library($dir, 'alloc_fail');
 my $arm_signal = POSIX::SIGRTMIN() + 4;
 
 my $node = lake_node('alloc_fail');
-{
-	local $ENV{LD_PRELOAD} = $so;
-	local $ENV{LAKE_ALLOC_FAIL_DIR} = $dir;
-	$node->start;
-}
+with_preload($so, { LAKE_ALLOC_FAIL_DIR => $dir }, sub { $node->start });
 $node->safe_psql('postgres', q{
 CREATE EXTENSION lake;
 CREATE FUNCTION dj(n int) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$

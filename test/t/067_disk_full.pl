@@ -15,7 +15,6 @@
 use strict;
 use warnings;
 
-use Config;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -23,18 +22,11 @@ use Time::HiRes qw(time);
 use LakeTAP;
 
 my $dir  = PostgreSQL::Test::Utils::tempdir;
-my $so   = "$dir/disk_full.so";
+my $so   = preload_library($dir, 'disk_full');
 my $flag = "$dir/full";
-my $cc   = $ENV{CC} // $Config{cc} // 'cc';
-system($cc, '-shared', '-fPIC', '-O2', '-o', $so, 'test/t/disk_full.c') == 0
-  or die "cannot build the disk-full library with $cc";
 
 my $node = lake_node('disk_full', conf => "lake.admission_queue_wait = '2s'");
-{
-	local $ENV{LD_PRELOAD}     = $so;
-	local $ENV{LAKE_DISK_FULL} = $flag;
-	$node->start;
-}
+with_preload($so, { LAKE_DISK_FULL => $flag }, sub { $node->start });
 $node->safe_psql('postgres', q{
 CREATE EXTENSION lake;
 SELECT lake.create_owner('o');

@@ -8,6 +8,7 @@ package LakeTAP;
 use strict;
 use warnings;
 
+use Config ();
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use IPC::Run;
@@ -16,7 +17,7 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(lake_node sql_error wait_until lock_timeouts_logged gdb_stopped held_session kanban_next kanban_replay read_log
   live_states kanban_statements cast_sql client_sql gdb_hold gdb gdb_let_go
-  background finished restart_recovered tuple_at poke);
+  background finished restart_recovered tuple_at poke preload_library with_preload);
 
 # PostgreSQL 15's poll_query_until feeds its query to psql through a pipe.
 # While a crashed server restarts, psql can fail to connect and exit before
@@ -76,6 +77,31 @@ sub lake_node
 	  if $preload;
 	$node->append_conf('postgresql.conf', $opt{conf}) if defined $opt{conf};
 	return $node;
+}
+
+# preload_library(dir, name) -> path of test/t/<name>.c built into dir as a
+# shared library, for LD_PRELOAD (with_preload)
+sub preload_library
+{
+	my ($dir, $name) = @_;
+	my $so = "$dir/$name.so";
+	my $cc = $ENV{CC} // $Config::Config{cc} // 'cc';
+
+	system($cc, '-shared', '-fPIC', '-O2', '-o', $so, "test/t/$name.c") == 0
+	  or die "cannot build test/t/$name.c with $cc";
+	return $so;
+}
+
+# with_preload(so, {VAR => value, ...}, sub) -> what sub returns
+#
+# Runs sub (a node's start or restart) with the library preloaded and the
+# variables it reads set: the server started inherits them.
+sub with_preload
+{
+	my ($so, $env, $run) = @_;
+	local $ENV{LD_PRELOAD} = $so;
+	local @ENV{ keys %$env } = values %$env;
+	return $run->();
 }
 
 # restart_recovered(node [, mode]) -> whether the worker recovered again
