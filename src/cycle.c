@@ -356,7 +356,8 @@ cycle_recovery_failed(const char *why)
 
 /*
  * The worker's seal failed, other than by giving up a lock wait (a full
- * disk, a damaged table), or sealed again: a waiter with no deadline of
+ * disk, a damaged table), or did not fail (it sealed, or gave up a lock
+ * wait, which is no failure that lasts): a waiter with no deadline of
  * its own is told why once seals have gone on failing (waiter_wait),
  * instead of waiting for as long as the cause lasts.
  */
@@ -376,9 +377,9 @@ cycle_seal_failed(int sqlerrcode, const char *why)
 }
 
 void
-cycle_seal_succeeded(void)
+cycle_seal_not_failing(void)
 {
-	/* Read unlocked: only the worker sets it, and this is the worker. */
+	/* Read unlocked: only the worker sets it (a recovery clears it too). */
 	if (cs->seal_failing_since == 0)
 		return;
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);

@@ -174,7 +174,7 @@ extern void cycle_close(void);
 extern void cycle_begin_recovery(void);
 extern void cycle_recovery_failed(const char *why);
 extern void cycle_seal_failed(int sqlerrcode, const char *why);
-extern void cycle_seal_succeeded(void);
+extern void cycle_seal_not_failing(void);
 
 /*
  * Since when the worker's seals have failed one after another (0: the

@@ -243,6 +243,7 @@ give_up_if_seals_fail(int32 epoch, int64 seq, TimestampTz now, FailingSeen *seen
 	int			failures;
 	int			code;
 	char		why[256];
+	bool		told;
 	TimestampTz since = cycle_seal_failing(&failures, &code, why, sizeof(why));
 
 	if (since == 0)
@@ -259,11 +260,19 @@ give_up_if_seals_fail(int32 epoch, int64 seq, TimestampTz now, FailingSeen *seen
 	}
 	if (failures < 2 || now - seen->seen_at < (TimestampTz) lake_admission_queue_wait_ms * 1000)
 		return;
+	/*
+	 * The seal's own SQLSTATE where its class names the cause (53: a full
+	 * disk, out of memory; 58: an I/O error; XX: damage); any other (a
+	 * class 40 would have drivers retry, casting again) is 55000.
+	 */
+	told = ERRCODE_TO_CATEGORY(code) == ERRCODE_TO_CATEGORY(ERRCODE_DISK_FULL) ||
+		ERRCODE_TO_CATEGORY(code) == ERRCODE_TO_CATEGORY(ERRCODE_SYSTEM_ERROR) ||
+		ERRCODE_TO_CATEGORY(code) == ERRCODE_TO_CATEGORY(ERRCODE_INTERNAL_ERROR);
 	ereport(ERROR,
-			(errcode(code != 0 ? code : ERRCODE_INTERNAL_ERROR),
+			(errcode(told ? code : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("receipt (%d," INT64_FORMAT ") is not durable yet: the lake worker's seals keep failing",
 					epoch, seq),
-			 errdetail("The last seal failed: %s", why),
+			 errdetail("The last seal failed with SQLSTATE %s: %s", unpack_sql_state(code), why),
 			 errhint("The cast stays accepted and is sealed once the cause is removed (the server log says more): await its receipt again.")));
 }
 

@@ -18,6 +18,9 @@
  */
 #include "lake.h"
 
+#include <signal.h>
+#include <time.h>
+
 #include "access/xact.h"
 #include "admission.h"
 #include "args.h"
@@ -476,7 +479,7 @@ static void
 snapshot_if_due(void)
 {
 	static TimestampTz retry_at = 0;
-	static long pause_ms = RETRY_PAUSE_MS;
+	static long pause_ms = 0;	/* the pause after the last failure (0: none) */
 	int64		covered;
 
 	if (cycle_sealed_cycle() - cycle_last_snapshot() < lake_checkpoint_cycles)
@@ -486,14 +489,12 @@ snapshot_if_due(void)
 	retry_at = 0;
 	if (!run_in_transaction("lake: snapshotting owners", snapshot, &covered))
 	{
-		if (pass_cut_short())
-			pause_ms = RETRY_PAUSE_MS;
+		pause_ms = pass_cut_short() || pause_ms == 0 ? RETRY_PAUSE_MS :
+			Min(pause_ms * 2, SNAPSHOT_PAUSE_MAX_MS);
 		retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pause_ms);
-		if (!pass_cut_short())
-			pause_ms = Min(pause_ms * 2, SNAPSHOT_PAUSE_MAX_MS);
 		return;
 	}
-	pause_ms = RETRY_PAUSE_MS;
+	pause_ms = 0;
 	if (covered >= 0)
 		cycle_set_last_snapshot(covered);
 }
@@ -600,27 +601,38 @@ installed_generation(void *arg)
  * a stop of the server takes with it, and their receipts would be LK006
  * after it. So while the worker is sealing or sleeping between seals, a
  * SIGTERM lets the seal under way end, then seals what is pending
- * (seal_before_exit) and ends the worker as die() does, within
- * STOP_SEAL_MS. Anywhere else (a recovery, a snapshot, an expiry pass,
- * waiting for the extension), or where a seal's commit could wait for a
- * synchronous standby (which only a termination cuts short, and a seal
- * whose wait was cut would answer its waiters all the same), it is die()
- * at once, as before.
+ * (seal_before_exit) and ends the worker as die() does. A timer armed by
+ * the SIGTERM itself ends it with die() STOP_SEAL_MS later whatever it is
+ * doing (a lock wait, a seal's commit waiting for a synchronous standby
+ * named by a reload since the seal began), so it leaves within a second.
+ * Anywhere else (a recovery, a snapshot, an expiry pass, a look-up of the
+ * extension), or where a seal's commit could wait for a synchronous
+ * standby (which only a termination cuts short, and a seal whose wait was
+ * cut would answer its waiters all the same), it is die() at once, as
+ * before.
  */
 #define STOP_SEAL_MS 500L
 
 static volatile sig_atomic_t stop_requested = false;
 static volatile sig_atomic_t stop_deferrable = false;
-static TimeoutId stop_timeout = MAX_TIMEOUTS;
+static timer_t stop_timer;
+static bool stop_timer_made = false;
 
 static void
 request_stop(SIGNAL_ARGS)
 {
 	int			save_errno = errno;
 
-	if (stop_deferrable)
+	if (stop_deferrable && stop_timer_made)
 	{
-		stop_requested = true;
+		if (!stop_requested)
+		{
+			struct itimerspec when = {.it_value = {.tv_nsec = STOP_SEAL_MS * 1000000L}};
+
+			stop_requested = true;
+			/* timer_settime is async-signal-safe; the timer's SIGUSR2 is die(). */
+			(void) timer_settime(stop_timer, 0, &when, NULL);
+		}
 		SetLatch(MyLatch);
 	}
 	else
@@ -628,13 +640,17 @@ request_stop(SIGNAL_ARGS)
 	errno = save_errno;
 }
 
-/* SIGALRM: the seals before exit took too long; end as SIGTERM ends a backend. */
+/* The handlers and the timer of request_stop; before signals are unblocked. */
 static void
-stop_now(void)
+prepare_stop(void)
 {
-	ProcDiePending = true;
-	InterruptPending = true;
-	SetLatch(MyLatch);
+	struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL,.sigev_signo = SIGUSR2};
+
+	/* A background worker's SIGUSR2 is otherwise unused (ignored). */
+	pqsignal(SIGUSR2, die);
+	pqsignal(SIGTERM, request_stop);
+	/* Without a timer, no bound: die() at once, as before. */
+	stop_timer_made = timer_create(CLOCK_MONOTONIC, &ev, &stop_timer) == 0;
 }
 
 /* Let a SIGTERM wait for the end of what follows (see request_stop). */
@@ -649,16 +665,13 @@ static void seal_before_exit(void) pg_attribute_noreturn();
 /*
  * A SIGTERM came while it could wait: seal the casts pending (those of a
  * fast stop's sessions still casting too, for as long as they come and
- * the time allows), then end. What is accepted after the last of these
+ * the timer allows), then end. What is accepted after the last of these
  * seals is lost with the stop (LK006), as with a crash.
  */
 static void
 seal_before_exit(void)
 {
 	stop_deferrable = false;
-	if (stop_timeout == MAX_TIMEOUTS)
-		stop_timeout = RegisterTimeout(USER_TIMEOUT, stop_now);
-	enable_timeout_after(stop_timeout, (int) STOP_SEAL_MS);
 	while (cycle_pending() > 0 && !ProcDiePending && !fenced_out)
 	{
 		int64		cycle;
@@ -733,15 +746,17 @@ seal_if_due(TimestampTz *due)
 		/* Fenced out: recover at once (see recover_owners). */
 		if (fenced)
 			fenced_out = true;
-		/* Waiters are told of a failure that goes on (not of a lock wait). */
-		else if (!pass_cut_short())
+		/* Waiters are told of a failure that goes on; a lock wait given up is none. */
+		else if (pass_cut_short())
+			cycle_seal_not_failing();
+		else
 			cycle_seal_failed(last_error, last_message);
 		/* Try again after a pause rather than fail in a tight loop. */
 		seal_retry_at = TimestampTzPlusMilliseconds(now, RETRY_PAUSE_MS);
 		return fenced_out ? 0 : RETRY_PAUSE_MS;
 	}
 	seal_retry_at = 0;
-	cycle_seal_succeeded();
+	cycle_seal_not_failing();
 	*due = cycle_pending() > 0 ?
 		TimestampTzPlusMilliseconds(now, lake_cycle_interval_ms) : 0;
 	/* Nothing cut: the first cast still copies its payload; look again soon. */
@@ -791,7 +806,7 @@ lake_worker_main(Datum arg)
 	TimestampTz recover_retry_at = 0;	/* after a failed recovery, none before */
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, request_stop);
+	prepare_stop();
 	BackgroundWorkerUnblockSignals();
 
 	ws->started_at = GetCurrentTimestamp();

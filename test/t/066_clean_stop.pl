@@ -6,7 +6,8 @@
 # - after a fast and after a smart stop and a start, every receipt answers
 #   its coordinate, positions run gap-free, lake.recover() applies nothing;
 # - pg_terminate_backend of the worker alone: they are sealed before it
-#   exits (nothing pending while no worker runs);
+#   exits; and while its seal waits for a lock it still leaves within a
+#   second (the seal cut short), the casts kept for the next worker;
 # - with a synchronous standby named that never connects, a seal's commit
 #   would wait for it: the worker then leaves at once, as before (a fast
 #   stop does not hang), and the receipts are LK006.
@@ -72,21 +73,55 @@ for my $mode ('fast', 'smart')
 		'0', "$mode stop: recovery applies nothing afterwards");
 }
 
-# The worker alone: it seals before it exits; the postmaster starts another
-# a second later, so a look right after the exit sees no worker and
-# nothing pending.
+# The worker alone: it seals before it exits. The postmaster starts
+# another a second later, which would seal them too ("sealing before
+# recovery"): the cycle holding them was sealed before that one started.
 {
 	my @r   = cast_three();
 	my $pid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
 	$node->safe_psql('postgres', "SELECT pg_catalog.pg_terminate_backend($pid)");
 	ok(defined wait_until(30, sub { !kill(0, $pid) }), 'terminated worker: it exits');
-	is($node->safe_psql('postgres', 'SELECT coalesce(worker_pid, 0) || \' \' || casts_pending FROM lake.stats()'),
-		'0 0', 'terminated worker: it sealed the pending casts before it left');
 	ok($node->poll_query_until('postgres',
 			"SELECT worker_state = 'serving' AND worker_pid NOT IN (0, $pid) FROM lake.stats()"),
 		'terminated worker: a new one serves');
 	is(positions(@r), join(' ', map { $landed + $_ } 1 .. 3),
 		'terminated worker: every receipt answers its coordinate');
+	my ($e, $s) = split /,/, $r[-1];
+	is( $node->safe_psql('postgres', qq{
+SELECT c.sealed_at < s.worker_started_at
+FROM lake.cycles() c, lake.stats() s
+WHERE c.cycle = (SELECT cycle FROM lake.await_durable(($e, $s)::lake.receipt))}),
+		't', 'terminated worker: it sealed them itself, before it left');
+	$landed += 3;
+}
+
+# The worker terminated while its seal waits for a lock (a session holds
+# the cycle table): it leaves within a second all the same (SPEC §6), the
+# seal and the seals before exit cut short by the timer its SIGTERM armed;
+# the next worker seals the casts once the lock is gone.
+{
+	my @r = cast_three();
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN SHARE MODE');
+	my $pid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+	# A waiter has the worker seal at once: it waits for the lock.
+	my ($e, $s) = split /,/, $r[-1];
+	my $waiter = background($node, "SELECT lake.await_durable(($e, $s)::lake.receipt, 60000)");
+	ok($node->poll_query_until('postgres',
+			"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid"),
+		'held lock: the worker\'s seal waits for it');
+	my $t0 = time();
+	kill 'TERM', $pid;
+	my $gone = wait_until(30, sub { !kill(0, $pid) });
+	ok(defined $gone, 'held lock: the terminated worker exits');
+	cmp_ok($gone // 99, '<', 1.0,
+		sprintf('held lock: ... within a second (%.3f s)', $gone // 99));
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	ok(defined wait_until(60, sub { finished($waiter) }), 'held lock: the waiter is answered');
+	like($waiter->{out}, qr/^\(\d+,\d+,/, 'held lock: ... with its coordinate');
+	is(positions(@r), join(' ', map { $landed + $_ } 1 .. 3),
+		'held lock: every receipt answers its coordinate');
 	$landed += 3;
 }
 

@@ -7,7 +7,8 @@
 #   timeout of their own end in the seals' error (53100), naming the
 #   receipt, after lake.admission_queue_wait and a failed retry, instead of
 #   waiting for as long as the disk is full; an await_durable with a
-#   timeout returns NULL at it.
+#   timeout returns NULL at it; a seal that gives up a lock wait is no
+#   failure: once there is room, a durable cast waits for the lock.
 # - Once there is room again, every accepted cast is sealed once: the
 #   receipts answer their coordinates, the cast_durable retried with its
 #   operation id answers the one landing, positions run gap-free.
@@ -80,8 +81,32 @@ is($node->safe_psql('postgres', "SELECT lake.await_durable(($e, $s)::lake.receip
 cmp_ok($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
 	'>=', 2, 'full disk: the casts stay accepted, pending');
 
-# Room again: everything accepted is sealed, once.
+# A seal that gives up a lock wait is no failure that lasts: with the
+# cycle table held by a session the worker's tries are cut short, and once
+# the disk has room again a durable cast waits for the lock, longer than
+# lake.admission_queue_wait, instead of being told of the full disk.
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE lake_data.cycle IN SHARE MODE');
+$off = -s $node->logfile;
+ok( defined wait_until(30, sub {
+			slurp_file($node->logfile, $off) =~ /lake worker waits for a lock another transaction holds/;
+		}),
+	'held lock: a seal gives up its lock wait');
 unlink $flag or die "cannot remove $flag: $!";
+my $waiter = background($node,
+	"SET statement_timeout = '30s'; SELECT position FROM lake.cast_durable('o', NULL, NULL, '\\x03', operation_id => 'cd-2')");
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%cd-2%' AND pid <> pg_backend_pid()"),
+	'held lock, room again: the durable cast waits');
+is($node->safe_psql('postgres', q{SELECT pg_sleep(4);
+SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%cd-2%' AND pid <> pg_backend_pid()}),
+	"\n1", 'held lock, room again: ... and still waits 4 s later') or diag($waiter->{err});
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok(defined wait_until(60, sub { finished($waiter) }), 'held lock gone: the durable cast is answered');
+like($waiter->{out}, qr/^\d+$/, 'held lock gone: ... with its coordinate') or diag($waiter->{err});
+
+# Room again: everything accepted is sealed, once.
 ok($node->poll_query_until('postgres', 'SELECT casts_pending = 0 FROM lake.stats()'),
 	'room again: the pending casts are sealed');
 like($node->safe_psql('postgres', "SELECT lake.await_durable(($e, $s)::lake.receipt)"),
