@@ -279,10 +279,9 @@ give_up_if_seals_fail(int32 epoch, int64 seq, TimestampTz now, FailingSeen *seen
 WaitResult
 waiter_wait(int32 epoch, int64 seq, TimestampTz deadline, LogReceipt *out)
 {
-	FailingSeen failing = {0};
-
 	WaiterSlot *slot = &wq->slots[MyBackendId];
 	WaitResult	result = WAIT_TIMEOUT;
+	FailingSeen failing = {0};
 
 	if (!exit_hook_set)
 	{

@@ -500,6 +500,33 @@ snapshot_if_due(void)
 }
 
 /*
+ * Seal until nothing is pending (before a recovery, before the worker
+ * stops). False when a seal failed, *fenced saying whether its fence
+ * refused it.
+ */
+static bool
+seal_all_pending(const char *activity, bool *fenced)
+{
+	*fenced = false;
+	while (cycle_pending() > 0)
+	{
+		int64		cycle;
+
+		worker_check_interrupts();
+		if (!seal_pass(activity, &cycle, fenced))
+			return false;
+		/* Nothing cut: the first cast still copies its payload. */
+		if (cycle == 0)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+	return true;
+}
+
+/*
  * Recover the owners: at the start of every worker lifetime (each gets a
  * new epoch), when the extension was re-created, and after an edit of
  * lake_data.lifecycle. When the live states belong to this incarnation, casts
@@ -521,43 +548,30 @@ recover_owners(LakeGeneration generation)
 
 	if (cycle_serves(generation))
 	{
-		cycle_close();
-		while (cycle_pending() > 0)
-		{
-			int64		cycle;
-			bool		fenced;
+		bool		fenced;
 
-			worker_check_interrupts();
-			if (seal_pass("lake: sealing before recovery", &cycle, &fenced))
+		cycle_close();
+		if (!seal_all_pending("lake: sealing before recovery", &fenced))
+		{
+			if (!fenced)
 			{
-				/* Nothing cut: the first cast still copies its payload. */
-				if (cycle == 0)
-				{
-					(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-									 1, PG_WAIT_EXTENSION);
-					ResetLatch(MyLatch);
-				}
-				continue;
+				cycle_recovery_failed(pass_cut_short() ? "" :
+									  "the casts pending before it could not be sealed; they are kept");
+				return false;
 			}
-			if (fenced)
-			{
-				/*
-				 * The durable log moved under the live states (a restore
-				 * whose writer row committed before its cycles): what is
-				 * pending was validated against states it contradicts and
-				 * can never be sealed. Recovery settles it as lost (LK006).
-				 */
-				ereport(WARNING,
-						(errcode(ERRCODE_LAKE_NOT_DURABLE),
-						 errmsg("lake worker: " INT64_FORMAT " pending casts cannot be sealed on the durable log and are lost",
-								cycle_pending()),
-						 errdetail("The log's head or epoch is not the one the live states were recovered from."),
-						 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));
-				break;
-			}
-			cycle_recovery_failed(pass_cut_short() ? "" :
-								  "the casts pending before it could not be sealed; they are kept");
-			return false;
+
+			/*
+			 * The durable log moved under the live states (a restore whose
+			 * writer row committed before its cycles): what is pending was
+			 * validated against states it contradicts and can never be
+			 * sealed. Recovery settles it as lost (LK006).
+			 */
+			ereport(WARNING,
+					(errcode(ERRCODE_LAKE_NOT_DURABLE),
+					 errmsg("lake worker: " INT64_FORMAT " pending casts cannot be sealed on the durable log and are lost",
+							cycle_pending()),
+					 errdetail("The log's head or epoch is not the one the live states were recovered from."),
+					 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));
 		}
 	}
 	/* Failed: why, whatever failed (the replay, or the commit after it). */
@@ -653,6 +667,8 @@ prepare_stop(void)
 	stop_timer_made = timer_create(CLOCK_MONOTONIC, &ev, &stop_timer) == 0;
 }
 
+static void seal_before_exit(void) pg_attribute_noreturn();
+
 /* Let a SIGTERM wait for the end of what follows (see request_stop). */
 static void
 defer_stop(void)
@@ -660,7 +676,14 @@ defer_stop(void)
 	stop_deferrable = !durable_commit_waits_for_standbys();
 }
 
-static void seal_before_exit(void) pg_attribute_noreturn();
+/* The end of what a SIGTERM could wait for: if one came, stop now. */
+static void
+end_deferral(void)
+{
+	stop_deferrable = false;
+	if (stop_requested)
+		seal_before_exit();
+}
 
 /*
  * A SIGTERM came while it could wait: seal the casts pending (those of a
@@ -671,22 +694,11 @@ static void seal_before_exit(void) pg_attribute_noreturn();
 static void
 seal_before_exit(void)
 {
-	stop_deferrable = false;
-	while (cycle_pending() > 0 && !ProcDiePending && !fenced_out)
-	{
-		int64		cycle;
-		bool		fenced;
+	bool		fenced;
 
-		if (!seal_pass("lake: sealing before the worker stops", &cycle, &fenced))
-			break;
-		/* Nothing cut: a cast still copies its payload. */
-		if (cycle == 0)
-		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 1, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-		}
-	}
+	stop_deferrable = false;
+	/* The timer's die() ends it at an interrupt check if time runs out. */
+	(void) seal_all_pending("lake: sealing before the worker stops", &fenced);
 	/* The message and exit code of a SIGTERM: the postmaster restarts us. */
 	die(SIGTERM);
 	CHECK_FOR_INTERRUPTS();
@@ -922,9 +934,7 @@ lake_worker_main(Datum arg)
 
 				defer_stop();
 				timeout = seal_if_due(&seal_due);
-				stop_deferrable = false;
-				if (stop_requested)
-					seal_before_exit();
+				end_deferral();
 				snapshot_if_due();
 				if (GetCurrentTimestamp() >= next_expiry ||
 					next_expiry - GetCurrentTimestamp() > (TimestampTz) expiry_interval_ms() * 1000)
@@ -977,9 +987,7 @@ lake_worker_main(Datum arg)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		stop_deferrable = false;
-		if (stop_requested)
-			seal_before_exit();
+		end_deferral();
 	}
 }
 
