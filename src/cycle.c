@@ -75,6 +75,9 @@ typedef struct CycleShared
 	int			seal_failures;	/* failed seals since then */
 	int			seal_failure_code;	/* the last one's SQLSTATE and message */
 	char		seal_failure[256];
+	/* a committed seal left unpublished (cycle_seal_unpublished), or 0 */
+	int64		unpublished_cycle;
+	int			unpublished_casts;
 	int32		epoch;
 	Latch	   *worker_latch;
 	/* the ring */
@@ -309,6 +312,7 @@ cycle_begin_recovery(void)
 	}
 	cs->recovery_failure[0] = '\0';
 	cs->seal_failing_since = 0;
+	cs->unpublished_cycle = 0;
 	owner_clear_all();
 	cs->owner_table++;			/* every OwnerState pointer held is void now */
 	cs->head = cs->tail = 0;
@@ -399,6 +403,33 @@ cycle_seal_failing(int *failures, int *sqlerrcode, char *why, size_t len)
 	strlcpy(why, cs->seal_failure, len);
 	LWLockRelease(&cs->lock);
 	return since;
+}
+
+/*
+ * A seal committed but was not published (a termination cut its commit's
+ * wait for the synchronous standbys): its casts stay pending here while
+ * the durable log holds them, so the next seal is fenced out, and the
+ * recovery that follows answers them from the log, not as lost.
+ */
+void
+cycle_seal_unpublished(int64 cycle, int ncasts)
+{
+	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
+	cs->unpublished_cycle = cycle;
+	cs->unpublished_casts = ncasts;
+	LWLockRelease(&cs->lock);
+}
+
+int64
+cycle_unpublished(int *ncasts)
+{
+	int64		cycle;
+
+	LWLockAcquire(&cs->lock, LW_SHARED);
+	cycle = cs->unpublished_cycle;
+	*ncasts = cycle > 0 ? cs->unpublished_casts : 0;
+	LWLockRelease(&cs->lock);
+	return cycle;
 }
 
 /*

@@ -177,6 +177,13 @@ extern void cycle_seal_failed(int sqlerrcode, const char *why);
 extern void cycle_seal_not_failing(void);
 
 /*
+ * A committed seal left unpublished: its cycle and cast count, kept until
+ * the next recovery (cycle_unpublished: 0 if none).
+ */
+extern void cycle_seal_unpublished(int64 cycle, int ncasts);
+extern int64 cycle_unpublished(int *ncasts);
+
+/*
  * Since when the worker's seals have failed one after another (0: the
  * last one did not), how many, and the last one's SQLSTATE and message.
  */

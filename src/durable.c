@@ -22,6 +22,10 @@
 /* durable_commit was called in this transaction. */
 static bool commit_durably = false;
 
+/* The last durable commit checked by durable_committed_replicated, and its answer. */
+static XLogRecPtr checked_commit = InvalidXLogRecPtr;
+static bool checked_replicated = false;
+
 static void
 raise_at_commit(XactEvent event, void *arg)
 {
@@ -35,6 +39,9 @@ raise_at_commit(XactEvent event, void *arg)
 		(void) set_config_option("synchronous_commit", "on",
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
+	/* Checked while the raised setting holds: a caller may ask after it. */
+	if (event == XACT_EVENT_COMMIT && commit_durably)
+		(void) durable_committed_replicated();
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
 		event == XACT_EVENT_PREPARE)
@@ -67,40 +74,59 @@ durable_commit_waits_for_standbys(void)
 	return max_wal_senders > 0 && SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
 }
 
-void
-durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
+/*
+ * Whether the synchronous standbys have 'lsn' at 'mode', or none are
+ * waited for: read as PostgreSQL's wait reads it.
+ */
+static bool
+standbys_have(XLogRecPtr lsn, int mode)
 {
 	volatile WalSndCtlData *ctl = WalSndCtl;
 	bool		reached;
-	int			mode;
+
+	if (!SyncRepRequested())
+		return true;
+#ifdef SYNC_STANDBY_DEFINED
+	if ((ctl->sync_standbys_status & SYNC_STANDBY_DEFINED) == 0 &&
+		((ctl->sync_standbys_status & SYNC_STANDBY_INIT) != 0 ||
+		 SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0'))
+		return true;
+#else
+	if (!ctl->sync_standbys_defined)
+		return true;
+#endif
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	reached = ctl->lsn[mode] >= lsn;
+	LWLockRelease(SyncRepLock);
+	return reached;
+}
+
+/* The mode PostgreSQL waits in (syncrep.c keeps it private). */
+static int
+wait_mode(bool commit)
+{
+	if (synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE)
+		return SYNC_REP_WAIT_WRITE;
+	if (commit && synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY)
+		return SYNC_REP_WAIT_APPLY;
+	return SYNC_REP_WAIT_FLUSH;
+}
+
+void
+durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
+{
+	/*
+	 * A wait that is not a commit's goes no further than the standbys'
+	 * flush, so remote_apply is remote_flush here (durable there, maybe not
+	 * applied).
+	 */
+	int			mode = wait_mode(false);
 
 	if (XLogRecPtrIsInvalid(lsn) || synchronous_commit == SYNCHRONOUS_COMMIT_OFF ||
 		RecoveryInProgress())
 		return;
 	XLogFlush(lsn);
-	if (!SyncRepRequested())
-		return;
-	/* Whether there are standbys to wait for, read as PostgreSQL's wait reads it. */
-#ifdef SYNC_STANDBY_DEFINED
-	if ((ctl->sync_standbys_status & SYNC_STANDBY_DEFINED) == 0 &&
-		((ctl->sync_standbys_status & SYNC_STANDBY_INIT) != 0 ||
-		 SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0'))
-		return;
-#else
-	if (!ctl->sync_standbys_defined)
-		return;
-#endif
-	/*
-	 * The mode PostgreSQL waits in (syncrep.c keeps it private): a wait
-	 * that is not a commit's goes no further than the standbys' flush, so
-	 * remote_apply is remote_flush here (durable there, maybe not applied).
-	 */
-	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
-		SYNC_REP_WAIT_FLUSH;
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	reached = ctl->lsn[mode] >= lsn;
-	LWLockRelease(SyncRepLock);
-	if (reached)
+	if (standbys_have(lsn, mode))
 		return;
 	if (before_waiting != NULL)
 		before_waiting();
@@ -116,13 +142,40 @@ durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
 	SyncRepWaitForLSN(lsn, false);
 	RESUME_INTERRUPTS();
 	CHECK_FOR_INTERRUPTS();
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	reached = ctl->lsn[mode] >= lsn;
-	LWLockRelease(SyncRepLock);
-	if (!reached)
+	if (!standbys_have(lsn, mode))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("canceling the wait for synchronous replication of what this answer names"),
 				 errdetail("The answer names what another transaction committed; the synchronous standbys do not have it yet."),
 				 errhint("Retry the call.")));
+}
+
+bool
+durable_committed_replicated(void)
+{
+	XLogRecPtr	lsn = XactLastCommitEnd;
+	int			mode = wait_mode(true);
+
+	if (XLogRecPtrIsInvalid(lsn))
+		return true;			/* nothing committed that needs the standbys */
+	if (lsn == checked_commit)
+		return checked_replicated;
+
+	/*
+	 * PostgreSQL's wait in the commit gave way to a cancel with a warning,
+	 * the transaction committed here: acknowledgments wait on. It gave way
+	 * to a termination too, which is served once the commit is over: false.
+	 */
+	HOLD_INTERRUPTS();
+	while (!(checked_replicated = standbys_have(lsn, mode)) && !ProcDiePending)
+	{
+		ereport(WARNING,
+				(errmsg("lake keeps waiting for the synchronous standbys"),
+				 errdetail("Lake acknowledges what this transaction committed only once the synchronous standbys have it."),
+				 errhint("Only a termination ends the wait; what was not acknowledged is then answered from the durable log once the standbys have it.")));
+		SyncRepWaitForLSN(lsn, true);
+	}
+	RESUME_INTERRUPTS();
+	checked_commit = lsn;
+	return checked_replicated;
 }

@@ -5,12 +5,14 @@
  * module's transaction callback applies it only at COMMIT — owner states
  * and ring space (cycle_apply_seal), then the waiters the cycle covers
  * (waiter_release) — and gives the cut back at ABORT (cycle_uncut), so a
- * failed seal loses nothing and a receipt is never reported durable early.
+ * failed seal loses nothing and a receipt is never reported durable early,
+ * nor before the synchronous standbys have its cycle.
  */
 #include "lake.h"
 
 #include "access/xact.h"
 #include "cycle.h"
+#include "durable.h"
 #include "publish.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -74,7 +76,20 @@ publish_xact_callback(XactEvent event, void *arg)
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT)
 		return;
 	if (event == XACT_EVENT_COMMIT && seal_commit != NULL)
-		publish(seal_commit);
+	{
+		if (durable_committed_replicated())
+			publish(seal_commit);
+		else
+		{
+			cycle_seal_unpublished(seal_commit->cycle, seal_commit->cut.ncasts);
+			ereport(WARNING,
+					(errmsg_plural("lake: the %d cast of cycle " INT64_FORMAT " was not published: its seal's commit is durable here but not yet on the synchronous standbys",
+								   "lake: the %d casts of cycle " INT64_FORMAT " were not published: its seal's commit is durable here but not yet on the synchronous standbys",
+								   seal_commit->cut.ncasts, seal_commit->cut.ncasts, seal_commit->cycle),
+					 errdetail("A termination cut the commit's wait for the standbys."),
+					 errhint("The worker recovers the owners from the durable log; its recovery waits for the standbys, and the receipts are answered from the log after it.")));
+		}
+	}
 	/* A cut not published stays pending: the next seal takes it again. */
 	cycle_uncut();
 	if (seal_commit != NULL)

@@ -553,6 +553,10 @@ recover_owners(LakeGeneration generation)
 		cycle_close();
 		if (!seal_all_pending("lake: sealing before recovery", &fenced))
 		{
+			int			committed;
+			int64		unpublished;
+			int64		lost;
+
 			if (!fenced)
 			{
 				cycle_recovery_failed(pass_cut_short() ? "" :
@@ -562,16 +566,26 @@ recover_owners(LakeGeneration generation)
 
 			/*
 			 * The durable log moved under the live states (a restore whose
-			 * writer row committed before its cycles): what is pending was
+			 * writer row committed before its cycles, or a seal that
+			 * committed and was not published): what is pending was
 			 * validated against states it contradicts and can never be
-			 * sealed. Recovery settles it as lost (LK006).
+			 * sealed. Recovery settles it: the unpublished seal's casts are
+			 * on the log, the others lost (LK006).
 			 */
-			ereport(WARNING,
-					(errcode(ERRCODE_LAKE_NOT_DURABLE),
-					 errmsg("lake worker: " INT64_FORMAT " pending casts cannot be sealed on the durable log and are lost",
-							cycle_pending()),
-					 errdetail("The log's head or epoch is not the one the live states were recovered from."),
-					 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));
+			unpublished = cycle_unpublished(&committed);
+			lost = cycle_pending() - committed;
+			if (unpublished > 0)
+				ereport(LOG,
+						(errmsg_plural("lake worker: the %d cast of cycle " INT64_FORMAT " is durable but was not published; it is answered from the durable log after this recovery",
+									   "lake worker: the %d casts of cycle " INT64_FORMAT " are durable but were not published; they are answered from the durable log after this recovery",
+									   committed, committed, unpublished)));
+			if (lost > 0)
+				ereport(WARNING,
+						(errcode(ERRCODE_LAKE_NOT_DURABLE),
+						 errmsg("lake worker: " INT64_FORMAT " pending casts cannot be sealed on the durable log and are lost",
+								lost),
+						 errdetail("The log's head or epoch is not the one the live states were recovered from."),
+						 errhint("Their receipts answer LK006; the owners are recovered from the durable log.")));
 		}
 	}
 	/* Failed: why, whatever failed (the replay, or the commit after it). */
@@ -580,6 +594,9 @@ recover_owners(LakeGeneration generation)
 		cycle_recovery_failed(pass_cut_short() ? "" : last_message);
 		return false;
 	}
+	/* A termination cut its commit's wait for the standbys: leave unpublished. */
+	if (!durable_committed_replicated())
+		CHECK_FOR_INTERRUPTS();
 	/* Said once it committed: a recovery that failed at its commit is not one. */
 	if (r.figures.snapshot > 0)
 		snprintf(from, sizeof(from), "the snapshot of cycle %lld", (long long) r.figures.snapshot);

@@ -1,0 +1,151 @@
+# A seal's commit waits for the synchronous standbys; PostgreSQL lets a
+# cancel or a termination cut that wait, with a warning, the transaction
+# committed locally. The seal's waiters must not be answered then: a
+# coordinate is acknowledged only once the standbys have its cycle. They
+# were: a pg_cancel_backend or pg_terminate_backend of the worker during the
+# wait handed out coordinates the standby did not have, which a promotion
+# would then lose. Now a cancel is waited through, and after a termination
+# the next worker recovers (its own commit waiting for the standbys) before
+# the receipts are answered from the durable log.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use LakeTAP;
+
+my $primary = lake_node('cut_primary', init => { allows_streaming => 1 });
+$primary->start;
+$primary->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner('o')");
+ok($primary->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
+	'the primary serves');
+
+$primary->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('cut_standby');
+$standby->init_from_backup($primary, 'b', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "cluster_name = 'cut_standby'");
+$standby->start;
+$primary->safe_psql('postgres', q{
+ALTER SYSTEM SET synchronous_standby_names = 'cut_standby';
+SELECT pg_reload_conf();});
+ok($primary->poll_query_until('postgres',
+		"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'cut_standby'"),
+	'the standby is synchronous');
+like($primary->safe_psql('postgres', "SELECT lake.cast_durable('o', 'Planning', 'CognitiveWork')"),
+	qr/^\(\d+,1,/, 'a durable cast is answered while the standby is there');
+
+# The standby goes away: the next seal's commit waits for it.
+$standby->stop;
+my $worker_waits = q{SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE backend_type = 'lake worker' AND wait_event = 'SyncRep'};
+my $cast = background($primary, "SELECT lake.cast_durable('o', 'CognitiveWork', 'Evaluation')");
+ok($primary->poll_query_until('postgres', $worker_waits), "the seal waits for the standby");
+
+# A cancel of the worker cuts PostgreSQL's wait; the seal waits again.
+my $offset = -s $primary->logfile;
+my $pid = $primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+$primary->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+ok($primary->wait_for_log(qr/canceling wait for synchronous replication due to user request/, $offset),
+	"PostgreSQL's wait was cut");
+ok(defined wait_until(60, sub {
+			finished($cast) || $primary->safe_psql('postgres', $worker_waits) eq 't' }),
+	'the worker waits again, or the durable cast was answered');
+ok(!finished($cast), 'the durable cast is not answered after the cancel')
+  or diag("answered: $cast->{out}$cast->{err}");
+is($primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()'), $pid,
+	'by the same worker');
+ok($primary->log_contains(qr/lake keeps waiting for the synchronous standbys/, $offset),
+	'the worker says it keeps waiting');
+
+# A termination cuts it too: that worker leaves without answering, and the
+# next one's recovery commits, waiting for the standby in turn.
+$offset = -s $primary->logfile;
+my $terminated = $offset;
+$primary->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok($primary->wait_for_log(qr/canceling the wait for synchronous replication and terminating connection/, $offset),
+	"PostgreSQL's wait was cut by the termination");
+ok(defined wait_until(60, sub {
+			finished($cast) || $primary->safe_psql('postgres',
+				"SELECT worker_pid <> $pid AND worker_state = 'recovering' FROM lake.stats()") eq 't'
+			  && $primary->safe_psql('postgres', $worker_waits) eq 't' }),
+	'a new worker waits for the standby in its recovery, or the durable cast was answered');
+ok(!finished($cast), 'the durable cast is not answered after the termination')
+  or diag("answered: $cast->{out}$cast->{err}");
+ok($primary->log_contains(qr/(was|were) not published: its seal.s commit is durable here but not yet on the synchronous standbys/, $offset),
+	'the leaving worker says what it did not publish');
+
+# The recovery's commit is cut the same way: that worker leaves without
+# ending the recovery (which would answer the receipt from the log), and
+# the next one recovers again.
+my $second = $primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+$offset = -s $primary->logfile;
+$primary->safe_psql('postgres', "SELECT pg_terminate_backend($second)");
+ok($primary->wait_for_log(qr/canceling the wait for synchronous replication and terminating connection/, $offset),
+	"the recovery's wait was cut by a termination");
+ok(defined wait_until(60, sub {
+			finished($cast) || $primary->safe_psql('postgres',
+				"SELECT worker_pid NOT IN ($pid, $second) AND worker_state = 'recovering' FROM lake.stats()") eq 't'
+			  && $primary->safe_psql('postgres', $worker_waits) eq 't' }),
+	'a third worker waits for the standby in its recovery, or the durable cast was answered');
+ok(!finished($cast), 'the durable cast is not answered after that termination')
+  or diag("answered: $cast->{out}$cast->{err}");
+
+# The standby is back: the cast is answered, and the standby has its cycle.
+$standby->start;
+ok(defined wait_until(120, sub { finished($cast) }), 'the durable cast is answered once the standby is back');
+like($cast->{out}, qr/^\(\d+,2,[0-9A-F]+\/[0-9A-F]+\)$/, 'with its coordinate, the next position')
+  or diag($cast->{err});
+my ($cycle, $lsn) = $cast->{out} =~ /^\((\d+),2,(\S+)\)$/;
+ok($standby->poll_query_until('postgres', "SELECT count(*) = 1 FROM lake_data.cycle WHERE cycle = $cycle"),
+	'the standby holds the acknowledged cycle');
+ok($primary->log_contains(qr/the 1 cast of cycle $cycle is durable but was not published; it is answered from the durable log/, $terminated),
+	'the next worker says so');
+ok(!$primary->log_contains(qr/are lost/, $terminated), 'and gives up no cast as lost');
+
+# A session's own lake.seal() is published the same way. The worker seals
+# only when asked, so the session's seal is the one that waits.
+my $reloads = $primary->safe_psql('postgres', 'SELECT config_reloads FROM lake.stats()');
+$primary->safe_psql('postgres', "ALTER SYSTEM SET lake.cycle_interval = '1h'; SELECT pg_reload_conf()");
+ok($primary->poll_query_until('postgres', "SELECT config_reloads > $reloads FROM lake.stats()"),
+	'the worker seals once an hour');
+$standby->stop;
+my $receipt = $primary->safe_psql('postgres', "SELECT lake.cast('o', 'Evaluation', 'Commit')");
+my $sealer = background($primary, 'SELECT lake.seal()');
+my $session_waits = q{SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE query = 'SELECT lake.seal()' AND wait_event = 'SyncRep'};
+ok($primary->poll_query_until('postgres', $session_waits), "the session's seal waits for the standby");
+$pid = $primary->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT lake.seal()'");
+$offset = -s $primary->logfile;
+$primary->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+ok($primary->wait_for_log(qr/lake keeps waiting for the synchronous standbys/, $offset),
+	'a cancel of it is waited through');
+ok($primary->poll_query_until('postgres', $session_waits), 'it waits again');
+is($primary->safe_psql('postgres', "SELECT lake.await_durable('$receipt'::lake.receipt, 0) IS NULL"),
+	't', 'its cast is not durable yet');
+$primary->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok($primary->wait_for_log(qr/the 1 cast of cycle \d+ was not published/, $offset),
+	'terminated, it publishes nothing');
+ok(defined wait_until(60, sub { finished($sealer) }), 'and leaves');
+my $awaiter = background($primary, "SELECT lake.await_durable('$receipt'::lake.receipt)");
+ok(defined wait_until(60, sub {
+			finished($awaiter) || $primary->safe_psql('postgres',
+				"SELECT worker_state = 'recovering' FROM lake.stats()") eq 't'
+			  && $primary->safe_psql('postgres', $worker_waits) eq 't' }),
+	"the worker's next seal is fenced out, and its recovery waits for the standby");
+ok(!finished($awaiter), 'the cast is not answered meanwhile')
+  or diag("answered: $awaiter->{out}$awaiter->{err}");
+$standby->start;
+ok(defined wait_until(120, sub { finished($awaiter) }), 'it is answered once the standby is back');
+like($awaiter->{out}, qr/^\(\d+,3,[0-9A-F]+\/[0-9A-F]+\)$/, 'with its coordinate')
+  or diag($awaiter->{err});
+
+is($primary->safe_psql('postgres',
+		"SELECT string_agg(position || ':' || to_phase, ',' ORDER BY position) FROM lake.trajectory('o')"),
+	'1:CognitiveWork,2:Evaluation,3:Commit', 'each cast landed once, gap-free');
+is($primary->safe_psql('postgres', "SELECT applied FROM lake.recover('o')"),
+	'0', 'recovery applies nothing');
+
+$standby->stop;
+$primary->stop;
+done_testing();
