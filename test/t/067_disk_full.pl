@@ -8,7 +8,9 @@
 #   receipt, after lake.admission_queue_wait and a failed retry, instead of
 #   waiting for as long as the disk is full; an await_durable with a
 #   timeout returns NULL at it; a seal that gives up a lock wait is no
-#   failure: once there is room, a durable cast waits for the lock.
+#   failure: once there is room, a durable cast waits for the lock. One
+#   failure is not yet a stretch (the retry may succeed), and a seal that
+#   succeeds ends one: the worker stopped then, a durable cast waits on.
 # - Once there is room again, every accepted cast is sealed once: the
 #   receipts answer their coordinates, the cast_durable retried with its
 #   operation id answers the one landing, positions run gap-free.
@@ -122,6 +124,58 @@ is($node->safe_psql('postgres',
 	't', 'room again: positions run gap-free');
 is($node->safe_psql('postgres', 'SELECT coalesce(sum(applied), 0) FROM lake.recover()'),
 	'0', 'room again: recovery applies nothing');
+
+# One failed seal is not yet a stretch of failures: a waiter with no
+# deadline waits for the retry, which may well succeed. The worker is
+# stopped (SIGSTOP) right after a failure, so the stretch stays at one
+# failure for longer than lake.admission_queue_wait; a waiter that gave up
+# after one failure would end in 53100 about 3 s later.
+open $fh, '>', $flag or die "cannot create $flag: $!";
+close $fh;
+$off = -s $node->logfile;
+ok(defined wait_until(60, sub {
+			cast();
+			slurp_file($node->logfile, $off) =~ /ERROR:.*could not extend file/;
+		}),
+	'full disk again: a seal fails');
+my $wpid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+kill 'STOP', $wpid or die "cannot stop the worker: $!";
+my $failed = () = slurp_file($node->logfile, $off) =~ /ERROR:.*could not extend file/g;
+is($failed, 1, 'one failure: the worker is stopped before its retry');
+my $one = background($node,
+	"SET statement_timeout = '30s'; SELECT position FROM lake.cast_durable('o', NULL, NULL, '\\x04')");
+ok(!defined wait_until(6, sub { finished($one) }),
+	'one failure: a durable cast with no deadline still waits 6 s later (3 x lake.admission_queue_wait)')
+  or diag("answered: $one->{out}$one->{err}");
+unlink $flag or die "cannot remove $flag: $!";
+kill 'CONT', $wpid or die "cannot continue the worker: $!";
+ok(defined wait_until(60, sub { finished($one) }), 'one failure: the retry seals, and the durable cast is answered');
+like($one->{out}, qr/^\d+$/, 'one failure: ... with its coordinate') or diag($one->{err});
+
+# A seal that succeeds ends a stretch of failures: two failures, room
+# again, one seal; then, the worker stopped, a durable cast waits on. A
+# stretch left standing would end it in 53100 about 3 s later.
+open $fh, '>', $flag or die "cannot create $flag: $!";
+close $fh;
+$off = -s $node->logfile;
+ok(defined wait_until(60, sub {
+			cast();
+			my $n = () = slurp_file($node->logfile, $off) =~ /ERROR:.*could not extend file/g;
+			$n >= 2;
+		}),
+	'full disk again: two seals fail');
+unlink $flag or die "cannot remove $flag: $!";
+ok($node->poll_query_until('postgres', 'SELECT casts_pending = 0 FROM lake.stats()'),
+	'room again: a seal succeeds');
+kill 'STOP', $wpid or die "cannot stop the worker: $!";
+my $after = background($node,
+	"SET statement_timeout = '30s'; SELECT position FROM lake.cast_durable('o', NULL, NULL, '\\x05')");
+ok(!defined wait_until(6, sub { finished($after) }),
+	'after a success: a durable cast with no deadline still waits 6 s later')
+  or diag("answered: $after->{out}$after->{err}");
+kill 'CONT', $wpid or die "cannot continue the worker: $!";
+ok(defined wait_until(60, sub { finished($after) }), 'after a success: the durable cast is answered');
+like($after->{out}, qr/^\d+$/, 'after a success: ... with its coordinate') or diag($after->{err});
 
 # Snapshots that fail on a full disk are tried again after pauses that
 # double (1, 2, 4 s, ...), not each second: a try holds the sealing lock
