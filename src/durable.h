@@ -34,11 +34,12 @@ extern void durable_commit_flushed(void);
 extern void durable_wait(XLogRecPtr lsn, void (*before_waiting) (void));
 
 /*
- * After a commit (in a COMMIT callback, or once it returned): whether the
- * synchronous standbys have it, or none are waited for. A cancel that cut
- * PostgreSQL's wait in the commit is waited through (with a warning); false
- * when a termination cut it: nothing may be acknowledged from the commit,
- * and the termination is served at the next CHECK_FOR_INTERRUPTS.
+ * After a durable_commit's commit (in a COMMIT callback, or once it has
+ * returned: the answer is kept): whether the synchronous standbys have it,
+ * or none are waited for. A cancel that cut PostgreSQL's wait in the
+ * commit is waited through (with a warning); false when a termination cut
+ * it: nothing may be acknowledged from the commit, and the termination is
+ * served at the next CHECK_FOR_INTERRUPTS.
  */
 extern bool durable_committed_replicated(void);
 
