@@ -58,38 +58,47 @@ is($primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()'), $pid,
 ok($primary->log_contains(qr/lake keeps waiting for the synchronous standbys/, $offset),
 	'the worker says it keeps waiting');
 
+# Whether the client is still waiting once a worker ('which': an SQL
+# condition on lake.stats()) waits for the standby in its recovery.
+sub unanswered_while_recovery_waits
+{
+	my ($client, $which, $what) = @_;
+
+	ok(defined wait_until(60, sub {
+				finished($client) || $primary->safe_psql('postgres',
+					"SELECT $which AND worker_state = 'recovering' FROM lake.stats()") eq 't'
+				  && $primary->safe_psql('postgres', $worker_waits) eq 't' }),
+		"$what: a worker waits for the standby in its recovery, or the client was answered");
+	ok(!finished($client), "$what: the client is not answered")
+	  or diag("answered: $client->{out}$client->{err}");
+}
+
+# Terminates worker 'pid' while it waits for the standby; then a worker
+# that is none of 'gone' waits for the standby in its recovery, and the
+# durable cast is still not answered. Returns the log offset before.
+sub terminate_waiting_worker
+{
+	my ($pid, $what, @gone) = @_;
+	my $offset = -s $primary->logfile;
+
+	$primary->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+	ok($primary->wait_for_log(qr/canceling the wait for synchronous replication and terminating connection/, $offset),
+		"$what: PostgreSQL's wait was cut");
+	unanswered_while_recovery_waits($cast, 'worker_pid NOT IN (' . join(',', @gone) . ')', $what);
+	return $offset;
+}
+
 # A termination cuts it too: that worker leaves without answering, and the
 # next one's recovery commits, waiting for the standby in turn.
-$offset = -s $primary->logfile;
-my $terminated = $offset;
-$primary->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
-ok($primary->wait_for_log(qr/canceling the wait for synchronous replication and terminating connection/, $offset),
-	"PostgreSQL's wait was cut by the termination");
-ok(defined wait_until(60, sub {
-			finished($cast) || $primary->safe_psql('postgres',
-				"SELECT worker_pid <> $pid AND worker_state = 'recovering' FROM lake.stats()") eq 't'
-			  && $primary->safe_psql('postgres', $worker_waits) eq 't' }),
-	'a new worker waits for the standby in its recovery, or the durable cast was answered');
-ok(!finished($cast), 'the durable cast is not answered after the termination')
-  or diag("answered: $cast->{out}$cast->{err}");
-ok($primary->log_contains(qr/(was|were) not published: its seal.s commit is durable here but not yet on the synchronous standbys/, $offset),
+my $terminated = terminate_waiting_worker($pid, 'the seal terminated', $pid);
+ok($primary->log_contains(qr/(was|were) not published: its seal.s commit is durable here but not yet on the synchronous standbys/, $terminated),
 	'the leaving worker says what it did not publish');
 
 # The recovery's commit is cut the same way: that worker leaves without
 # ending the recovery (which would answer the receipt from the log), and
 # the next one recovers again.
 my $second = $primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
-$offset = -s $primary->logfile;
-$primary->safe_psql('postgres', "SELECT pg_terminate_backend($second)");
-ok($primary->wait_for_log(qr/canceling the wait for synchronous replication and terminating connection/, $offset),
-	"the recovery's wait was cut by a termination");
-ok(defined wait_until(60, sub {
-			finished($cast) || $primary->safe_psql('postgres',
-				"SELECT worker_pid NOT IN ($pid, $second) AND worker_state = 'recovering' FROM lake.stats()") eq 't'
-			  && $primary->safe_psql('postgres', $worker_waits) eq 't' }),
-	'a third worker waits for the standby in its recovery, or the durable cast was answered');
-ok(!finished($cast), 'the durable cast is not answered after that termination')
-  or diag("answered: $cast->{out}$cast->{err}");
+terminate_waiting_worker($second, 'the recovery terminated', $pid, $second);
 
 # The standby is back: the cast is answered, and the standby has its cycle.
 $standby->start;
@@ -128,13 +137,7 @@ ok($primary->wait_for_log(qr/the 1 cast of cycle \d+ was not published/, $offset
 	'terminated, it publishes nothing');
 ok(defined wait_until(60, sub { finished($sealer) }), 'and leaves');
 my $awaiter = background($primary, "SELECT lake.await_durable('$receipt'::lake.receipt)");
-ok(defined wait_until(60, sub {
-			finished($awaiter) || $primary->safe_psql('postgres',
-				"SELECT worker_state = 'recovering' FROM lake.stats()") eq 't'
-			  && $primary->safe_psql('postgres', $worker_waits) eq 't' }),
-	"the worker's next seal is fenced out, and its recovery waits for the standby");
-ok(!finished($awaiter), 'the cast is not answered meanwhile')
-  or diag("answered: $awaiter->{out}$awaiter->{err}");
+unanswered_while_recovery_waits($awaiter, 'true', "the worker's next seal fenced out");
 $standby->start;
 ok(defined wait_until(120, sub { finished($awaiter) }), 'it is answered once the standby is back');
 like($awaiter->{out}, qr/^\(\d+,3,[0-9A-F]+\/[0-9A-F]+\)$/, 'with its coordinate')
