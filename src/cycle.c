@@ -408,8 +408,10 @@ cycle_seal_failing(int *failures, int *sqlerrcode, char *why, size_t len)
 /*
  * A seal committed but was not published (a termination cut its commit's
  * wait for the synchronous standbys): its casts stay pending here while
- * the durable log holds them, so the next seal is fenced out, and the
- * recovery that follows answers them from the log, not as lost.
+ * the durable log holds them, so the next seal would be fenced out. The
+ * live states are behind the log: the door closes and the worker recovers
+ * at once, answering those casts from the log, not as lost; a cast
+ * accepted against the old states meanwhile would be lost at the fence.
  */
 void
 cycle_seal_unpublished(int64 cycle, int ncasts)
@@ -417,7 +419,9 @@ cycle_seal_unpublished(int64 cycle, int ncasts)
 	LWLockAcquire(&cs->lock, LW_EXCLUSIVE);
 	cs->unpublished_cycle = cycle;
 	cs->unpublished_casts = ncasts;
+	cs->ready = false;
 	LWLockRelease(&cs->lock);
+	cycle_wake_worker();
 }
 
 int64

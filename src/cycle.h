@@ -178,7 +178,8 @@ extern void cycle_seal_not_failing(void);
 
 /*
  * A committed seal left unpublished: its cycle and cast count, kept until
- * the next recovery (cycle_unpublished: 0 if none).
+ * the next recovery (cycle_unpublished: 0 if none), which it asks for
+ * (casts wait for it meanwhile).
  */
 extern void cycle_seal_unpublished(int64 cycle, int ncasts);
 extern int64 cycle_unpublished(int *ncasts);

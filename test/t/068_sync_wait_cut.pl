@@ -136,8 +136,18 @@ $primary->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ok($primary->wait_for_log(qr/the 1 cast of cycle \d+ was not published/, $offset),
 	'terminated, it publishes nothing');
 ok(defined wait_until(60, sub { finished($sealer) }), 'and leaves');
+# The live states are behind the durable log now: the worker recovers at
+# once (it seals only once an hour here), and nothing is applied to them
+# meanwhile: lake.recover() waits for that recovery. It applied the
+# unpublished cycle to the live state, which a promotion would then lose.
+ok($primary->poll_query_until('postgres',
+		"SELECT worker_state = 'recovering' FROM lake.stats()")
+	  && $primary->poll_query_until('postgres', $worker_waits),
+	'the worker recovers at once, waiting for the standby');
+my ($state) = sql_error($primary, "SET statement_timeout = '1s'; SELECT * FROM lake.recover('o')");
+is($state, '57014', 'lake.recover() waits for that recovery meanwhile');
 my $awaiter = background($primary, "SELECT lake.await_durable('$receipt'::lake.receipt)");
-unanswered_while_recovery_waits($awaiter, 'true', "the worker's next seal fenced out");
+unanswered_while_recovery_waits($awaiter, 'true', "the worker's recovery waits");
 $standby->start;
 ok(defined wait_until(120, sub { finished($awaiter) }), 'it is answered once the standby is back');
 like($awaiter->{out}, qr/^\(\d+,3,[0-9A-F]+\/[0-9A-F]+\)$/, 'with its coordinate')
