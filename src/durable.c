@@ -126,6 +126,14 @@ durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
 		RecoveryInProgress())
 		return;
 	XLogFlush(lsn);
+
+	/*
+	 * 'lsn' makes the commit flushed here, but may lie below its record (a
+	 * hint bit is set once the commit is flushed, whatever the page's LSN,
+	 * and a synchronous commit's position is not kept): the record is
+	 * flushed, so the standbys must have what is flushed so far.
+	 */
+	lsn = Max(lsn, GetFlushRecPtr(NULL));
 	if (standbys_have(lsn, mode))
 		return;
 	if (before_waiting != NULL)

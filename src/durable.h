@@ -25,11 +25,12 @@ extern void durable_commit(void);
 extern void durable_commit_flushed(void);
 
 /*
- * Make 'lsn' (what another transaction committed, named in an answer) as
- * durable as this session's own commit would make it: flushed unless
- * synchronous_commit is off, and on the synchronous standbys when it asks
- * for them (57014 if that wait is cancelled). 'before_waiting' (or NULL)
- * runs only when the standbys must be waited for.
+ * Make what another transaction committed, named in an answer, as durable
+ * as this session's own commit would make it: flushed unless
+ * synchronous_commit is off ('lsn': a flush there makes that commit
+ * flushed), and, when the session asks for synchronous standbys, on
+ * them up to everything flushed here (57014 if that wait is cancelled).
+ * 'before_waiting' (or NULL) runs only when the standbys must be waited for.
  */
 extern void durable_wait(XLogRecPtr lsn, void (*before_waiting) (void));
 

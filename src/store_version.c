@@ -455,12 +455,13 @@ text_is(Datum d, const char *s, size_t len)
 }
 
 /*
- * Where WAL must be flushed for the tuple's inserting commit to be
- * durable: an asynchronous commit is visible before its flush. A committed
- * hint bit (or a freeze) does not say it was flushed: PostgreSQL sets the
- * hint once the page's LSN is past the commit's, flushed or not
- * (SetHintBits), so the page's LSN, which is then at or above the
- * commit's, is where to flush.
+ * Where WAL must be flushed for the tuple's inserting commit to be flushed
+ * here: an asynchronous commit is visible before its flush, and its
+ * position is kept. A committed hint bit (or a freeze) does not say it was
+ * flushed: PostgreSQL sets the hint once the commit is flushed, or once the
+ * page's LSN is past the commit's, flushed or not (SetHintBits), so a flush
+ * to the page's LSN is enough. Neither position need be the commit record's
+ * own: durable_wait waits for the standbys up to what is flushed.
  */
 static XLogRecPtr
 commit_lsn_of(HeapTupleHeader t, XLogRecPtr page_lsn)

@@ -106,6 +106,30 @@ ok( $standby->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM lake_data.cycle WHERE cycle = $cycle"),
 	'the standby holds the acknowledged cycle');
 
+# A replay waits for the standby to have the commit, not only the row: a
+# writer commits locally after the standby has its row and is then gone.
+# The replay waited only for the row's page (its hint bit set, or a commit
+# position PostgreSQL keeps only for asynchronous commits) and answered at
+# once a version a promotion then gave to another operation.
+my $writer = $primary->background_psql('postgres');
+$writer->query_safe("BEGIN; SELECT lake.append('d', 't', 'row-only', '\\x04'::bytea)");
+my $inserted = $writer->query_safe('SELECT pg_current_wal_insert_lsn()');
+ok($primary->poll_query_until('postgres',
+		"SELECT flush_lsn >= '$inserted' FROM pg_stat_replication WHERE application_name = 'sync_standby'"),
+	'the standby has the uncommitted row');
+$standby->stop;
+$writer->query_safe('COMMIT');
+$writer->quit;
+($state, $msg) = sql_error($primary,
+	"SET synchronous_commit = on; SET statement_timeout = '2s';
+	 SELECT lake.append('d', 't', 'row-only', '\\x04'::bytea)");
+is("$state $msg", "57014 canceling the wait for synchronous replication of what this answer names",
+	'a replay is not answered while the standby has the row but not its commit');
+$standby->start;
+like($primary->safe_psql('postgres',
+		"SET synchronous_commit = on; SELECT lake.append('d', 't', 'row-only', '\\x04'::bytea)"),
+	qr/^\d+$/, 'and is answered once the standby is back');
+
 $standby->stop;
 $primary->stop;
 done_testing();
