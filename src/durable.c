@@ -74,9 +74,23 @@ durable_commit_waits_for_standbys(void)
 	return max_wal_senders > 0 && SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
 }
 
+/* Whether synchronous standbys are waited for, read as PostgreSQL's wait reads it. */
+static bool
+standbys_defined(volatile WalSndCtlData *ctl)
+{
+#ifdef SYNC_STANDBY_DEFINED
+	return (ctl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0 ||
+		((ctl->sync_standbys_status & SYNC_STANDBY_INIT) == 0 &&
+		 SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0');
+#else
+	return ctl->sync_standbys_defined;
+#endif
+}
+
 /*
  * Whether the synchronous standbys have 'lsn' at 'mode', or none are
- * waited for: read as PostgreSQL's wait reads it.
+ * waited for. The flag is read again under the lock: a reload that names
+ * none releases the waiters before it clears the flag.
  */
 static bool
 standbys_have(XLogRecPtr lsn, int mode)
@@ -84,19 +98,10 @@ standbys_have(XLogRecPtr lsn, int mode)
 	volatile WalSndCtlData *ctl = WalSndCtl;
 	bool		reached;
 
-	if (!SyncRepRequested())
+	if (!SyncRepRequested() || !standbys_defined(ctl))
 		return true;
-#ifdef SYNC_STANDBY_DEFINED
-	if ((ctl->sync_standbys_status & SYNC_STANDBY_DEFINED) == 0 &&
-		((ctl->sync_standbys_status & SYNC_STANDBY_INIT) != 0 ||
-		 SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0'))
-		return true;
-#else
-	if (!ctl->sync_standbys_defined)
-		return true;
-#endif
 	LWLockAcquire(SyncRepLock, LW_SHARED);
-	reached = ctl->lsn[mode] >= lsn;
+	reached = !standbys_defined(ctl) || ctl->lsn[mode] >= lsn;
 	LWLockRelease(SyncRepLock);
 	return reached;
 }

@@ -63,13 +63,17 @@ ok($primary->log_contains(qr/lake keeps waiting for the synchronous standbys/, $
 sub unanswered_while_recovery_waits
 {
 	my ($client, $which, $what) = @_;
+	(my $query = $client->{sql}) =~ s/'/''/g;
 
 	ok(defined wait_until(60, sub {
 				finished($client) || $primary->safe_psql('postgres',
 					"SELECT $which AND worker_state = 'recovering' FROM lake.stats()") eq 't'
 				  && $primary->safe_psql('postgres', $worker_waits) eq 't' }),
 		"$what: a worker waits for the standby in its recovery, or the client was answered");
-	ok(!finished($client), "$what: the client is not answered")
+	ok(!finished($client) && $primary->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM pg_stat_activity WHERE state = 'active' AND query = '$query'")
+		  && !defined wait_until(2, sub { finished($client) }),
+		"$what: the client waits, unanswered")
 	  or diag("answered: $client->{out}$client->{err}");
 }
 

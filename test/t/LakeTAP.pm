@@ -384,7 +384,7 @@ sub gdb_let_go
 sub background
 {
 	my ($node, $sql) = @_;
-	my %b = (out => '', err => '');
+	my %b = (out => '', err => '', sql => $sql);
 	$b{h} = IPC::Run::start(
 		[ 'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'), '-c', $sql ],
 		'>', \$b{out}, '2>', \$b{err});
