@@ -57,6 +57,9 @@ is($primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()'), $pid,
 	'by the same worker');
 ok($primary->log_contains(qr/lake keeps waiting for the synchronous standbys/, $offset),
 	'the worker says it keeps waiting');
+# A cast accepted while the seal waits, after its cut: lost if the seal is
+# terminated (README), as in a crash.
+my $later = $primary->safe_psql('postgres', "SELECT lake.cast('o', 'Evaluation', 'Commit')");
 
 # Whether the client is still waiting once a worker ('which': an SQL
 # condition on lake.stats()) waits for the standby in its recovery.
@@ -114,7 +117,10 @@ ok($standby->poll_query_until('postgres', "SELECT count(*) = 1 FROM lake_data.cy
 	'the standby holds the acknowledged cycle');
 ok($primary->log_contains(qr/the 1 cast of cycle $cycle is durable but was not published; it is answered from the durable log/, $terminated),
 	'the next worker says so');
-ok(!$primary->log_contains(qr/are lost/, $terminated), 'and gives up no cast as lost');
+ok($primary->log_contains(qr/lake worker: 1 pending casts cannot be sealed on the durable log and are lost/, $terminated),
+	'and gives up as lost only the cast accepted after the cut');
+my ($lost) = sql_error($primary, "SELECT lake.await_durable('$later'::lake.receipt)");
+is($lost, 'LK006', 'whose receipt is LK006');
 
 # A session's own lake.seal() is published the same way. The worker seals
 # only when asked, so the session's seal is the one that waits.
