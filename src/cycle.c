@@ -409,9 +409,10 @@ cycle_seal_failing(int *failures, int *sqlerrcode, char *why, size_t len)
  * A seal committed but was not published (a termination cut its commit's
  * wait for the synchronous standbys): its casts stay pending here while
  * the durable log holds them, so the next seal would be fenced out. The
- * live states are behind the log: the door closes and the worker recovers
- * at once, answering those casts from the log, not as lost; a cast
- * accepted against the old states meanwhile would be lost at the fence.
+ * live states are behind the log: the door closes (a cast accepted against
+ * them now would be lost at the fence, as are those accepted while the seal
+ * waited) and the worker recovers at once, answering the seal's casts from
+ * the log.
  */
 void
 cycle_seal_unpublished(int64 cycle, int ncasts)
