@@ -131,6 +131,8 @@ durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
 		RecoveryInProgress())
 		return;
 	XLogFlush(lsn);
+	if (!SyncRepRequested() || !standbys_defined(WalSndCtl))
+		return;
 
 	/*
 	 * 'lsn' makes the commit flushed here, but may lie below its record (a
