@@ -68,12 +68,6 @@ durable_commit_flushed(void)
 	ForceSyncCommit();
 }
 
-bool
-durable_commit_waits_for_standbys(void)
-{
-	return max_wal_senders > 0 && SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
-}
-
 /* Whether synchronous standbys are waited for, read as PostgreSQL's wait reads it. */
 static bool
 standbys_defined(volatile WalSndCtlData *ctl)

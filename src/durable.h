@@ -44,11 +44,4 @@ extern void durable_wait(XLogRecPtr lsn, void (*before_waiting) (void));
  */
 extern bool durable_committed_replicated(void);
 
-/*
- * Whether a durable_commit made now could wait for synchronous standbys
- * (some are named and WAL senders may run): a wait only a termination or
- * a cancel cuts short.
- */
-extern bool durable_commit_waits_for_standbys(void);
-
 #endif							/* LAKE_DURABLE_H */

@@ -635,12 +635,14 @@ installed_generation(void *arg)
  * (seal_before_exit) and ends the worker as die() does. A timer armed by
  * the SIGTERM itself ends it with die() STOP_SEAL_MS later whatever it is
  * doing (a lock wait, a seal's commit waiting for a synchronous standby
- * named by a reload since the seal began), so it leaves within a second.
- * Anywhere else (a recovery, a snapshot, an expiry pass, a look-up of the
- * extension), or where a seal's commit could wait for a synchronous
- * standby (which only a termination cuts short, and a seal whose wait was
- * cut would answer its waiters all the same), it is die() at once, as
- * before.
+ * that does not answer), so it leaves within a second. A seal whose wait
+ * for the standbys that termination cuts is left unpublished, committed
+ * here (durable_committed_replicated): its casts are answered from the
+ * durable log after the recovery, whose own commit waits for the standbys.
+ * The postmaster stops its WAL senders only after the worker has left, so
+ * at a clean stop the standbys still answer. Anywhere else (a recovery, a
+ * snapshot, an expiry pass, a look-up of the extension) it is die() at
+ * once.
  */
 #define STOP_SEAL_MS 500L
 
@@ -690,7 +692,7 @@ static void seal_before_exit(void) pg_attribute_noreturn();
 static void
 defer_stop(void)
 {
-	stop_deferrable = !durable_commit_waits_for_standbys();
+	stop_deferrable = true;
 }
 
 /* The end of what a SIGTERM could wait for: if one came, stop now. */
