@@ -169,6 +169,22 @@ is($primary->safe_psql('postgres',
 is($primary->safe_psql('postgres', "SELECT applied FROM lake.recover('o')"),
 	'0', 'recovery applies nothing');
 
+# A reload that names no synchronous standby ends PostgreSQL's wait
+# without cutting it: the seal is published, and its cast answered (the
+# asynchronous guarantee, README).
 $standby->stop;
+my $before = $primary->safe_psql('postgres', 'SELECT worker_pid || \' \' || epoch FROM lake.stats()');
+$cast = background($primary, "SELECT lake.cast_durable('o', 'Commit', 'Planning')");
+ok($primary->poll_query_until('postgres', $worker_waits), 'a seal waits for the standby away');
+ok(!defined wait_until(1, sub { finished($cast) }), 'its durable cast waits');
+$primary->safe_psql('postgres',
+	"ALTER SYSTEM RESET synchronous_standby_names; SELECT pg_reload_conf()");
+ok(defined wait_until(60, sub { finished($cast) }),
+	'no synchronous standby named: the durable cast is answered');
+like($cast->{out}, qr/^\(\d+,4,[0-9A-F]+\/[0-9A-F]+\)$/, 'with its coordinate')
+  or diag($cast->{err});
+is($primary->safe_psql('postgres', 'SELECT worker_pid || \' \' || epoch FROM lake.stats()'),
+	$before, 'by the worker that waited, in its epoch: its seal published, no recovery');
+
 $primary->stop;
 done_testing();
