@@ -18,21 +18,11 @@ $primary->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner
 ok($primary->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
 	'the primary serves');
 
-$primary->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('sync_standby');
-$standby->init_from_backup($primary, 'b', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "cluster_name = 'sync_standby'");
-$standby->start;
+my $standby = sync_standby($primary, 'sync_standby');
 
-# The standby is synchronous; the database asks for a local commit only,
-# and the worker starts again to take that setting.
-$primary->safe_psql('postgres', q{
-ALTER SYSTEM SET synchronous_standby_names = 'sync_standby';
-SELECT pg_reload_conf();
-ALTER DATABASE postgres SET synchronous_commit = local;});
-ok($primary->poll_query_until('postgres',
-		"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'sync_standby'"),
-	'the standby is synchronous');
+# The database asks for a local commit only, and the worker starts again
+# to take that setting.
+$primary->safe_psql('postgres', 'ALTER DATABASE postgres SET synchronous_commit = local');
 my $pid = $primary->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
 $primary->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ok( $primary->poll_query_until('postgres',

@@ -132,17 +132,7 @@ WHERE c.cycle = (SELECT cycle FROM lake.await_durable(($e, $s)::lake.receipt))})
 # the worker have left, so the standby still answers: the casts pending at
 # a fast stop are sealed (they were lost, LK006, while lake left at once
 # whenever a synchronous standby was named).
-$node->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('clean_stop_standby');
-$standby->init_from_backup($node, 'b', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "cluster_name = 'clean_stop_standby'");
-$standby->start;
-$node->safe_psql('postgres', q{
-ALTER SYSTEM SET synchronous_standby_names = 'clean_stop_standby';
-SELECT pg_catalog.pg_reload_conf();});
-ok($node->poll_query_until('postgres',
-		"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'clean_stop_standby'"),
-	'synchronous standby: it is synchronous');
+my $standby = sync_standby($node, 'clean_stop_standby');
 {
 	my @r = cast_three();
 	my $t0 = time();

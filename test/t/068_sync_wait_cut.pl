@@ -21,17 +21,7 @@ $primary->safe_psql('postgres', "CREATE EXTENSION lake; SELECT lake.create_owner
 ok($primary->poll_query_until('postgres', "SELECT worker_state = 'serving' FROM lake.stats()"),
 	'the primary serves');
 
-$primary->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('cut_standby');
-$standby->init_from_backup($primary, 'b', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "cluster_name = 'cut_standby'");
-$standby->start;
-$primary->safe_psql('postgres', q{
-ALTER SYSTEM SET synchronous_standby_names = 'cut_standby';
-SELECT pg_reload_conf();});
-ok($primary->poll_query_until('postgres',
-		"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'cut_standby'"),
-	'the standby is synchronous');
+my $standby = sync_standby($primary, 'cut_standby');
 like($primary->safe_psql('postgres', "SELECT lake.cast_durable('o', 'Planning', 'CognitiveWork')"),
 	qr/^\(\d+,1,/, 'a durable cast is answered while the standby is there');
 

@@ -17,7 +17,8 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(lake_node sql_error wait_until lock_timeouts_logged gdb_stopped held_session kanban_next kanban_replay read_log
   live_states kanban_statements cast_sql client_sql gdb_hold gdb gdb_let_go
-  background finished restart_recovered tuple_at poke preload_library with_preload);
+  background finished restart_recovered tuple_at poke preload_library with_preload
+  sync_standby);
 
 # PostgreSQL 15's poll_query_until feeds its query to psql through a pipe.
 # While a crashed server restarts, psql can fail to connect and exit before
@@ -102,6 +103,27 @@ sub with_preload
 	local $ENV{LD_PRELOAD} = $so;
 	local @ENV{ keys %$env } = values %$env;
 	return $run->();
+}
+
+# sync_standby(primary, name) -> a started standby of primary (made with
+# allows_streaming), named in primary's synchronous_standby_names
+#
+# Asserts that primary sees it as its synchronous standby.
+sub sync_standby
+{
+	my ($primary, $name) = @_;
+
+	$primary->backup("b_$name");
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+	$standby->init_from_backup($primary, "b_$name", has_streaming => 1);
+	$standby->append_conf('postgresql.conf', "cluster_name = '$name'");
+	$standby->start;
+	$primary->safe_psql('postgres',
+		"ALTER SYSTEM SET synchronous_standby_names = '$name'; SELECT pg_catalog.pg_reload_conf()");
+	Test::More::ok($primary->poll_query_until('postgres',
+			"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = '$name'"),
+		"$name is the synchronous standby");
+	return $standby;
 }
 
 # restart_recovered(node [, mode]) -> whether the worker recovered again
