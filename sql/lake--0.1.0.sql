@@ -316,9 +316,11 @@ REVOKE ALL ON FUNCTION lake_data.encoding_check(smallint) FROM PUBLIC;
 
 -- The writer epoch: grows durably each time a worker starts sealing, so a
 -- receipt (epoch, seq) never repeats and a stale sealer can be fenced. The
--- timeline it was taken on (set when the row is made; NULL after a restore
--- merged a dumped row): an epoch taken on a later timeline, or after a
--- restore, skips past those the line it forked from may have gone on to.
+-- timeline it was taken on (1 when CREATE EXTENSION makes the row, whatever
+-- the timeline: a later one may have forked from a line that created the
+-- extension after the fork point; NULL after a restore merged a dumped
+-- row): an epoch taken on a later timeline, or after a restore, skips past
+-- those the line it forked from may have gone on to.
 -- The partition the epochs were issued as (lake.partitions, lake.partition;
 -- NULL before the first): a server started as another one refuses to
 -- recover rather than issue receipts in another partition's class.

@@ -721,8 +721,11 @@ lake_lifecycle_changed(PG_FUNCTION_ARGS)
  * restored receipts are never issued again. The merged row's timeline
  * becomes NULL: the dumped database may go on after the dump, so the next
  * epoch skips as after a fork (advance_epoch). An insert into the empty
- * table goes ahead, with this timeline when CREATE EXTENSION makes it, as
- * a fork's (NULL) otherwise.
+ * table goes ahead, as a fork's (NULL) unless CREATE EXTENSION makes it.
+ * That row says timeline 1, whatever this one is: a timeline above 1 may
+ * have forked (a promotion, a point-in-time recovery) from a line that
+ * created the extension after the fork point and handed out receipts, so
+ * its first epoch skips as after a fork from timeline 1.
  */
 /* The table's one row, inserted into the empty table: see lake_writer_merge. */
 static Datum
@@ -730,7 +733,7 @@ writer_first_row(TriggerData *td)
 {
 	TupleDesc	desc = td->tg_relation->rd_att;
 	int			att = SPI_fnumber(desc, "timeline");
-	Datum		value = Int64GetDatum((int64) GetWALInsertionTimeLine());
+	Datum		value = Int64GetDatum((int64) 1);
 	bool		isnull = !store_installing_lake();
 
 	if (att <= 0)
