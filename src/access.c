@@ -237,6 +237,8 @@ change_grant(FunctionCallInfo fcinfo, bool grant)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("role with OID %u does not exist", role)));
+	/* 25006 naming this call, on a standby too, before any lock or look-up. */
+	PreventCommandIfReadOnly(grant ? "lake.grant_tenant()" : "lake.revoke_tenant()");
 	store_connect();
 	store_set_tenant_grant(tenant, role, grant);
 	store_finish();

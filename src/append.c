@@ -38,6 +38,8 @@ lake_create_dataset(PG_FUNCTION_ARGS)
 	name = lake_arg_name(fcinfo, 0, "dataset name");
 	access_require_admin(fcinfo);
 	lake_require_partition_name("dataset", name);
+	/* 25006 naming this call, on a standby too, before any lock or look-up. */
+	PreventCommandIfReadOnly("lake.create_dataset()");
 	store_connect();
 	store_create_dataset(name);
 	store_finish();

@@ -17,6 +17,7 @@
 #include "mb/pg_wchar.h"
 #include "guc.h"
 #include "lifecycle.h"
+#include "miscadmin.h"
 #include "store.h"
 #include "store_rel.h"
 #include "store_row.h"
@@ -357,6 +358,8 @@ lake_define_lifecycle(PG_FUNCTION_ARGS)
 				 errmsg("edges must not be NULL")));
 	edges = PG_GETARG_ARRAYTYPE_P(2);
 	access_require_admin(fcinfo);
+	/* 25006 naming this call, on a standby too, before any lock or look-up. */
+	PreventCommandIfReadOnly("lake.define_lifecycle()");
 
 	if (!build(&lc, initial, edges, &f))
 		refuse(&f, NULL);

@@ -23,6 +23,7 @@
 #include "executor/spi.h"
 #include "guc.h"
 #include "lifecycle.h"
+#include "miscadmin.h"
 #include "owner.h"
 #include "storage/lmgr.h"
 #include "storage/shmem.h"
@@ -189,6 +190,8 @@ lake_create_owner(PG_FUNCTION_ARGS)
 	name = lake_arg_short_name(fcinfo, 0, "owner");
 	lifecycle = lake_arg_short_name(fcinfo, 1, "lifecycle");
 	tenant = lake_arg_short_name(fcinfo, 2, "tenant");
+	/* 25006 naming this call, on a standby too, before any lock or look-up. */
+	PreventCommandIfReadOnly("lake.create_owner()");
 
 	store_connect();
 	access_require_tenant(tenant);

@@ -226,6 +226,8 @@ lake_append_chunk(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("chunk_no must not be negative, not %d", chunk_no)));
 	len = lake_arg_bytea_size(fcinfo, 2, "data");
+	/* 25006 naming this call, on a standby too, before any lock or look-up. */
+	PreventCommandIfReadOnly("lake.append_chunk()");
 
 	/* The stage's tenant is checked before the call holds any capacity. */
 	store_connect();
@@ -324,6 +326,8 @@ lake_commit_append(PG_FUNCTION_ARGS)
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
 	supplied = lake_arg_digest(fcinfo, 1);
+	/* 25006 naming this call, on a standby too, before any lock or look-up. */
+	PreventCommandIfReadOnly("lake.commit_append()");
 
 	store_connect();
 	store_lock_for_write(commit_writes);
@@ -406,6 +410,8 @@ lake_abort_append(PG_FUNCTION_ARGS)
 
 	lake_require_preload();
 	stage = arg_stage(fcinfo);
+	/* 25006 naming this call, on a standby too, before any lock or look-up. */
+	PreventCommandIfReadOnly("lake.abort_append()");
 	store_connect();
 	store_lock_for_write(abort_writes);
 	(void) lock_open_stage(stage, &row, NULL, NULL);

@@ -198,15 +198,26 @@ for my $call (
 	my ($state, $msg) = sql_error($standby, $call);
 	is($state, '55000', "standby: $call refuses with 55000 ($msg)");
 }
-# Writes that are not owner functions: a read-only transaction's 25006,
-# never a refusal that sends the client to wait for a worker.
+# Writes that are not owner functions: a read-only transaction's 25006
+# naming the call, never a refusal that sends the client to wait for a
+# worker (nor PostgreSQL's lock refusal during recovery, 55000, which the
+# stage calls and define_lifecycle met first).
 for my $call (
-	"SELECT lake.append('ds', 'default', 'on-standby', '\\x01'::bytea)",
-	"SELECT lake.begin_append('ds', 'default', 'on-standby')",
-	"SELECT lake.create_owner('on-standby')")
+	"lake.append('ds', 'default', 'on-standby', '\\x01'::bytea)",
+	"lake.begin_append('ds', 'default', 'on-standby')",
+	"lake.append_chunk(1, 0, '\\x01'::bytea)",
+	'lake.commit_append(1)',
+	'lake.abort_append(1)',
+	"lake.create_owner('on-standby')",
+	"lake.create_dataset('on-standby')",
+	"lake.define_lifecycle('on-standby', 'a', ARRAY[['a', 'b']])",
+	"lake.grant_tenant('postgres', 'on-standby')",
+	"lake.revoke_tenant('postgres', 'on-standby')")
 {
-	my ($state, $msg) = sql_error($standby, $call);
-	is($state, '25006', "standby: $call refuses with 25006 ($msg)");
+	my ($state, $msg) = sql_error($standby, "SELECT $call");
+	my ($name) = $call =~ /^(lake\.\w+)/;
+	is("$state $msg", "25006 cannot execute $name() in a read-only transaction",
+		"standby: $call refuses with 25006");
 }
 
 # ----------------------------------------------------------------------
