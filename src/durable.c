@@ -160,6 +160,20 @@ durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
 }
 
 bool
+durable_standbys_there(XLogRecPtr lsn)
+{
+	SyncRepStandbyData *standbys;
+	int			connected;
+
+	if (!SyncRepRequested() || !standbys_defined(WalSndCtl))
+		return true;
+	connected = SyncRepGetCandidateStandbys(&standbys);
+	pfree(standbys);
+	return SyncRepConfig != NULL && connected >= SyncRepConfig->num_sync &&
+		standbys_have(lsn, wait_mode(true));
+}
+
+bool
 durable_committed_replicated(void)
 {
 	XLogRecPtr	lsn = XactLastCommitEnd;

@@ -44,4 +44,11 @@ extern void durable_wait(XLogRecPtr lsn, void (*before_waiting) (void));
  */
 extern bool durable_committed_replicated(void);
 
+/*
+ * Whether a commit waiting for the synchronous standbys would find them:
+ * none are waited for, or as many as are waited for are connected and all
+ * they must have up to 'lsn' is there (at the mode a commit waits in).
+ */
+extern bool durable_standbys_there(XLogRecPtr lsn);
+
 #endif							/* LAKE_DURABLE_H */

@@ -660,6 +660,13 @@ advance_epoch(void)
 	next = (int64) Max(row_epoch, Max(newest, cycle_live_epoch())) + 1;
 	forked_from = nulls[tli_att - 1] || newest > row_epoch ? 0 :
 		DatumGetInt64(values[tli_att - 1]);
+	/*
+	 * An epoch this server took since it started was taken on this
+	 * timeline, past any fork: a row CREATE EXTENSION made after a DROP
+	 * (timeline 1) starts past it without skipping again.
+	 */
+	if (forked_from > 0 && cycle_live_epoch() > 0)
+		forked_from = tli;
 	if ((int64) tli > forked_from)
 		next += ((int64) tli - forked_from) * LAKE_TIMELINE_EPOCH_SKIP * lake_partitions;
 	next += (lake_partition + lake_partitions - next % lake_partitions) % lake_partitions;

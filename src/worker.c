@@ -635,14 +635,11 @@ installed_generation(void *arg)
  * (seal_before_exit) and ends the worker as die() does. A timer armed by
  * the SIGTERM itself ends it with die() STOP_SEAL_MS later whatever it is
  * doing (a lock wait, a seal's commit waiting for a synchronous standby
- * that does not answer), so it leaves within a second. A seal whose wait
- * for the standbys that termination cuts is left unpublished, committed
- * here (durable_committed_replicated): its casts are answered from the
- * durable log after the recovery, whose own commit waits for the standbys.
- * The postmaster stops its WAL senders only after the worker has left, so
- * at a clean stop the standbys still answer. Anywhere else (a recovery, a
- * snapshot, an expiry pass, a look-up of the extension) it is die() at
- * once.
+ * that does not answer), so it leaves within a second. The postmaster
+ * stops its WAL senders only after the worker has left, so at a clean
+ * stop the synchronous standbys still answer; seal_before_exit begins no
+ * seal without them. Anywhere else (a recovery, a snapshot, an expiry
+ * pass, a look-up of the extension) it is die() at once.
  */
 #define STOP_SEAL_MS 500L
 
@@ -714,8 +711,26 @@ static void
 seal_before_exit(void)
 {
 	bool		fenced;
+	XLogRecPtr	flushed = GetFlushRecPtr(NULL);
 
 	stop_deferrable = false;
+
+	/*
+	 * A seal's commit waits for the synchronous standbys, and one the timer
+	 * cuts is left unpublished: the casts accepted meanwhile are lost with
+	 * it (cycle_seal_unpublished). So no seal until the standbys are there
+	 * and have what is flushed here. Their replies wake only a commit's
+	 * wait, so this one looks every 10 ms; if they do not come, the timer
+	 * ends the worker with the casts still pending, as a termination
+	 * anywhere else does.
+	 */
+	while (!durable_standbys_there(flushed))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 	/* The timer's die() ends it at an interrupt check if time runs out. */
 	(void) seal_all_pending("lake: sealing before the worker stops", &fenced);
 	/* The message and exit code of a SIGTERM: the postmaster restarts us. */
