@@ -83,21 +83,27 @@ standbys_defined(volatile WalSndCtlData *ctl)
 
 /*
  * Whether the synchronous standbys have 'lsn' at 'mode', or none are
- * waited for. The flag is read again under the lock: a reload that names
- * none releases the waiters before it clears the flag.
+ * defined any more: the flag is read again under the lock, since a reload
+ * that names none releases the waiters before it clears the flag.
  */
 static bool
-standbys_have(XLogRecPtr lsn, int mode)
+standbys_reached(XLogRecPtr lsn, int mode)
 {
 	volatile WalSndCtlData *ctl = WalSndCtl;
 	bool		reached;
 
-	if (!SyncRepRequested() || !standbys_defined(ctl))
-		return true;
 	LWLockAcquire(SyncRepLock, LW_SHARED);
 	reached = !standbys_defined(ctl) || ctl->lsn[mode] >= lsn;
 	LWLockRelease(SyncRepLock);
 	return reached;
+}
+
+/* The same, or this session's commits do not wait for standbys. */
+static bool
+standbys_have(XLogRecPtr lsn, int mode)
+{
+	return !SyncRepRequested() || !standbys_defined(WalSndCtl) ||
+		standbys_reached(lsn, mode);
 }
 
 /* The mode PostgreSQL waits in (syncrep.c keeps it private). */
@@ -165,12 +171,14 @@ durable_standbys_there(XLogRecPtr lsn)
 	SyncRepStandbyData *standbys;
 	int			connected;
 
-	if (!SyncRepRequested() || !standbys_defined(WalSndCtl))
+	/* A durable commit waits whatever the session's setting (raise_at_commit). */
+	if (max_wal_senders == 0 || !standbys_defined(WalSndCtl))
 		return true;
 	connected = SyncRepGetCandidateStandbys(&standbys);
 	pfree(standbys);
 	return SyncRepConfig != NULL && connected >= SyncRepConfig->num_sync &&
-		standbys_have(lsn, wait_mode(true));
+		standbys_reached(lsn, synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ?
+						 SYNC_REP_WAIT_APPLY : SYNC_REP_WAIT_FLUSH);
 }
 
 bool
