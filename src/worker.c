@@ -637,11 +637,13 @@ installed_generation(void *arg)
  * doing (a lock wait, a seal's commit waiting for a synchronous standby
  * that does not answer), so it leaves within a second. The postmaster
  * stops its WAL senders only after the worker has left, so at a clean
- * stop the synchronous standbys still answer; seal_before_exit begins no
- * seal without them. Anywhere else (a recovery, a snapshot, an expiry
- * pass, a look-up of the extension) it is die() at once.
+ * stop the synchronous standbys still answer; without them, seal_before_exit
+ * closes the door before it seals. Anywhere else (a recovery, a snapshot,
+ * an expiry pass, a look-up of the extension) it is die() at once.
  */
 #define STOP_SEAL_MS 500L
+/* How long of it the exit seal waits for the synchronous standbys to answer. */
+#define STANDBYS_WAIT_MS 100L
 
 static volatile sig_atomic_t stop_requested = false;
 static volatile sig_atomic_t stop_deferrable = false;
@@ -712,20 +714,29 @@ seal_before_exit(void)
 {
 	bool		fenced;
 	XLogRecPtr	flushed = GetFlushRecPtr(NULL);
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   STANDBYS_WAIT_MS);
 
 	stop_deferrable = false;
 
 	/*
 	 * A seal's commit waits for the synchronous standbys, and one the timer
-	 * cuts is left unpublished: the casts accepted meanwhile are lost with
-	 * it (cycle_seal_unpublished). So no seal until the standbys are there
-	 * and have what is flushed here. Their replies wake only a commit's
-	 * wait, so this one looks every 10 ms; if they do not come, the timer
-	 * ends the worker with the casts still pending, as a termination
-	 * anywhere else does.
+	 * cuts is left unpublished, committed here: its casts are answered from
+	 * the durable log after the next recovery, but the casts accepted
+	 * during its wait were validated against states that log moved past,
+	 * and would be lost (cycle_seal_unpublished). So unless the standbys
+	 * are there and have what is flushed here (their replies wake only a
+	 * commit's wait: looked at every 10 ms, for a short while), the door
+	 * is closed first, as before a recovery: casts arriving now wait for
+	 * the next worker's recovery, within their bound.
 	 */
 	while (!durable_standbys_there(flushed))
 	{
+		if (GetCurrentTimestamp() >= until)
+		{
+			cycle_close();
+			break;
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

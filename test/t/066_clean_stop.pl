@@ -9,10 +9,10 @@
 #   exits; and while its seal waits for a lock it still leaves within a
 #   second (the seal cut short), the casts kept for the next worker;
 # - with a synchronous standby, the seal at a fast stop waits for it, and
-#   the receipts answer their coordinates; with the standby away no seal
-#   is begun (the stop does not hang; the casts are LK006, as with a
-#   crash), and a worker terminated alone leaves its casts, and those
-#   accepted while it leaves, to the next one.
+#   the receipts answer their coordinates; with the standby away the
+#   worker closes the door and seals, the timer cuts the seal's wait (the
+#   stop does not hang), the seal is left unpublished, and its casts are
+#   answered after the start; terminated alone, it loses nothing either.
 use strict;
 use warnings;
 
@@ -147,10 +147,12 @@ my $standby = sync_standby($node, 'clean_stop_standby');
 		$landed, 'synchronous standby: it has the cycle sealed at the stop');
 }
 
-# The synchronous standby away: no seal is begun that would wait for it
-# (one the timer cut would be left unpublished, and the casts accepted
-# meanwhile lost with it), so the stop is quick and the casts pending are
-# lost with the stop, as with a crash.
+# The synchronous standby away: the worker closes the door (casts arriving
+# now would be accepted against states the seal moves past, and lost with
+# it if the timer cuts its wait) and seals; the timer cuts the seal's wait,
+# so the stop is quick, and the seal is left unpublished, committed here:
+# after the start, its casts are answered from the durable log once the
+# recovery's commit has the standby's answer.
 $standby->stop;
 {
 	my @r = cast_three();
@@ -158,22 +160,23 @@ $standby->stop;
 	my $log = -s $node->logfile;
 	$node->stop('fast');
 	cmp_ok(time() - $t0, '<', 10, 'synchronous standby away: a fast stop does not wait for it');
-	ok(!$node->log_contains(qr/not published/, $log),
-		'synchronous standby away: no seal was begun at the stop');
+	ok($node->log_contains(qr/were not published: its seal.s commit is durable here but not yet on the synchronous standbys/, $log),
+		'synchronous standby away: the seal at the stop was left unpublished');
 	$node->start;
-	# The standby is still named: the start's recovery waits for it.
+	# Still named: the start's recovery waits for it.
 	$standby->start;
-	is(positions(@r), 'LK006 LK006 LK006',
-		'synchronous standby away: the casts pending at the stop are lost, as with a crash');
+	is(positions(@r), join(' ', map { $landed + $_ } 1 .. 3),
+		'synchronous standby away: every receipt answers its coordinate after the start');
+	$landed += 3;
 }
 
-# The worker terminated alone, the standby away: it leaves without a seal,
-# and the casts pending, those accepted while it leaves among them, are
-# kept for the next worker, which seals them once the standby is back. A
-# seal begun at the termination was cut by the timer and left unpublished,
-# and the casts accepted meanwhile were lost (LK006). The served database
-# commits locally: a seal waits for the standbys all the same, so the
-# worker looks for them whatever its own synchronous_commit says.
+# The worker terminated alone, the standby away, the served database
+# committing locally (a seal waits for the standbys all the same, so the
+# worker looks for them whatever its own synchronous_commit says): the
+# casts pending are sealed, unpublished, and a cast arriving while that
+# seal waits is held back until the next worker's recovery. Once the standby is
+# back, every receipt answers its coordinate. The casts accepted while a
+# seal at the termination waited were lost (LK006).
 {
 	my $pid = $node->safe_psql('postgres', q{
 ALTER DATABASE postgres SET synchronous_commit = local;
@@ -187,20 +190,29 @@ $standby->stop;
 {
 	my @r   = cast_three();
 	my $pid = $node->safe_psql('postgres', 'SELECT worker_pid FROM lake.stats()');
+	my $log = -s $node->logfile;
+	# gdb holds the worker where its seal's commit starts to wait for the
+	# standby, the door already closed.
+	my $g = gdb_hold($pid, 'SyncRepWaitForLSN');
 	$node->safe_psql('postgres', "SELECT pg_catalog.pg_terminate_backend($pid)");
-	# Casts while it leaves (its half second), not once the next one runs.
-	my $t0 = time();
-	while (kill(0, $pid) && time() - $t0 < 10)
-	{
-		push @r, $node->safe_psql('postgres', q{
-SELECT r.epoch || ',' || r.seq FROM lake.cast('o', NULL, NULL, '\x01'::bytea) r});
-	}
-	ok(!kill(0, $pid), 'terminated alone, standby away: the worker has left');
-	cmp_ok(scalar @r, '>', 4, 'terminated alone, standby away: casts were accepted while it left');
+	ok(gdb_stopped($g), "terminated alone, standby away: its seal's commit waits for the standby")
+	  or diag("gdb: $g->{out}");
+	my $late = background($node, q{
+SELECT r.epoch || ',' || r.seq FROM lake.cast('o', NULL, NULL, '\x02'::bytea) r});
+	ok(!defined wait_until(1, sub { finished($late) }),
+		'terminated alone, standby away: a cast made meanwhile is held back')
+	  or diag("answered: $late->{out}$late->{err}");
+	gdb_let_go($g);
+	ok(defined wait_until(30, sub { !kill(0, $pid) }), 'terminated alone, standby away: the worker has left');
+	ok($node->log_contains(qr/were not published: its seal.s commit is durable here but not yet on the synchronous standbys/, $log),
+		'terminated alone, standby away: its seal was left unpublished');
 	$standby->start;
-	is(positions(@r), join(' ', map { $landed + $_ } 1 .. scalar @r),
-		sprintf('terminated alone, standby away: all %d receipts answer their coordinates', scalar @r));
-	$landed += @r;
+	ok(defined wait_until(120, sub { finished($late) }), 'terminated alone, standby away: the late cast is taken');
+	like($late->{out}, qr/^\d+,\d+$/, 'terminated alone, standby away: ... with a receipt') or diag($late->{err});
+	push @r, $late->{out};
+	is(positions(@r), join(' ', map { $landed + $_ } 1 .. 4),
+		'terminated alone, standby away: every receipt answers its coordinate');
+	$landed += 4;
 	is($node->safe_psql('postgres', 'SELECT coalesce(sum(applied), 0) FROM lake.recover()'),
 		'0', 'terminated alone, standby away: recovery applies nothing afterwards');
 }
