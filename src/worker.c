@@ -654,17 +654,16 @@ static void
 request_stop(SIGNAL_ARGS)
 {
 	int			save_errno = errno;
+	struct itimerspec when = {.it_value = {.tv_nsec = STOP_SEAL_MS * 1000000L}};
 
-	if (stop_deferrable && stop_timer_made)
+	/*
+	 * timer_settime is async-signal-safe; the timer's SIGUSR2 is die().
+	 * Without a timer armed there is no bound: die() at once.
+	 */
+	if (stop_deferrable && stop_timer_made &&
+		(stop_requested || timer_settime(stop_timer, 0, &when, NULL) == 0))
 	{
-		if (!stop_requested)
-		{
-			struct itimerspec when = {.it_value = {.tv_nsec = STOP_SEAL_MS * 1000000L}};
-
-			stop_requested = true;
-			/* timer_settime is async-signal-safe; the timer's SIGUSR2 is die(). */
-			(void) timer_settime(stop_timer, 0, &when, NULL);
-		}
+		stop_requested = true;
 		SetLatch(MyLatch);
 	}
 	else
@@ -970,6 +969,8 @@ lake_worker_main(Datum arg)
 						TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RETRY_PAUSE_MS);
 					if (!recovered)
 						timeout = RETRY_PAUSE_MS;
+					else
+						defer_stop();	/* it sleeps between seals now */
 				}
 			}
 			else

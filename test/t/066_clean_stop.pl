@@ -38,6 +38,11 @@ FROM generate_series(1, 3) i, LATERAL lake.cast('o', NULL, NULL, pg_catalog.int4
 ORDER BY i});
 	is($node->safe_psql('postgres', 'SELECT casts_pending FROM lake.stats()'),
 		'3', 'three casts are pending');
+	# Asleep between seals, where a SIGTERM waits for its seal (not in a
+	# pass of its own, where it is die() at once).
+	ok($node->poll_query_until('postgres', q{
+SELECT wait_event = 'Extension' FROM pg_stat_activity WHERE backend_type = 'lake worker'}),
+		'the worker sleeps between seals');
 	return @r;
 }
 
