@@ -141,7 +141,7 @@ durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
 	 * flushed, so the standbys must have what is flushed so far.
 	 */
 	lsn = Max(lsn, GetFlushRecPtr(NULL));
-	if (standbys_have(lsn, mode))
+	if (standbys_reached(lsn, mode))
 		return;
 	if (before_waiting != NULL)
 		before_waiting();
@@ -157,7 +157,7 @@ durable_wait(XLogRecPtr lsn, void (*before_waiting) (void))
 	SyncRepWaitForLSN(lsn, false);
 	RESUME_INTERRUPTS();
 	CHECK_FOR_INTERRUPTS();
-	if (!standbys_have(lsn, mode))
+	if (!standbys_reached(lsn, mode))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("canceling the wait for synchronous replication of what this answer names"),

@@ -636,6 +636,7 @@ advance_epoch(void)
 	TimeLineID	tli = GetWALInsertionTimeLine();
 	int32		row_epoch;
 	int32		newest = newest_cycle_epoch();
+	int32		live = cycle_live_epoch();
 	int64		forked_from;
 	int64		next;
 
@@ -657,7 +658,7 @@ advance_epoch(void)
 	store_require_partition(nulls[parts_att - 1] ? 0 : DatumGetInt32(values[parts_att - 1]),
 							nulls[part_att - 1] ? 0 : DatumGetInt32(values[part_att - 1]));
 	row_epoch = DatumGetInt32(values[epoch_att - 1]);
-	next = (int64) Max(row_epoch, Max(newest, cycle_live_epoch())) + 1;
+	next = (int64) Max(row_epoch, Max(newest, live)) + 1;
 	forked_from = nulls[tli_att - 1] || newest > row_epoch ? 0 :
 		DatumGetInt64(values[tli_att - 1]);
 	/*
@@ -665,7 +666,7 @@ advance_epoch(void)
 	 * timeline, past any fork: a row CREATE EXTENSION made after a DROP
 	 * (timeline 1) starts past it without skipping again.
 	 */
-	if (forked_from > 0 && cycle_live_epoch() > 0)
+	if (forked_from > 0 && live > 0)
 		forked_from = tli;
 	if ((int64) tli > forked_from)
 		next += ((int64) tli - forked_from) * LAKE_TIMELINE_EPOCH_SKIP * lake_partitions;
